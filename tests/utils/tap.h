@@ -1,0 +1,49 @@
+/*
+ * Minimal TAP producer for C tests run by automake's tap-driver.sh.
+ * The plan is printed at the end ("1..N" after the results), so it is always
+ * the number of checks actually made, never a number typed in.
+ */
+#ifndef DP_TESTS_TAP_H
+#define DP_TESTS_TAP_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+static unsigned tap_count, tap_failed;
+
+__attribute__((format(printf, 2, 3)))
+static inline bool tap_ok(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %u - ", cond ? "ok" : "not ok", ++tap_count);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (!cond)
+		tap_failed++;
+	return cond;
+}
+
+__attribute__((format(printf, 1, 2)))
+static inline void tap_diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("# ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+/* Prints the trailing plan; returns the process exit code. */
+static inline int tap_done(void)
+{
+	printf("1..%u\n", tap_count);
+	return tap_failed ? 1 : 0;
+}
+
+#endif /* DP_TESTS_TAP_H */

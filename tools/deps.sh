@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of lttng-dynprobe with apt-get.
+# Idempotent: prints nothing and touches nothing when all are present.
+set -euo pipefail
+
+packages=(
+	# build
+	build-essential autoconf automake libtool pkg-config
+	liblttng-ctl-dev liblttng-ust-dev liburcu-dev libelf-dev libdw-dev libpopt-dev
+	# run-time companions
+	lttng-tools
+	# tests
+	libzydis-dev babeltrace2 systemtap-sdt-dev valgrind libssl3 libstdc++6 gawk
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
+		missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: missing packages: ${missing[*]}" >&2
+	echo "deps.sh: run as root, or: sudo apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
