@@ -410,7 +410,8 @@ static int decode_imm(struct cursor *c, struct dp_insn *insn, const struct dp_op
 	case DP_IMM_Z: size = insn->opsize == 2 ? 2 : 4; break;
 	case DP_IMM_V: size = insn->opsize; break;
 	case DP_IMM_JZ:
-		size = (insn->prefixes & DP_PFX_OPSIZE) && !(f->flags & DP_OF_F64) ? 2 : 4;
+		/* Near branches are f64 (Intel ignores 66); xbegin is not. */
+		size = insn->opsize == 2 ? 2 : 4;
 		break;
 	case DP_IMM_MOFFS:
 		size = insn->adsize;
@@ -506,6 +507,12 @@ static int check_form(const struct dp_insn *insn, const struct dp_opform *f)
 	    !(insn->reg == 0 || insn->reg == 2 || insn->reg == 3 || insn->reg == 4 || insn->reg == 8))
 		return -EINVAL;
 	if ((f->flags & DP_OF_DREG) && insn->reg > 7)
+		return -EINVAL;
+	if ((f->flags & DP_OF_BND) && insn->reg > 3)
+		return -EINVAL;
+	if ((f->flags & DP_OF_NORIP) && (insn->attr & DP_ATTR_RIPREL))
+		return -EINVAL;
+	if ((f->flags & DP_OF_BNDRM) && insn->mod == 3 && insn->rm > 3)
 		return -EINVAL;
 	if (insn->enc == DP_ENC_EVEX)
 		return dp_evex_check(insn, f);

@@ -215,9 +215,9 @@ BEGIN {
 	split("JMP JCC CALL RET LOOP XBEGIN JMP_IND CALL_IND FAR SYSCALL INT UD TRAP", qq, " ")
 	for (i = 1; i <= 13; i++) flownames[q[i]] = "DP_FLOW_" qq[i]
 
-	split("lock d64 f64 priv stack vsib rep ambig k kz bcst er kreq modreg", q, " ")
-	split("LOCK D64 F64 PRIV STACK VSIB REP AMBIG EVEX_K EVEX_Z EVEX_B EVEX_ER EVEX_KREQ MODREG", qq, " ")
-	for (i = 1; i <= 14; i++) attrflag[q[i]] = qq[i]
+	split("lock d64 f64 priv stack vsib rep ambig k kz bcst er kreq modreg bnd bndrm norip", q, " ")
+	split("LOCK D64 F64 PRIV STACK VSIB REP AMBIG EVEX_K EVEX_Z EVEX_B EVEX_ER EVEX_KREQ MODREG BND BNDRM NORIP", qq, " ")
+	for (i = 1; i in q; i++) attrflag[q[i]] = qq[i]
 	srcnum["DP_OPS_NONE"] = 0; srcnum["DP_OPS_REG"] = 1; srcnum["DP_OPS_RM"] = 2
 	srcnum["DP_OPS_VVVV"] = 3; srcnum["DP_OPS_OPC"] = 4
 	nforms = 0

@@ -61,6 +61,9 @@ enum dp_opflag {
 	DP_OF_CREG = 1u << 18,	/* ModRM.reg names a control register */
 	DP_OF_DREG = 1u << 19,	/* ModRM.reg names a debug register */
 	DP_OF_MODREG = 1u << 20, /* ModRM.mod is ignored: always a register form */
+	DP_OF_BND = 1u << 21,	/* ModRM.reg names a bound register (0-3) */
+	DP_OF_BNDRM = 1u << 22,	/* ... and so does a register ModRM.rm */
+	DP_OF_NORIP = 1u << 23,	/* no RIP-relative memory operand */
 };
 
 /*
