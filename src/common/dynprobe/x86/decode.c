@@ -488,6 +488,15 @@ static void compute_regs(struct dp_insn *insn, const struct dp_opform *f, const 
 	insn->regs_written = wr;
 }
 
+/* True when ModRM.rm is one of the form's operands, not only a condition. */
+static bool rm_is_operand(const struct dp_opform *f)
+{
+	for (unsigned i = 0; i < 4; i++)
+		if (DP_OP_SRC(f->ops[i]) == DP_OPS_RM)
+			return true;
+	return false;
+}
+
 /* Rules that depend on the decoded fields rather than on the opcode alone. */
 static int check_form(const struct dp_insn *insn, const struct dp_opform *f)
 {
@@ -514,6 +523,20 @@ static int check_form(const struct dp_insn *insn, const struct dp_opform *f)
 		return -EINVAL;
 	if ((f->flags & DP_OF_BNDRM) && insn->mod == 3 && insn->rm > 3)
 		return -EINVAL;
+	if ((f->flags & DP_OF_EVEX_REGK) && insn->reg > 7)
+		return -EINVAL;
+	if ((f->flags & DP_OF_KVVVV) && insn->vvvv > 7)
+		return -EINVAL;
+	if ((f->flags & DP_OF_TMM) &&
+	    (insn->reg > 7 || ((f->flags & DP_OF_VVVV) && insn->vvvv > 7) ||
+	     (insn->mod == 3 && rm_is_operand(f) && insn->rm > 7)))
+		return -EINVAL;
+	if (f->flags & DP_OF_ALLDISTINCT) {
+		unsigned other = (insn->attr & DP_ATTR_VSIB) ? insn->index : insn->rm;
+
+		if (insn->reg == other || insn->reg == insn->vvvv || other == insn->vvvv)
+			return -EINVAL;
+	}
 	if (insn->enc == DP_ENC_EVEX)
 		return dp_evex_check(insn, f);
 	return 0;

@@ -96,12 +96,13 @@ function parse_operand(o,    a, rest, r) {
 	rest = substr(o, 2)
 	if (a == "K") {
 		a = substr(o, 2, 1)
-		flags["MODRM"] = (a != "H")
-		if (a == "G") add_op("DP_OPS_REG", 0, "")
+		if (a != "H") flags["MODRM"] = 1
+		# Only k0-k7 exist: the extension bits must be clear.
+		if (a == "G") { flags["EVEX_REGK"] = 1; add_op("DP_OPS_REG", 0, "") }
 		else if (a == "E") add_op("DP_OPS_RM", 0, "")
 		else if (a == "R") { set_mod("DP_MODC_REG"); add_op("DP_OPS_RM", 0, "") }
 		else if (a == "M") { set_mod("DP_MODC_MEM"); add_op("DP_OPS_RM", 1, "") }
-		else if (a == "H") { flags["VVVV"] = 1; add_op("DP_OPS_VVVV", 0, "") }
+		else if (a == "H") { flags["VVVV"] = 1; flags["KVVVV"] = 1; add_op("DP_OPS_VVVV", 0, "") }
 		else fail("unknown mask operand '" o "'")
 		return
 	}
@@ -117,7 +118,7 @@ function parse_operand(o,    a, rest, r) {
 	}
 	else if (a == "C") { flags["MODRM"] = 1; flags["CREG"] = 1; add_op("DP_OPS_REG", 0, rest) }
 	else if (a == "D") { flags["MODRM"] = 1; flags["DREG"] = 1; add_op("DP_OPS_REG", 0, rest) }
-	else if (a == "W" || a == "Q") { flags["MODRM"] = 1; add_op("DP_OPS_RM", 1, "x") }
+	else if (a == "W" || a == "Q") { flags["MODRM"] = 1; add_op("DP_OPS_RM", 0, "x") }
 	else if (a == "U" || a == "N") { flags["MODRM"] = 1; set_mod("DP_MODC_REG"); add_op("DP_OPS_RM", 0, rest) }
 	else if (a == "H") { flags["VVVV"] = 1; add_op("DP_OPS_VVVV", 0, rest) }
 	else if (a == "B") { flags["VVVV"] = 1; add_op("DP_OPS_VVVV", 1, rest) }
@@ -215,8 +216,8 @@ BEGIN {
 	split("JMP JCC CALL RET LOOP XBEGIN JMP_IND CALL_IND FAR SYSCALL INT UD TRAP", qq, " ")
 	for (i = 1; i <= 13; i++) flownames[q[i]] = "DP_FLOW_" qq[i]
 
-	split("lock d64 f64 priv stack vsib rep ambig k kz bcst er kreq modreg bnd bndrm norip", q, " ")
-	split("LOCK D64 F64 PRIV STACK VSIB REP AMBIG EVEX_K EVEX_Z EVEX_B EVEX_ER EVEX_KREQ MODREG BND BNDRM NORIP", qq, " ")
+	split("lock d64 f64 priv stack vsib rep ambig k kz bcst er kreq modreg bnd bndrm norip regk sae512 distinct tmm alldistinct", q, " ")
+	split("LOCK D64 F64 PRIV STACK VSIB REP AMBIG EVEX_K EVEX_Z EVEX_B EVEX_ER EVEX_KREQ MODREG BND BNDRM NORIP EVEX_REGK EVEX_SAE512 EVEX_DISTINCT TMM ALLDISTINCT", qq, " ")
 	for (i = 1; i in q; i++) attrflag[q[i]] = qq[i]
 	srcnum["DP_OPS_NONE"] = 0; srcnum["DP_OPS_REG"] = 1; srcnum["DP_OPS_RM"] = 2
 	srcnum["DP_OPS_VVVV"] = 3; srcnum["DP_OPS_OPC"] = 4

@@ -64,6 +64,12 @@ enum dp_opflag {
 	DP_OF_BND = 1u << 21,	/* ModRM.reg names a bound register (0-3) */
 	DP_OF_BNDRM = 1u << 22,	/* ... and so does a register ModRM.rm */
 	DP_OF_NORIP = 1u << 23,	/* no RIP-relative memory operand */
+	DP_OF_EVEX_REGK = 1u << 24, /* EVEX: ModRM.reg names a mask register */
+	DP_OF_EVEX_SAE512 = 1u << 25, /* EVEX: 512 bits only, L'L ignored with {sae} */
+	DP_OF_EVEX_DISTINCT = 1u << 26, /* EVEX: ModRM.reg differs from the other vector operands */
+	DP_OF_KVVVV = 1u << 27,	/* vvvv names a mask register: k0-k7 only */
+	DP_OF_TMM = 1u << 28,	/* register operands are tile registers: tmm0-tmm7 only */
+	DP_OF_ALLDISTINCT = 1u << 29, /* reg, vvvv and rm (or VSIB index) pairwise distinct */
 };
 
 /*
