@@ -204,7 +204,7 @@ static int decode_opcode(struct cursor *c, struct dp_insn *insn, struct raw *raw
 			raw->tab = DP_TAB_1BYTE;
 			insn->opcode = 0x8f;
 			c->pos++;
-			return 0;
+			goto legacy;
 		}
 	} else if (b == 0x0f) {
 		b1 = fetch(c, c->pos + 1);
@@ -217,6 +217,7 @@ static int decode_opcode(struct cursor *c, struct dp_insn *insn, struct raw *raw
 			insn->map = b1 == 0x38 ? DP_MAP_0F38 : DP_MAP_0F3A;
 			raw->tab = b1 == 0x38 ? DP_TAB_0F38 : DP_TAB_0F3A;
 			insn->opcode = b2;
+			insn->opcode_off = c->pos + 2;
 			c->pos += 3;
 		} else if (b1 == 0x0f) {
 			/* 3DNow: the opcode comes after the operands. */
@@ -228,6 +229,7 @@ static int decode_opcode(struct cursor *c, struct dp_insn *insn, struct raw *raw
 			insn->map = DP_MAP_0F;
 			raw->tab = DP_TAB_0F;
 			insn->opcode = b1;
+			insn->opcode_off = c->pos + 1;
 			c->pos += 2;
 		}
 		goto legacy;
@@ -279,9 +281,14 @@ static bool prefix_matches(uint8_t cond, uint8_t mandatory)
 static int select_form(struct cursor *c, struct dp_insn *insn, struct raw *raw,
 		       const struct dp_opform **out)
 {
-	const struct dp_opindex *ix = &dp_opindex[raw->tab][insn->opcode];
+	unsigned key = insn->opcode;
+	const struct dp_opindex *ix;
 	bool vex = insn->enc == DP_ENC_VEX || insn->enc == DP_ENC_EVEX || insn->enc == DP_ENC_XOP;
 
+	/* 90 is nop only without REX.B: 41 90 is xchg r8, rax like 91-97. */
+	if (raw->tab == DP_TAB_1BYTE && key == 0x90 && raw->rex_b)
+		key = 0x91;
+	ix = &dp_opindex[raw->tab][key];
 	for (unsigned i = 0; i < ix->count; i++) {
 		const struct dp_opform *f = &dp_opforms[ix->first + i];
 		unsigned mod, reg, rm;
@@ -457,6 +464,12 @@ static void compute_regs(struct dp_insn *insn, const struct dp_opform *f, const 
 {
 	uint16_t rd = f->rd, wr = f->wr;
 
+	/* A rep prefix on a string instruction counts in rcx. */
+	if ((f->flags & DP_OF_REP) && (insn->prefixes & (DP_PFX_REP | DP_PFX_REPNE))) {
+		rd |= 1u << DP_REG_RCX;
+		wr |= 1u << DP_REG_RCX;
+	}
+
 	for (unsigned i = 0; i < 4; i++) {
 		unsigned op = f->ops[i], r;
 
@@ -614,8 +627,9 @@ int dp_insn_decode(const uint8_t *bytes, size_t len, struct dp_insn *insn)
 		insn->attr |= DP_ATTR_PRIVILEGED;
 	if (f->flags & DP_OF_STACK)
 		insn->attr |= DP_ATTR_STACK;
+	/* AMD honours 66 on near branches (16-bit operand size) unless REX.W. */
 	if ((f->flags & DP_OF_AMBIG) ||
-	    ((f->flags & DP_OF_F64) && (insn->prefixes & DP_PFX_OPSIZE)))
+	    ((f->flags & DP_OF_F64) && (insn->prefixes & DP_PFX_OPSIZE) && !insn->w))
 		insn->attr |= DP_ATTR_VENDOR_AMBIGUOUS;
 	compute_regs(insn, f, &raw);
 	return 0;

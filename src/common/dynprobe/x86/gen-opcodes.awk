@@ -84,7 +84,7 @@ function parse_operand(o,    a, rest, r) {
 	if (substr(o, 1, 1) == "%") {
 		r = gpr(o)
 		if (r >= 0) {
-			if (opindex == 0 && access != "ro")
+			if ((opindex == 0 && access != "ro") || (opindex == 1 && write2))
 				impwr = or16(impwr, 2 ^ r)
 			if (opindex == 0 && access == "wo")
 				return

@@ -97,7 +97,8 @@ struct dp_insn {
 	uint8_t enc;		/* enum dp_insn_enc */
 	uint8_t map;		/* enum dp_insn_map */
 	uint8_t opcode;		/* the opcode byte within its map */
-	uint8_t opcode_off;	/* offset of the opcode byte (3DNow: of 0F 0F) */
+	uint8_t opcode_off;	/* offset of the opcode byte, after any escape bytes
+				   (3DNow: of its 0F 0F escape) */
 
 	uint8_t nprefixes;	/* legacy prefix bytes, REX excluded */
 	uint8_t prefixes;	/* enum dp_insn_prefix */
