@@ -592,12 +592,17 @@ int dp_insn_decode(const uint8_t *bytes, size_t len, struct dp_insn *insn)
 	if (ret)
 		return ret;
 
+	/* A legacy 66/F2/F3 is mandatory only when it chose the form. */
+	if (insn->enc == DP_ENC_LEGACY && f->pfx == DP_PFXC_ANY)
+		insn->mandatory = 0;
+
 	insn->adsize = (insn->prefixes & DP_PFX_ADSIZE) ? 4 : 8;
 	if (insn->w && insn->enc != DP_ENC_EVEX && insn->enc != DP_ENC_VEX && insn->enc != DP_ENC_XOP)
 		insn->opsize = 8;
 	else if (f->flags & DP_OF_F64)
 		insn->opsize = 8;
-	else if ((insn->prefixes & DP_PFX_OPSIZE) && insn->enc == DP_ENC_LEGACY)
+	else if ((insn->prefixes & DP_PFX_OPSIZE) && insn->mandatory != 0x66 &&
+		 (insn->enc == DP_ENC_LEGACY || insn->enc == DP_ENC_3DNOW))
 		insn->opsize = 2;
 	else if (f->flags & DP_OF_D64)
 		insn->opsize = 8;

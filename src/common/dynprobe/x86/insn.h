@@ -72,7 +72,8 @@ enum dp_insn_prefix {
 
 /* Attributes of the decoded instruction. */
 enum dp_insn_attr {
-	DP_ATTR_RIPREL = 1u << 0,	/* memory operand is [rip + disp32] */
+	DP_ATTR_RIPREL = 1u << 0,	/* memory operand is [rip + disp32] ([eip + disp32]
+					   with 67): disp_off locates the disp32 */
 	DP_ATTR_REL = 1u << 1,		/* has a relative target: see rel */
 	DP_ATTR_VENDOR_AMBIGUOUS = 1u << 2, /* Intel and AMD disagree on it: do not move */
 	DP_ATTR_VSIB = 1u << 3,		/* SIB index is a vector register */
@@ -102,9 +103,12 @@ struct dp_insn {
 
 	uint8_t nprefixes;	/* legacy prefix bytes, REX excluded */
 	uint8_t prefixes;	/* enum dp_insn_prefix */
-	uint8_t seg;		/* last segment prefix byte, 0 if none */
+	uint8_t seg;		/* last segment prefix byte, 0 if none (in 64-bit
+				   mode only fs and gs change the address) */
 	uint8_t rex;		/* effective REX byte (right before opcode), 0 if none */
-	uint8_t mandatory;	/* 0, 0x66, 0xF3 or 0xF2 selecting the opcode form */
+	uint8_t mandatory;	/* 0x66, 0xF3 or 0xF2 when it selected the opcode form
+				   (SSE forms, VEX/EVEX/XOP pp); 0 when the prefix
+				   was only an operand size or rep prefix */
 
 	/* VEX/EVEX/XOP payload, zero for legacy encodings. */
 	uint8_t vex_size;	/* 2, 3 (VEX/XOP) or 4 (EVEX) bytes including C4/C5/62/8F */
@@ -120,15 +124,21 @@ struct dp_insn {
 	bool has_sib;
 	uint8_t modrm_off;
 	uint8_t mod, reg, rm;	/* reg and rm include REX.R / REX.B */
-	uint8_t scale, index, base; /* index includes REX.X; DP_REG_NONE if absent */
+	uint8_t scale;		/* SIB scale field, raw: the factor is 1 << scale */
+	uint8_t index, base;	/* index includes REX.X (and EVEX.V' for VSIB);
+				   DP_REG_NONE if absent; without SIB, base is
+				   the r/m register, none for [rip+disp32] */
 
 	uint8_t disp_off, disp_size;	/* 0, 1, 2?, 4 or 8 (moffs64) bytes */
 	uint8_t imm_off, imm_size;	/* first immediate (or rel) */
 	uint8_t imm2_off, imm2_size;	/* second immediate (enter, extrq, insertq) */
-	int64_t disp;		/* sign-extended displacement or moffs */
-	int64_t imm;		/* first immediate, sign-extended */
+	int64_t disp;		/* sign-extended displacement or moffs, as
+				   encoded: EVEX disp8 is not scaled by N */
+	int64_t imm;		/* first immediate, sign-extended (3DNow: the
+				   trailing opcode byte; is4: the register byte) */
 
-	uint8_t opsize;		/* effective operand size in bytes: 2, 4 or 8 */
+	uint8_t opsize;		/* effective operand size in bytes: 2, 4 or 8 (byte
+				   operations say 4; vector ones follow W) */
 	uint8_t adsize;		/* effective address size in bytes: 4 or 8 */
 	uint8_t flow;		/* enum dp_insn_flow */
 	uint16_t attr;		/* enum dp_insn_attr */
@@ -142,10 +152,12 @@ struct dp_insn {
 
 /*
  * Decodes the instruction at the start of bytes[0..len).
- * Returns 0 and fills *insn, -ENODATA when a valid instruction would need more
- * than len bytes, or -EINVAL when the bytes are not a valid 64-bit-mode
- * instruction (including one longer than 15 bytes).  Never reads bytes[len]
- * or beyond.
+ * Returns 0 and fills *insn; -ENODATA when the len bytes end before the
+ * instruction could be decided (every proper prefix of a valid instruction
+ * gives -ENODATA); or -EINVAL when the bytes are not a valid 64-bit-mode
+ * instruction, including one that would pass the 15-byte limit (with 15 or
+ * more bytes given, the answer is never -ENODATA).  Never reads bytes[len] or
+ * beyond.
  */
 int dp_insn_decode(const uint8_t *bytes, size_t len, struct dp_insn *insn);
 
