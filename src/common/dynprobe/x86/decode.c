@@ -517,7 +517,11 @@ static int check_form(const struct dp_insn *insn, const struct dp_opform *f)
 
 	if ((insn->prefixes & DP_PFX_LOCK) && (!(f->flags & DP_OF_LOCK) || insn->mod == 3))
 		return -EINVAL;
-	if (vex && !(f->flags & DP_OF_VVVV) && insn->vvvv)
+	/* An unused vvvv must be all ones (0 here); with a VSIB index,
+	 * EVEX.V' is the index's top bit, not part of vvvv. */
+	unsigned vvvv_mask = insn->enc == DP_ENC_EVEX && (f->flags & DP_OF_VSIB) ? 15 : 31;
+
+	if (vex && !(f->flags & DP_OF_VVVV) && (insn->vvvv & vvvv_mask))
 		return -EINVAL;
 	if (f->flags & DP_OF_SREG) {
 		unsigned s = (insn->reg & 7);
