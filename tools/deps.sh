@@ -7,10 +7,13 @@ packages=(
 	# build
 	build-essential autoconf automake libtool pkg-config
 	liblttng-ctl-dev liblttng-ust-dev liburcu-dev libelf-dev libdw-dev libpopt-dev
+	libunwind-dev
 	# run-time companions
 	lttng-tools
 	# tests
 	libzydis-dev babeltrace2 systemtap-sdt-dev valgrind libssl3 libstdc++6 gawk
+	# the patch-everything test runs these (tests/engine)
+	gzip sqlite3 libsqlite3-0 openssl zlib1g-dev
 )
 
 missing=()

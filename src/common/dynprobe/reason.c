@@ -32,6 +32,8 @@ static const struct {
 		"the function has indirect jumps whose targets are unknown" },
 	[DP_REASON_UNDECODED_AFTER] = { "undecoded",
 		"the bytes after the site do not decode as instructions" },
+	[DP_REASON_OVERLAP] = { "overlap",
+		"another probe's jump already overwrites these bytes" },
 	[DP_REASON_NOT_BOUNDARY] = { "not-boundary", "the address is not an instruction boundary" },
 	[DP_REASON_NO_FUNCTION] = { "no-function", "the address is not inside a known function" },
 	[DP_REASON_NOT_CODE] = { "not-code", "the address is not in an executable section" },

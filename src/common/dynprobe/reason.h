@@ -28,6 +28,7 @@ enum dp_reason {
 	DP_REASON_NEIGHBOUR,		/* a neighbouring instruction cannot move */
 	DP_REASON_INDIRECT_JUMPS,	/* the function has unresolved indirect jumps */
 	DP_REASON_UNDECODED_AFTER,	/* bytes after the site did not decode */
+	DP_REASON_OVERLAP,		/* another probe's jump overwrites these bytes */
 
 	/* Nothing can be placed (the planner's refusals). */
 	DP_REASON_NOT_BOUNDARY,		/* not an instruction boundary */

@@ -549,7 +549,7 @@ static int read_location(struct cfi_reader *r, uint8_t enc, uint64_t field_vaddr
 }
 
 /* The pointer encoding a CIE gives its FDEs ('R' in a 'z' augmentation). */
-static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
+static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc, bool *signal_frame)
 {
 	struct cfi_reader r = {
 		cie->augmentation_data,
@@ -570,8 +570,8 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
 		case 'R':
 			if (r.p >= r.end)
 				return -EINVAL;
-			*enc = *r.p;
-			return 0;
+			*enc = *r.p++;
+			break;
 		case 'L':
 			if (r.p >= r.end)
 				return -EINVAL;
@@ -585,6 +585,8 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
 				return -ENOTSUP;
 			break;
 		case 'S':	/* signal frame */
+			*signal_frame = true;
+			break;
 		case 'B':	/* branch protection */
 		case 'G':	/* memory tagging */
 			break;
@@ -599,6 +601,7 @@ struct cie_info {
 	Dwarf_Off off;
 	int err;		/* 0 when enc is usable */
 	uint8_t enc;
+	bool signal_frame;	/* 'S': its FDEs describe signal-return trampolines */
 };
 
 struct cie_cache {
@@ -628,11 +631,12 @@ static const struct cie_info *cie_lookup(struct cie_cache *cc, const unsigned ch
 
 	info.off = off;
 	info.enc = DW_EH_PE_absptr;
+	info.signal_frame = false;
 	if (dwarf_next_cfi(ident, data, true, off, &next, &entry) != 0 ||
 	    !dwarf_cfi_cie_p(&entry))
 		info.err = -EINVAL;
 	else
-		info.err = cie_fde_encoding(&entry.cie, &info.enc);
+		info.err = cie_fde_encoding(&entry.cie, &info.enc, &info.signal_frame);
 
 	if (cc->n == cc->cap) {
 		size_t cap = cc->cap ? cc->cap * 2 : 16;
@@ -660,6 +664,13 @@ static int fde_bounds(struct dp_elf *elf, const Dwarf_FDE *fde, const struct cie
 
 	if (cie->err)
 		return cie->err;
+	/*
+	 * A signal-return trampoline (glibc's __restore_rt): by convention its
+	 * FDE starts one byte early, and the kernel returns into it through an
+	 * address no code of the object branches to.  Not a function to probe.
+	 */
+	if (cie->signal_frame)
+		return -ENOENT;
 	if (fde->start < base || fde->end > base + data->d_size || fde->start > fde->end)
 		return -EINVAL;
 	if (read_location(&r, cie->enc, scn_addr + (uint64_t)(fde->start - base), &start) ||

@@ -1,0 +1,203 @@
+/*
+ * Function analysis, private part: the object's state and what its pieces
+ * hand each other (analysis.c: object, sections, functions, lookups; sweep.c:
+ * decoding and the target set; jumptable.c and jtbound.c: indirect jmps;
+ * lsda.c: landing pads; plt.c: imported and noreturn calls; entry.c: main
+ * of a stripped program).  Nothing here is part of the contract; analysis.h
+ * is.
+ */
+#ifndef DP_PATCH_ANALYSIS_INTERNAL_H
+#define DP_PATCH_ANALYSIS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dynprobe/patch/analysis.h"
+#include "dynprobe/x86/insn.h"
+
+/*
+ * Branch targets are collected as keys (address << 8 | kind bits), sorted
+ * and merged once.  Addresses at or above 2^56 are no user-space code and
+ * are dropped, which keeps the packing exact.
+ */
+#define AN_TGT_SHIFT 8
+#define AN_ADDR_LIMIT (UINT64_C(1) << (64 - AN_TGT_SHIFT))
+
+struct an_keys {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+/* A GOT slot a dynamic relocation binds to an imported function. */
+struct an_slot {
+	uint64_t addr;
+	const char *name;
+	bool noreturn;
+};
+
+struct dp_object {
+	struct dp_elf *elf;
+	int state;			/* 0 not analyzed, 1 ready, -errno failed */
+
+	struct dp_function *fns;	/* ascending by start, then size */
+	size_t nfns;
+	uint64_t *fn_maxend;		/* max end of fns[0..i], for lookups */
+	uint8_t *fn_noreturn;		/* per function: never returns */
+	uint64_t main_addr;		/* main, as the entry point names it */
+	bool has_main;
+
+	struct an_slot *slots;		/* GOT slots, by address */
+	size_t nslots;
+
+	uint32_t *insn_pool;		/* every function's instruction offsets */
+	struct dp_ret_site *ret_pool;	/* every function's return sites */
+
+	struct an_keys keys;		/* targets while collecting */
+	struct an_keys refs;		/* data addresses instructions name, while
+					   resolving: where a table may end */
+	uint64_t *tgt_addr;		/* merged targets, ascending */
+	uint8_t *tgt_kind;
+	size_t ntgt;
+
+	/* Sections with file bytes, for readers that need a section's extent. */
+	struct an_scn *scns;
+	size_t nscns;
+};
+
+struct an_scn {
+	uint64_t addr, size;
+	const uint8_t *data;
+	bool exec;
+};
+
+/* A direct branch from a function to a place in the same function. */
+struct an_edge {
+	uint32_t target;		/* offset within the function */
+	uint32_t src;			/* index of the branching instruction */
+};
+
+struct an_walk;
+
+/* The function whose indirect jmps are being resolved. */
+struct an_func_ctx {
+	struct dp_object *obj;
+	struct an_walk *walk;		/* scratch for the backward walks */
+	uint64_t start, size;
+	const uint8_t *code;
+	const uint32_t *off;		/* instruction starts */
+	uint32_t n;
+	const struct an_edge *edges;	/* local direct branches, by target */
+	size_t nedges;
+};
+
+/* analysis.c */
+const struct an_scn *an_scn_find(const struct dp_object *obj, uint64_t addr);
+long an_insn_index(const uint32_t *off, uint32_t n, uint64_t rel);
+const struct dp_function *an_function_at(const struct dp_object *obj, uint64_t vaddr);
+const struct dp_function *an_function_starting(const struct dp_object *obj, uint64_t addr,
+					       uint64_t size);
+
+/*
+ * plt.c: the object's GOT slots (0 or -ENOMEM), the slot at an address,
+ * the slot a PLT stub jumps through (0 if it is no stub), the instruction
+ * at an address of code, and whether a call never returns.
+ */
+int an_slots_load(struct dp_object *obj);
+const struct an_slot *an_slot_find(const struct dp_object *obj, uint64_t addr);
+uint64_t an_plt_slot(const struct dp_object *obj, uint64_t stub);
+bool an_code_insn(const struct dp_object *obj, uint64_t vaddr, struct dp_insn *in);
+bool an_call_noreturn(const struct dp_object *obj, const struct dp_insn *in, uint64_t addr);
+
+/*
+ * sweep.c: grows *v (of *cap elements of elem bytes) to hold n + 1 (0 or
+ * -ENOMEM); records a branch target; decodes every function (instruction
+ * starts, return sites, flags, targets, jump tables); merges the targets
+ * into obj->tgt_addr/tgt_kind.  0 or -errno.
+ */
+int an_vec_reserve(void **v, size_t *cap, size_t n, size_t elem);
+int an_keys_push(struct an_keys *k, uint64_t addr, unsigned kind);
+int an_functions_decode(struct dp_object *obj);
+int an_targets_build(struct dp_object *obj);
+
+/* The first address above addr that some instruction names (UINT64_MAX if none). */
+uint64_t an_ref_after(const struct dp_object *obj, uint64_t addr);
+
+/*
+ * jumptable.c: resolves the indirect jmp at instruction index i of the
+ * function.  Pushes every target it finds as a DP_TGT_JUMP_TABLE key and
+ * returns 1 when all of them lie in the function, 2 when some leave it (a
+ * .cold part, or a table of functions: a tail call), 0 when the jmp is not
+ * recognized, -errno on failure.
+ */
+int an_jump_table_resolve(struct an_func_ctx *ctx, uint32_t i);
+
+/*
+ * Backward walks over the instructions of the function being analyzed
+ * (jumptable.c): a fixed budget of steps and a visited set of (instruction,
+ * state) pairs, so that loops end and joins are not walked twice.
+ */
+#define AN_WALK_STEPS 4096
+#define AN_WALK_PER_INSN 16	/* the object's budget: steps per instruction... */
+#define AN_WALK_SLACK (UINT64_C(1) << 20)	/* ... plus this */
+#define AN_WALK_SLOTS 8192	/* a power of two above 2 * AN_WALK_STEPS */
+#define AN_WALK_POOL 8192	/* predecessors pending at the joins being walked */
+
+struct an_pred {
+	uint32_t idx;
+	bool taken;		/* reached through its branch, not by falling through */
+};
+
+struct an_walk {
+	const struct an_func_ctx *ctx;
+	uint64_t budget;		/* steps left for all walks of the object */
+	unsigned steps, nused, npool;
+	uint16_t used[AN_WALK_STEPS + 1];	/* the slots to clear for the next walk */
+	uint64_t seen[AN_WALK_SLOTS];
+	struct an_pred pool[AN_WALK_POOL];
+};
+
+bool an_insn_at(const struct an_func_ctx *ctx, uint32_t i, struct dp_insn *in);
+
+/*
+ * The predecessors of instruction i, written on top of the walk's pool
+ * (a join keeps them there by adding their count to npool while it walks
+ * them).  Returns how many: 0 at the entry or in a block no direct branch
+ * reaches, more than an_preds_fit allows when the pool is full.
+ */
+unsigned an_preds_of(struct an_walk *w, uint32_t i);
+static inline struct an_pred *an_walk_top(struct an_walk *w)
+{
+	return w->pool + w->npool;
+}
+static inline bool an_preds_fit(const struct an_walk *w, unsigned np)
+{
+	return np <= AN_WALK_POOL - w->npool;
+}
+void an_walk_reset(struct an_walk *w);
+bool an_walk_visit(struct an_walk *w, uint32_t i, uint64_t state);
+bool an_walk_step(struct an_walk *w);
+bool an_writes_reg(const struct dp_insn *in, unsigned reg);
+
+/*
+ * jtbound.c: the number of entries the index register idx of the table
+ * load at instruction `load` can select, from the bounds checks on the
+ * paths to it; 0 when unknown.
+ */
+#define AN_JT_MAX_ENTRIES 65536
+uint64_t an_jt_bound(struct an_walk *w, uint32_t load, unsigned idx);
+
+/*
+ * lsda.c: pushes every landing pad of the object's .eh_frame LSDAs as a
+ * DP_TGT_LANDING_PAD key and flags the functions holding one.  A malformed
+ * entry is skipped.  0 or -ENOMEM.
+ */
+int an_landing_pads_collect(struct dp_object *obj);
+
+/*
+ * entry.c: the address the entry point passes to __libc_start_main as main.
+ * 0, or -ENOENT when the entry point does not look like a C runtime start.
+ */
+int an_entry_main(struct dp_object *obj, uint64_t *main_addr);
+
+#endif /* DP_PATCH_ANALYSIS_INTERNAL_H */

@@ -1,0 +1,375 @@
+/*
+ * Exception landing pads: every FDE of .eh_frame whose CIE has an 'L'
+ * augmentation points at an LSDA (in .gcc_except_table), whose call-site
+ * table lists the landing pads the personality routine may resume at.  Those
+ * are branch targets no patch may straddle, though no instruction names them.
+ *
+ * libdw splits .eh_frame into CIEs and FDEs; the augmentation data (the
+ * 'P', 'L' and 'R' encodings) and the LSDA are read here, every read bounded
+ * by its entry or its section.  A malformed entry is skipped, never guessed.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dynprobe/elf/elf.h"
+#include "dynprobe/patch/analysis-internal.h"
+
+/* A bounded little-endian reader; `vaddr` is the address of `p`. */
+struct rd {
+	const uint8_t *p, *end;
+	uint64_t vaddr;
+};
+
+static void rd_skip(struct rd *r, size_t n)
+{
+	r->p += n;
+	r->vaddr += n;
+}
+
+static int rd_u8(struct rd *r, uint8_t *v)
+{
+	if (r->p >= r->end)
+		return -EINVAL;
+	*v = *r->p;
+	rd_skip(r, 1);
+	return 0;
+}
+
+static int rd_leb(struct rd *r, bool is_signed, uint64_t *v)
+{
+	unsigned shift = 0;
+	uint64_t u = 0;
+
+	while (r->p < r->end) {
+		uint8_t b = *r->p;
+
+		rd_skip(r, 1);
+		if (shift < 64)
+			u |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80)) {
+			if (is_signed && shift < 64 && (b & 0x40))
+				u |= ~UINT64_C(0) << shift;
+			*v = u;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int rd_fixed(struct rd *r, unsigned size, bool is_signed, uint64_t *v)
+{
+	uint64_t u = 0;
+
+	if ((size_t)(r->end - r->p) < size)
+		return -EINVAL;
+	for (unsigned i = 0; i < size; i++)
+		u |= (uint64_t)r->p[i] << (8 * i);
+	if (is_signed && size < 8 && (u >> (8 * size - 1) & 1))
+		u |= ~UINT64_C(0) << (8 * size);
+	rd_skip(r, size);
+	*v = u;
+	return 0;
+}
+
+/* A value in the format (low nibble) of a DW_EH_PE encoding. */
+static int rd_format(struct rd *r, uint8_t enc, uint64_t *v)
+{
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		return rd_fixed(r, 8, false, v);
+	case DW_EH_PE_uleb128:
+		return rd_leb(r, false, v);
+	case DW_EH_PE_sleb128:
+		return rd_leb(r, true, v);
+	case DW_EH_PE_udata2:
+		return rd_fixed(r, 2, false, v);
+	case DW_EH_PE_sdata2:
+		return rd_fixed(r, 2, true, v);
+	case DW_EH_PE_udata4:
+		return rd_fixed(r, 4, false, v);
+	case DW_EH_PE_sdata4:
+		return rd_fixed(r, 4, true, v);
+	default:
+		return -ENOTSUP;
+	}
+}
+
+/*
+ * A pointer in a DW_EH_PE encoding.  Only absolute and pc-relative values
+ * mean something in a file not yet loaded: the other bases (text, data,
+ * function) are not defined for .eh_frame on x86-64, and an indirect
+ * pointer's slot is filled by the dynamic linker.
+ */
+static int rd_pointer(struct rd *r, uint8_t enc, uint64_t *v)
+{
+	uint64_t field = r->vaddr;
+	int err;
+
+	if (enc & DW_EH_PE_indirect)
+		return -ENOTSUP;
+	switch (enc & 0x70) {
+	case DW_EH_PE_absptr:
+		return rd_format(r, enc, v);
+	case DW_EH_PE_pcrel:
+		err = rd_format(r, enc, v);
+		*v += field;
+		return err;
+	default:
+		return -ENOTSUP;
+	}
+}
+
+/* What an FDE needs from its CIE. */
+struct cie {
+	Dwarf_Off off;
+	int err;		/* nonzero: the CIE's FDEs are skipped */
+	bool zaug;		/* FDEs carry a sized augmentation block */
+	uint8_t fde_enc;	/* 'R' */
+	uint8_t lsda_enc;	/* 'L', DW_EH_PE_omit when absent */
+};
+
+/*
+ * CIEs by offset.  Past CIE_CACHED, a CIE is parsed each time it is named:
+ * a hostile file must not make the sorted inserts quadratic.
+ */
+#define CIE_CACHED 4096
+
+struct cie_cache {
+	struct cie *v;
+	size_t n, cap;
+	struct cie uncached;
+};
+
+static int cie_parse(const Dwarf_CIE *c, struct cie *out)
+{
+	const char *a = c->augmentation;
+	struct rd r = { c->augmentation_data, c->augmentation_data + c->augmentation_data_size, 0 };
+	uint64_t skip;
+	uint8_t penc;
+
+	out->fde_enc = DW_EH_PE_absptr;
+	out->lsda_enc = DW_EH_PE_omit;
+	out->zaug = false;
+	if (!a || !*a)
+		return 0;
+	if (*a != 'z' || !c->augmentation_data)
+		return -ENOTSUP;
+	out->zaug = true;
+	for (a++; *a; a++) {
+		switch (*a) {
+		case 'P':
+			if (rd_u8(&r, &penc) || (penc & 0x70) == DW_EH_PE_aligned ||
+			    rd_format(&r, penc, &skip))
+				return -EINVAL;
+			break;
+		case 'L':
+			if (rd_u8(&r, &out->lsda_enc))
+				return -EINVAL;
+			break;
+		case 'R':
+			if (rd_u8(&r, &out->fde_enc))
+				return -EINVAL;
+			break;
+		case 'S':
+		case 'B':
+		case 'G':
+			break;
+		default:
+			/* Unknown data may sit before 'L': nothing after it is readable. */
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
+static const struct cie *cie_get(struct cie_cache *cc, const unsigned char *ident, Elf_Data *data,
+				 Dwarf_Off off)
+{
+	size_t lo = 0, hi = cc->n;
+	Dwarf_CFI_Entry e;
+	Dwarf_Off next;
+	struct cie c = { .off = off };
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cc->v[mid].off == off)
+			return &cc->v[mid];
+		if (cc->v[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (dwarf_next_cfi(ident, data, true, off, &next, &e) != 0 || !dwarf_cfi_cie_p(&e))
+		c.err = -EINVAL;
+	else
+		c.err = cie_parse(&e.cie, &c);
+	if (cc->n == CIE_CACHED) {
+		cc->uncached = c;
+		return &cc->uncached;
+	}
+	if (cc->n == cc->cap) {
+		size_t cap = cc->cap ? cc->cap * 2 : 16;
+		struct cie *v = realloc(cc->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		cc->v = v;
+		cc->cap = cap;
+	}
+	memmove(&cc->v[lo + 1], &cc->v[lo], (cc->n - lo) * sizeof(*cc->v));
+	cc->v[lo] = c;
+	cc->n++;
+	return &cc->v[lo];
+}
+
+/* Records one landing pad and flags the function that holds it. */
+static int pad_add(struct dp_object *obj, uint64_t pad)
+{
+	const struct dp_function *fn = an_function_at(obj, pad);
+	const struct an_scn *s = an_scn_find(obj, pad);
+
+	if (!s || !s->exec)
+		return 0;
+	if (fn)
+		obj->fns[fn - obj->fns].flags |= DP_FN_LANDING_PADS;
+	return an_keys_push(&obj->keys, pad, DP_TGT_LANDING_PAD);
+}
+
+/*
+ * Reads the LSDA at `lsda` for the FDE starting at pc_begin.  Call-site
+ * starts are relative to pc_begin, landing pads to LPStart, which defaults
+ * to pc_begin too; a landing pad of 0 means "no handler".  The call-site
+ * bytes read in all are charged to *budget.
+ */
+static int lsda_read(struct dp_object *obj, uint64_t lsda, uint64_t pc_begin, uint64_t *budget)
+{
+	const struct an_scn *s = an_scn_find(obj, lsda);
+	uint64_t lpstart = pc_begin, skip, cs_len;
+	uint8_t lp_enc, tt_enc, cs_enc;
+	struct rd r, cs;
+
+	if (!s)
+		return 0;
+	r.p = s->data + (lsda - s->addr);
+	r.end = s->data + s->size;
+	r.vaddr = lsda;
+	if (rd_u8(&r, &lp_enc))
+		return 0;
+	if (lp_enc != DW_EH_PE_omit && rd_pointer(&r, lp_enc, &lpstart))
+		return 0;
+	if (rd_u8(&r, &tt_enc))
+		return 0;
+	if (tt_enc != DW_EH_PE_omit && rd_leb(&r, false, &skip))
+		return 0;
+	if (rd_u8(&r, &cs_enc) || rd_leb(&r, false, &cs_len) || cs_len > (uint64_t)(r.end - r.p))
+		return 0;
+	/* FDEs of a hostile file may all name one big table. */
+	if (cs_len > *budget)
+		return 0;
+	*budget -= cs_len;
+	cs = r;
+	cs.end = r.p + cs_len;
+	while (cs.p < cs.end) {
+		uint64_t start, len, pad, action;
+		int err;
+
+		if (rd_format(&cs, cs_enc, &start) || rd_format(&cs, cs_enc, &len) ||
+		    rd_format(&cs, cs_enc, &pad) || rd_leb(&cs, false, &action))
+			return 0;
+		if (!pad)
+			continue;
+		err = pad_add(obj, lpstart + pad);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* The LSDA address of one FDE, or 0 when it has none. */
+static uint64_t fde_lsda(const Dwarf_FDE *f, const struct cie *c, const Elf_Data *data,
+			 uint64_t scn_addr, uint64_t *pc_begin)
+{
+	const uint8_t *base = data->d_buf;
+	struct rd r = { f->start, f->end, 0 };
+	uint64_t range, auglen, lsda = 0;
+
+	if (c->err || !c->zaug || c->lsda_enc == DW_EH_PE_omit)
+		return 0;
+	if (f->start < base || f->end > base + data->d_size || f->start > f->end)
+		return 0;
+	r.vaddr = scn_addr + (uint64_t)(f->start - base);
+	if (rd_pointer(&r, c->fde_enc, pc_begin) || rd_format(&r, c->fde_enc, &range) ||
+	    rd_leb(&r, false, &auglen) || auglen > (uint64_t)(r.end - r.p))
+		return 0;
+	r.end = r.p + auglen;
+	if (rd_pointer(&r, c->lsda_enc, &lsda))
+		return 0;
+	return lsda;
+}
+
+int an_landing_pads_collect(struct dp_object *obj)
+{
+	Elf *e = dp_elf_handle(obj->elf);
+	const unsigned char *ident = (const unsigned char *)elf_getident(e, NULL);
+	struct cie_cache cc = { 0 };
+	Elf_Scn *scn = NULL;
+	Elf_Data *data;
+	Dwarf_Off off = 0;
+	size_t shstrndx, len = 0;
+	uint64_t budget;
+	GElf_Shdr sh;
+	int err = 0;
+
+	if (!ident || elf_getshdrstrndx(e, &shstrndx) || !elf_rawfile(e, &len))
+		return 0;
+	/* Real objects read each call-site table once: twice the file is plenty. */
+	budget = 2 * (uint64_t)len;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".eh_frame"))
+			break;
+	}
+	if (!scn || !(data = elf_getdata(scn, NULL)) || !data->d_buf)
+		return 0;
+
+	for (;;) {
+		Dwarf_Off next = (Dwarf_Off)-1;
+		const struct cie *c;
+		Dwarf_CFI_Entry entry;
+		uint64_t lsda, pc_begin = 0;
+		int ret = dwarf_next_cfi(ident, data, true, off, &next, &entry);
+
+		if (ret > 0)
+			break;
+		if (ret == 0 && !dwarf_cfi_cie_p(&entry)) {
+			c = cie_get(&cc, ident, data, entry.fde.CIE_pointer);
+			if (!c) {
+				err = -ENOMEM;
+				break;
+			}
+			lsda = fde_lsda(&entry.fde, c, data, sh.sh_addr, &pc_begin);
+			if (lsda)
+				err = lsda_read(obj, lsda, pc_begin, &budget);
+			if (err)
+				break;
+		}
+		/* A bad entry may still say where the next one starts. */
+		if (next == (Dwarf_Off)-1 || next <= off)
+			break;
+		off = next;
+	}
+	free(cc.v);
+	return err;
+}

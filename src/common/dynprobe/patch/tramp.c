@@ -1,0 +1,199 @@
+/*
+ * Trampoline layout (see tramp.h): the save/call/restore block around each
+ * hook, and the relocated instructions.
+ */
+#include <cpuid.h>
+#include <errno.h>
+#include <stddef.h>
+
+#include "patch/tramp.h"
+#include "x86/reloc.h"
+
+#define RED_ZONE 128
+
+/* struct dp_regs as pushed: rflags first, then rip, r15 ... rax. */
+#define REGS_SIZE ((int32_t)sizeof(struct dp_regs))
+
+/* The vector save area: registers, then MXCSR and the x87 control word. */
+struct vec_layout {
+	unsigned nregs, regsize;	/* vector registers and their size */
+	unsigned nmask;			/* k registers */
+	int32_t mask_off, mxcsr_off, fcw_off;
+	uint32_t size;			/* a multiple of 64 */
+};
+
+static struct vec_layout vec_layout(enum dp_vec_save vec)
+{
+	struct vec_layout l = { 0 };
+
+	switch (vec) {
+	case DP_VEC_AVX512: l.nregs = 32; l.regsize = 64; l.nmask = 8; break;
+	case DP_VEC_AVX: l.nregs = 16; l.regsize = 32; break;
+	default: l.nregs = 16; l.regsize = 16; break;
+	}
+	l.mask_off = l.nregs * l.regsize;
+	l.mxcsr_off = l.mask_off + l.nmask * 8;
+	l.fcw_off = l.mxcsr_off + 4;
+	l.size = (l.fcw_off + 4 + 63) & ~63u;
+	return l;
+}
+
+static uint64_t xgetbv0(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return (uint64_t)hi << 32 | lo;
+}
+
+enum dp_vec_save dp_vec_save_detect(void)
+{
+	unsigned a, b, c, d;
+	uint64_t xcr0;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX))
+		return DP_VEC_SSE;
+	xcr0 = xgetbv0();
+	if ((xcr0 & 0x6) != 0x6)		/* SSE and AVX state enabled */
+		return DP_VEC_SSE;
+	if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX512F) &&
+	    (xcr0 & 0xe0) == 0xe0)		/* opmask, ZMM_Hi256, Hi16_ZMM */
+		return DP_VEC_AVX512;
+	return DP_VEC_AVX;
+}
+
+const char *dp_vec_save_str(enum dp_vec_save vec)
+{
+	switch (vec) {
+	case DP_VEC_AVX512: return "zmm0-31 k0-7";
+	case DP_VEC_AVX: return "ymm0-15";
+	default: return "xmm0-15";
+	}
+}
+
+static void vec_save(struct dp_emit *e, enum dp_vec_save vec, const struct vec_layout *l)
+{
+	for (unsigned i = 0; i < l->nregs; i++) {
+		int32_t off = i * l->regsize;
+
+		if (vec == DP_VEC_AVX512)
+			dp_emit_vmovdqu64_store(e, off, i);
+		else if (vec == DP_VEC_AVX)
+			dp_emit_vmovdqu_store(e, off, i);
+		else
+			dp_emit_movups_store(e, off, i);
+	}
+	for (unsigned i = 0; i < l->nmask; i++)
+		dp_emit_kmovq_store(e, l->mask_off + i * 8, i);
+	dp_emit_stmxcsr(e, l->mxcsr_off);
+	dp_emit_fnstcw(e, l->fcw_off);
+	/* Saved: legacy-SSE code in the handler must not pay for dirty upper halves. */
+	if (vec != DP_VEC_SSE)
+		dp_emit_vzeroupper(e);
+}
+
+static void vec_restore(struct dp_emit *e, enum dp_vec_save vec, const struct vec_layout *l)
+{
+	dp_emit_fldcw(e, l->fcw_off);
+	dp_emit_ldmxcsr(e, l->mxcsr_off);
+	for (unsigned i = 0; i < l->nmask; i++)
+		dp_emit_kmovq_load(e, i, l->mask_off + i * 8);
+	for (unsigned i = 0; i < l->nregs; i++) {
+		int32_t off = i * l->regsize;
+
+		if (vec == DP_VEC_AVX512)
+			dp_emit_vmovdqu64_load(e, i, off);
+		else if (vec == DP_VEC_AVX)
+			dp_emit_vmovdqu_load(e, i, off);
+		else
+			dp_emit_movups_load(e, i, off);
+	}
+}
+
+/* Pushed in this order, so that rax ends lowest, as in struct dp_regs. */
+static const enum dp_reg push_order[16] = {
+	DP_REG_R15, DP_REG_R14, DP_REG_R13, DP_REG_R12, DP_REG_R11, DP_REG_R10, DP_REG_R9,
+	DP_REG_R8, DP_REG_RDI, DP_REG_RSI, DP_REG_RBP, DP_REG_RSP, DP_REG_RBX, DP_REG_RDX,
+	DP_REG_RCX, DP_REG_RAX,
+};
+
+static void emit_hook(struct dp_emit *e, const struct dp_tramp_hook *h, dp_handler_fn handler,
+		      enum dp_vec_save vec)
+{
+	struct vec_layout l = vec_layout(vec);
+
+	dp_emit_lea_rsp(e, -RED_ZONE);
+	dp_emit_pushfq(e);
+	dp_emit_cld(e);
+	dp_emit_push_imm64(e, h->addr);
+	for (unsigned i = 0; i < 16; i++)
+		dp_emit_push_reg(e, push_order[i]);
+	/* The rsp slot holds the rsp of the probed code. */
+	dp_emit_lea_reg_rsp(e, DP_REG_RAX, REGS_SIZE + RED_ZONE);
+	dp_emit_store(e, DP_REG_RSP, offsetof(struct dp_regs, rsp), DP_REG_RAX);
+	/* rbx (callee-saved) keeps the regs pointer across the call. */
+	dp_emit_mov_reg_reg(e, DP_REG_RBX, DP_REG_RSP);
+	dp_emit_align_rsp(e, 64);
+	dp_emit_sub_rsp(e, l.size);
+	vec_save(e, vec, &l);
+
+	dp_emit_mov_reg_imm64(e, DP_REG_RDI, (uint64_t)(uintptr_t)h->arg);
+	dp_emit_mov_reg_reg(e, DP_REG_RSI, DP_REG_RBX);
+	dp_emit_mov_reg_imm64(e, DP_REG_RAX, (uint64_t)(uintptr_t)handler);
+	dp_emit_call_reg(e, DP_REG_RAX);
+
+	vec_restore(e, vec, &l);
+	dp_emit_mov_reg_reg(e, DP_REG_RSP, DP_REG_RBX);
+	for (int i = 15; i >= 0; i--) {
+		if (push_order[i] == DP_REG_RSP)
+			dp_emit_lea_rsp(e, 8);
+		else
+			dp_emit_pop_reg(e, push_order[i]);
+	}
+	dp_emit_lea_rsp(e, 8);		/* rip */
+	dp_emit_popfq(e);
+	dp_emit_lea_rsp(e, RED_ZONE);
+}
+
+size_t dp_tramp_max_len(size_t nhooks, enum dp_vec_save vec)
+{
+	struct vec_layout l = vec_layout(vec);
+	/* Per hook: fixed part ~120 bytes, 11 bytes per saved or restored vector
+	 * register, 9 per mask register; per instruction at most ~60 bytes
+	 * (a relocated loop or an out-of-reach RIP-relative operand). */
+	size_t hook = 160 + 2 * (l.nregs * 11 + l.nmask * 9);
+
+	return nhooks * hook + DP_WINDOW_MAX_INSNS * 64 + 16;
+}
+
+int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
+		   const struct dp_tramp_hook *hooks, size_t nhooks, dp_handler_fn handler,
+		   enum dp_vec_save vec, struct dp_tramp *out, enum dp_reason *why)
+{
+	size_t placed = 0;
+	int ret;
+
+	*why = DP_REASON_NONE;
+	out->entry = dp_emit_pc(e);
+	for (unsigned i = 0; i < w->ninsns; i++) {
+		uint64_t at = w->addr + w->off[i];
+
+		/* A thread moved here still runs the hooks of this instruction. */
+		out->insn_at[i] = dp_emit_pc(e);
+		for (size_t h = 0; h < nhooks; h++) {
+			if (hooks[h].addr == at) {
+				emit_hook(e, &hooks[h], handler, vec);
+				placed++;
+			}
+		}
+		ret = dp_reloc_insn(e, &w->insns[i], w->bytes + w->off[i], at, why);
+		if (ret)
+			return ret;
+	}
+	if (placed != nhooks)
+		return -EINVAL;
+	dp_emit_jmp(e, w->addr + w->len);
+	ret = dp_emit_finish(e);
+	out->len = dp_emit_pc(e) - out->entry;
+	return ret;
+}

@@ -1,0 +1,86 @@
+/*
+ * Trampolines: the code a patched site jumps to.
+ *
+ *   for each displaced instruction:
+ *       for each hook placed at it: save everything, handler(arg, regs), restore
+ *       the relocated instruction
+ *   jmp back to the end of the patch
+ *
+ * Saving skips the 128-byte red zone, saves rflags (then clears DF, as the
+ * ABI wants for C code) and every general register into a struct dp_regs,
+ * aligns the stack to 64, and saves the vector state the handler could
+ * clobber with explicit moves chosen from CPUID/XCR0 (zmm0-31 and k0-7, or
+ * ymm0-15, or xmm0-15; MXCSR and the x87 control word in every case).
+ * Restoring is exact: the interrupted code sees no difference.
+ */
+#ifndef DP_PATCH_TRAMP_H
+#define DP_PATCH_TRAMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reason.h"
+#include "x86/emit.h"
+#include "x86/insn.h"
+
+/* The state at a probe point, as the handler sees it (and may change it). */
+struct dp_regs {
+	uint64_t rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi;
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+	uint64_t rip, rflags;
+};
+
+typedef void (*dp_handler_fn)(void *arg, struct dp_regs *regs);
+
+/* Which vector registers a trampoline saves. */
+enum dp_vec_save {
+	DP_VEC_SSE,		/* xmm0-15 */
+	DP_VEC_AVX,		/* ymm0-15 */
+	DP_VEC_AVX512,		/* zmm0-31, k0-7 */
+};
+
+/* What this CPU and kernel enable (CPUID and XCR0). */
+enum dp_vec_save dp_vec_save_detect(void);
+const char *dp_vec_save_str(enum dp_vec_save vec);
+
+#define DP_WINDOW_MAX_INSNS 8
+#define DP_WINDOW_MAX_LEN 32
+
+/* The bytes a patch overwrites and the instructions among them. */
+struct dp_window {
+	uint64_t addr;			/* run-time address of the first byte */
+	uint8_t len;			/* bytes overwritten (padding after a ret included) */
+	uint8_t ninsns;			/* instructions that run, from addr on */
+	uint8_t bytes[DP_WINDOW_MAX_LEN];	/* the original bytes */
+	struct dp_insn insns[DP_WINDOW_MAX_INSNS];
+	uint8_t off[DP_WINDOW_MAX_INSNS];	/* offset of each instruction */
+};
+
+/* A handler call placed before the instruction at `addr`. */
+struct dp_tramp_hook {
+	uint64_t addr;
+	void *arg;
+};
+
+struct dp_tramp {
+	uint64_t entry;				/* where the patch jumps to */
+	uint64_t insn_at[DP_WINDOW_MAX_INSNS];	/* where a thread stopped at each displaced
+						   instruction resumes: its hooks, then
+						   its relocated copy */
+	size_t len;				/* bytes of code */
+};
+
+/* Bytes a trampoline can take at most, for sizing buffers. */
+size_t dp_tramp_max_len(size_t nhooks, enum dp_vec_save vec);
+
+/*
+ * Emits the trampoline of window w at the emitter's address.  Hooks must lie
+ * on instruction starts of the window.  Returns 0, -ENOTSUP with *why when an
+ * instruction cannot move, -EINVAL for a hook off the instructions, or the
+ * emitter's error.  Calls dp_emit_finish().
+ */
+int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
+		   const struct dp_tramp_hook *hooks, size_t nhooks, dp_handler_fn handler,
+		   enum dp_vec_save vec, struct dp_tramp *out, enum dp_reason *why);
+
+#endif /* DP_PATCH_TRAMP_H */

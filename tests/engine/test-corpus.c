@@ -1,0 +1,482 @@
+/*
+ * The relocation engine on a corpus of hazards (the .S files of corpus/): one small
+ * hand-written function per hazard, probed at its entry, at every return
+ * site, and at a marked inner site where it has one, in this very process.
+ *
+ * For each function: the plan's method and reason where the hazard decides
+ * them; results on many inputs identical to the unpatched run; each probe's
+ * hit count equal to the number of times its instruction ran, counted
+ * independently by single-stepping the unpatched function (trap flag); the
+ * handler seeing rip = the probe address; and, once the patches are
+ * removed, code bytes identical to the file's.  The handler clobbers every
+ * register the trampoline must preserve (clobber.h).
+ */
+#include <cpuid.h>
+#include <link.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clobber.h"
+#include "elf/elf.h"
+#include "patch/analysis.h"
+#include "patch/inproc.h"
+#include "patch/plan.h"
+#include "tap.h"
+
+#define NINPUTS 64
+#define MAX_POINTS 24
+
+/* ---- the corpus -------------------------------------------------------- */
+
+long dp_c_riprel_load(long x);
+long dp_c_riprel_store(long x);
+long dp_c_riprel_lea(long i);
+long dp_c_riprel_cmp_imm(void);
+long dp_c_riprel_push(long x);
+long dp_c_jcc_in(long x);
+long dp_c_jcc_out(long x);
+long dp_c_loop(long a, long b, long c, long n);
+long dp_c_jrcxz(long a, long b, long c, long n);
+long dp_c_call_pop(void);
+long dp_c_call_last(long x);
+long dp_c_back2(long n);
+long dp_c_midlock(long *p, long n);
+long dp_c_switch(unsigned long i);
+long dp_c_tail(long x);
+long dp_c_helper_double(long x);
+long dp_c_helper_neg(long x);
+long dp_c_short_pad(void);
+long dp_c_short_nopad(long x);
+long dp_c_short_next(long x);
+long dp_c_endbr(long x);
+long dp_c_redzone(long x);
+long dp_c_flags(long a, long b, long std);
+long double dp_c_x87_twice(long double a);
+long dp_c_trace(long (*drive)(long), long x);
+extern long dp_c_store_slot;
+extern int dp_c_cmp_flag;
+extern char dp_c_redzone_site[], dp_c_flags_site[];
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+typedef int v8si __attribute__((vector_size(32)));
+typedef int v16si __attribute__((vector_size(64)));
+v8si dp_c_avx2_riprel(v8si x);
+v16si dp_c_avx512_riprel(v16si x);
+int dp_c_vec256_sum(v8si x);
+int dp_c_vec512_sum(v16si x);
+#pragma GCC pop_options
+
+/* Drivers: one call of a corpus function, its result folded into a long. */
+#define DRIVER(name) __attribute__((noinline)) static long name(long x)
+
+DRIVER(drive_riprel_load) { return dp_c_riprel_load(x); }
+DRIVER(drive_riprel_store) { long r = dp_c_riprel_store(x); return r * 31 + dp_c_store_slot; }
+DRIVER(drive_riprel_lea) { return dp_c_riprel_lea(x); }
+DRIVER(drive_riprel_cmp_imm) { dp_c_cmp_flag = (int)(x % 3000); return dp_c_riprel_cmp_imm(); }
+DRIVER(drive_riprel_push) { return dp_c_riprel_push(x); }
+DRIVER(drive_jcc_in) { return dp_c_jcc_in(x); }
+DRIVER(drive_jcc_out) { return dp_c_jcc_out(x); }
+DRIVER(drive_loop) { return dp_c_loop(1, 2, 3, x & 7); }
+DRIVER(drive_jrcxz) { return dp_c_jrcxz(1, 2, 3, x & 3); }
+DRIVER(drive_call_pop) { return dp_c_call_pop() - (long)(uintptr_t)dp_c_call_pop; }
+DRIVER(drive_call_last) { return dp_c_call_last(x); }
+DRIVER(drive_back2) { return dp_c_back2(1 + (x & 31)); }
+DRIVER(drive_midlock)
+{
+	long v = x;
+
+	return dp_c_midlock(&v, 1 + (x & 15));
+}
+DRIVER(drive_switch) { return dp_c_switch((unsigned long)x % 8); }
+DRIVER(drive_tail) { return dp_c_tail(x); }
+DRIVER(drive_short_pad) { return dp_c_short_pad() + x; }
+DRIVER(drive_short_nopad) { return dp_c_short_nopad(x) * 7 + dp_c_short_next(x); }
+DRIVER(drive_endbr) { return dp_c_endbr(x); }
+DRIVER(drive_redzone) { return dp_c_redzone(x); }
+DRIVER(drive_flags)
+{
+	long y = x % 5 == 0 ? x : x % 3 == 0 ? x + 1 : x * 7 + 3;
+
+	return dp_c_flags(x, y, x >> 2);
+}
+DRIVER(drive_x87)
+{
+	long double r = dp_c_x87_twice((long double)x / 3);
+	long h = 0;
+
+	memcpy(&h, &r, sizeof(h));
+	return h ^ ((const uint16_t *)&r)[4];
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+DRIVER(drive_avx2)
+{
+	v8si v = { x, x * 3, x ^ 7, -x, x >> 3, 5, x * x, ~x }, r = dp_c_avx2_riprel(v);
+	long h = 0;
+
+	for (int i = 0; i < 8; i++)
+		h = h * 1000003 + r[i];
+	return h;
+}
+DRIVER(drive_avx512)
+{
+	v16si v, r;
+	long h = 0;
+
+	for (int i = 0; i < 16; i++)
+		v[i] = (int)(x * (i + 1) ^ (x >> i));
+	r = dp_c_avx512_riprel(v);
+	for (int i = 0; i < 16; i++)
+		h = h * 1000003 + r[i];
+	return h;
+}
+DRIVER(drive_vec256)
+{
+	v8si v = { x, x * 3, x ^ 7, -x, x >> 3, 5, x * x, ~x };
+
+	return dp_c_vec256_sum(v);
+}
+DRIVER(drive_vec512)
+{
+	v16si v;
+
+	for (int i = 0; i < 16; i++)
+		v[i] = (int)(x * (i + 3) ^ (x >> i));
+	return dp_c_vec512_sum(v);
+}
+#pragma GCC pop_options
+
+enum need { NEED_NONE, NEED_AVX2, NEED_AVX512 };
+#define ANY -1
+
+struct ccase {
+	const char *name;		/* the function's symbol */
+	long (*drive)(long x);
+	enum need need;
+	char *site;			/* an inner site to probe too, or NULL */
+	int entry_method, entry_reason;	/* expected, where the hazard decides it */
+	int ret_method, ret_reason;
+	int site_method;
+	const char *hazard;
+};
+
+static const struct ccase cases[] = {
+	{ "dp_c_riprel_load", drive_riprel_load, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "RIP-relative load first" },
+	{ "dp_c_riprel_store", drive_riprel_store, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "RIP-relative store first" },
+	{ "dp_c_riprel_lea", drive_riprel_lea, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "RIP-relative lea first" },
+	{ "dp_c_riprel_cmp_imm", drive_riprel_cmp_imm, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "RIP-relative cmp with imm32 first" },
+	{ "dp_c_riprel_push", drive_riprel_push, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "push [rip] first" },
+	{ "dp_c_avx2_riprel", drive_avx2, NEED_AVX2, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "vpaddd ymm, [rip] first" },
+	{ "dp_c_avx512_riprel", drive_avx512, NEED_AVX512, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "vpaddd zmm, [rip] first" },
+	{ "dp_c_jcc_in", drive_jcc_in, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "jcc rel8 in the window" },
+	{ "dp_c_jcc_out", drive_jcc_out, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "jcc out of the function in the window" },
+	{ "dp_c_loop", drive_loop, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "loop in the window" },
+	{ "dp_c_jrcxz", drive_jrcxz, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "jrcxz in the window" },
+	{ "dp_c_call_pop", drive_call_pop, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "call next; pop" },
+	{ "dp_c_call_last", drive_call_last, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "call as the last displaced instruction" },
+	{ "dp_c_back2", drive_back2, NEED_NONE, NULL, DP_SITE_INT3, DP_REASON_BRANCH_TARGET, DP_SITE_JUMP,
+	  ANY, ANY, "backward branch to entry+2" },
+	{ "dp_c_midlock", drive_midlock, NEED_NONE, NULL, DP_SITE_INT3, DP_REASON_BRANCH_TARGET,
+	  ANY, ANY, ANY, "branch into the middle of the first instruction" },
+	/* Its `xor eax, eax; ret` case lies between two cases: no jump fits. */
+	{ "dp_c_switch", drive_switch, NEED_NONE, NULL, DP_SITE_JUMP, ANY, ANY, ANY, ANY,
+	  "jump table of rel32 offsets" },
+	{ "dp_c_tail", drive_tail, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "tail call" },
+	{ "dp_c_helper_double", drive_call_last, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY,
+	  ANY, "callee of a relocated call" },
+	{ "dp_c_helper_neg", drive_jcc_out, NEED_NONE, NULL, ANY, ANY, ANY, ANY, ANY,
+	  "target of a conditional tail call" },
+	{ "dp_c_short_pad", drive_short_pad, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "3-byte function followed by padding" },
+	{ "dp_c_short_nopad", drive_short_nopad, NEED_NONE, NULL, DP_SITE_INT3, DP_REASON_SHORT,
+	  DP_SITE_INT3, DP_REASON_SHORT, ANY, "3-byte function followed by another" },
+	{ "dp_c_endbr", drive_endbr, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "endbr64 prologue" },
+	{ "dp_c_redzone", drive_redzone, NEED_NONE, dp_c_redzone_site, DP_SITE_JUMP, ANY, DP_SITE_JUMP,
+	  ANY, DP_SITE_JUMP, "red zone live across the site" },
+	{ "dp_c_flags", drive_flags, NEED_NONE, dp_c_flags_site, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY,
+	  DP_SITE_JUMP, "flags and DF live across the site" },
+	{ "dp_c_vec256_sum", drive_vec256, NEED_AVX2, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "__m256i argument in ymm0" },
+	{ "dp_c_vec512_sum", drive_vec512, NEED_AVX512, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "__m512i argument in zmm0" },
+	{ "dp_c_x87_twice", drive_x87, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	  "long double returned in st0" },
+};
+
+/* ---- probes ------------------------------------------------------------ */
+
+struct point {
+	uint64_t addr;			/* run time: where the hook runs */
+	const char *what;		/* entry, return, site */
+	_Atomic uint64_t hits, bad_rip;
+	uint64_t expect;		/* runs of addr, from the single-step oracle */
+};
+
+static struct dp_object *obj;
+static uint64_t bias;
+static enum dp_vec_save vec;
+static struct dp_inproc_site sites[MAX_POINTS];
+static size_t nsites;
+static struct point *trace_points;
+static size_t trace_npoints;
+static volatile sig_atomic_t tracing;
+
+static void on_hit(void *arg, struct dp_regs *regs)
+{
+	struct point *p = arg;
+	uint64_t n = atomic_fetch_add(&p->hits, 1);
+
+	if (regs->rip != p->addr)
+		atomic_fetch_add(&p->bad_rip, 1);
+	clobber_state((unsigned)n, vec);
+}
+
+static void on_trap(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	uint64_t rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+
+	if (tracing) {
+		/* After each instruction: rip is the next one to run. */
+		for (size_t i = 0; i < trace_npoints; i++)
+			if (trace_points[i].addr == rip)
+				trace_points[i].expect++;
+		return;
+	}
+	for (size_t i = 0; i < nsites; i++) {
+		if (sites[i].installed && sites[i].method == DP_SITE_INT3 &&
+		    sites[i].win.addr == rip - 1) {
+			dp_inproc_trap(&sites[i], uc);
+			return;
+		}
+	}
+	abort();	/* a trap that is not ours */
+}
+
+static int main_bias(struct dl_phdr_info *info, size_t size, void *data)
+{
+	*(uint64_t *)data = info->dlpi_addr;
+	return 1;	/* the executable comes first */
+}
+
+static bool cpu_has(enum need need)
+{
+	enum dp_vec_save v = dp_vec_save_detect();
+	unsigned a, b, c, d;
+
+	if (need == NEED_AVX512)
+		return v == DP_VEC_AVX512;
+	if (need == NEED_AVX2)
+		return v != DP_VEC_SSE && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX2);
+	return true;
+}
+
+static const char *method_name(int m)
+{
+	return m == ANY ? "any" : dp_site_method_str(m);
+}
+
+/* The method and reason the hazard decides, for one kind of point. */
+static void check_plan(const struct ccase *cc, const struct point *p, const struct dp_patch *patch,
+		       int method, int reason)
+{
+	if (method == ANY) {
+		tap_ok(patch->method != DP_SITE_REFUSED, "%s: %s is probed (%s, %s)", cc->name,
+		       p->what, dp_site_method_str(patch->method), dp_reason_name(patch->reason));
+		return;
+	}
+	tap_ok(patch->method == (enum dp_site_method)method &&
+	       (reason == ANY || patch->reason == (enum dp_reason)reason),
+	       "%s: %s planned %s%s%s (got %s, %s)", cc->name, p->what, method_name(method),
+	       reason == ANY ? "" : " for ", reason == ANY ? "" : dp_reason_name(reason),
+	       dp_site_method_str(patch->method), dp_reason_name(patch->reason));
+}
+
+static uint64_t next_input(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Code bytes of [addr, addr + len) in memory against the file's. */
+static bool same_as_file(uint64_t addr, size_t len)
+{
+	const uint8_t *file = dp_elf_code(dp_object_elf(obj), addr - bias, len);
+
+	return file && !memcmp(file, (const void *)(uintptr_t)addr, len);
+}
+
+static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
+{
+	const struct dp_function *fn = dp_object_function_by_name(obj, cc->name);
+	struct point points[MAX_POINTS];
+	uint64_t addrs[MAX_POINTS], seed = 0x9e3779b97f4a7c15ull;
+	long inputs[NINPUTS], ref[NINPUTS], got[NINPUTS];
+	struct dp_patch *patches = NULL;
+	size_t npoints = 0, npatches = 0, bad_results = 0;
+	bool installed = true, same = true;
+
+	if (!tap_ok(fn != NULL, "%s: found by name (%s)", cc->name, cc->hazard))
+		return;
+	memset(points, 0, sizeof(points));
+	addrs[npoints] = fn->start;
+	points[npoints++].what = "entry";
+	for (uint32_t i = 0; i < fn->nrets && npoints < MAX_POINTS - 1; i++) {
+		addrs[npoints] = fn->rets[i].addr;
+		points[npoints++].what = "return site";
+	}
+	if (cc->site) {
+		addrs[npoints] = (uint64_t)(uintptr_t)cc->site - bias;
+		points[npoints++].what = "inner site";
+	}
+	tap_ok(fn->nrets > 0, "%s: has %u return sites", cc->name, fn->nrets);
+
+	if (!tap_ok(!dp_plan_sites(obj, addrs, npoints, &patches, &npatches), "%s: planned",
+		    cc->name))
+		return;
+	for (size_t i = 0; i < npatches; i++) {
+		for (unsigned k = 0; k < patches[i].npoints; k++) {
+			size_t id = patches[i].point_ids[k];
+			struct point *p = &points[id];
+			bool entry = id == 0, site = cc->site && id == npoints - 1;
+
+			p->addr = patches[i].points[k] + bias;
+			if (entry)
+				check_plan(cc, p, &patches[i], cc->entry_method, cc->entry_reason);
+			else if (site)
+				check_plan(cc, p, &patches[i], cc->site_method, ANY);
+			else
+				check_plan(cc, p, &patches[i], cc->ret_method, cc->ret_reason);
+		}
+	}
+	if (!strcmp(cc->name, "dp_c_endbr"))
+		tap_ok(points[0].addr == fn->start + bias + 4,
+		       "%s: the entry probe is placed after endbr64", cc->name);
+
+	/* Unpatched: the reference results, and the oracle's run counts. */
+	for (int i = 0; i < NINPUTS; i++) {
+		inputs[i] = i < 8 ? (long)i - 3 : (long)(next_input(&seed) >> (i % 40));
+		ref[i] = cc->drive(inputs[i]);
+	}
+	trace_points = points;
+	trace_npoints = npoints;
+	for (int i = 0; i < NINPUTS; i++) {
+		long r;
+
+		tracing = 1;
+		r = dp_c_trace(cc->drive, inputs[i]);
+		tracing = 0;
+		if (r != ref[i])
+			bad_results++;
+	}
+	trace_points = NULL;
+	tap_ok(!bad_results, "%s: single-stepped run gives the same results", cc->name);
+
+	/* Patched. */
+	nsites = 0;
+	memset(sites, 0, sizeof(sites));
+	for (size_t i = 0; i < npatches; i++) {
+		void *args[DP_PATCH_MAX_POINTS];
+		enum dp_reason why;
+
+		if (patches[i].method == DP_SITE_REFUSED)
+			continue;
+		for (unsigned k = 0; k < patches[i].npoints; k++)
+			args[k] = &points[patches[i].point_ids[k]];
+		if (dp_inproc_install(pool, &sites[nsites], &patches[i], bias, on_hit, args, vec, &why))
+			installed = false;
+		else
+			nsites++;
+	}
+	if (!tap_ok(installed, "%s: every patch installed (%zu)", cc->name, nsites))
+		goto remove;
+	if (!strcmp(cc->name, "dp_c_endbr"))
+		tap_ok(!memcmp((const void *)(uintptr_t)(fn->start + bias), "\xf3\x0f\x1e\xfa", 4),
+		       "%s: endbr64 still in place while probed", cc->name);
+	bad_results = 0;
+	for (int i = 0; i < NINPUTS; i++) {
+		got[i] = cc->drive(inputs[i]);
+		bad_results += got[i] != ref[i];
+	}
+	tap_ok(!bad_results, "%s: %d results identical to the unpatched run (%zu differ)", cc->name,
+	       NINPUTS, bad_results);
+	if (!strcmp(cc->name, "dp_c_call_pop"))
+		tap_ok(got[0] == 5, "%s: call next; pop still yields the original address", cc->name);
+	for (size_t i = 0; i < npoints; i++) {
+		struct point *p = &points[i];
+		uint64_t hits = atomic_load(&p->hits);
+
+		tap_ok(hits == p->expect && p->expect > 0,
+		       "%s: %s at +%#lx hit %lu times, ran %lu times", cc->name, p->what,
+		       (unsigned long)(p->addr - bias - fn->start), (unsigned long)hits,
+		       (unsigned long)p->expect);
+		tap_ok(!p->bad_rip, "%s: %s handler saw rip = the probe address", cc->name, p->what);
+	}
+
+remove:
+	for (size_t i = 0; i < nsites; i++) {
+		if (dp_inproc_remove(pool, &sites[i]))
+			same = false;
+		else if (!same_as_file(sites[i].win.addr, sites[i].win.len))
+			same = false;
+	}
+	tap_ok(same && same_as_file(fn->start + bias, fn->size),
+	       "%s: code bytes identical to the file's once unpatched", cc->name);
+	bad_results = 0;
+	for (int i = 0; i < NINPUTS; i++)
+		bad_results += cc->drive(inputs[i]) != ref[i];
+	tap_ok(!bad_results, "%s: unpatched again, same results", cc->name);
+	nsites = 0;
+	free(patches);
+}
+
+int main(void)
+{
+	struct dp_code_pool *pool;
+	struct sigaction sa;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	dl_iterate_phdr(main_bias, &bias);
+	obj = dp_object_open("/proc/self/exe");
+	vec = dp_vec_save_detect();
+	pool = dp_code_pool_new();
+	if (!tap_ok(obj && pool, "this executable opened and a code pool made"))
+		return tap_done();
+	tap_diag("vector state saved: %s", dp_vec_save_str(vec));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_trap;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigaction(SIGTRAP, &sa, NULL);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (!cpu_has(cases[i].need)) {
+			tap_diag("%s: this CPU lacks %s", cases[i].name,
+				 cases[i].need == NEED_AVX512 ? "AVX-512" : "AVX2");
+			continue;
+		}
+		run_case(&cases[i], pool);
+	}
+	dp_object_close(obj);
+	return tap_done();
+}

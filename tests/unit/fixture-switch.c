@@ -1,0 +1,212 @@
+/*
+ * Fixture for test-analysis: switch statements dense enough that the
+ * compiler emits jump tables, every case calling a function of its own so
+ * the test can find each case block from outside; plus hand-written
+ * functions whose bytes are known: return sites of every kind, jump tables
+ * with and without a bounds check, and a byte that does not decode.
+ *
+ * Built as a PIC shared library, a CET shared library (notrack jmp), and
+ * (with FIXTURE_MAIN) non-PIE and PIE executables, stripped and not.
+ */
+#ifdef __clang__
+#define NOINLINE __attribute__((noinline, used))
+#else
+#define NOINLINE __attribute__((noinline, noclone, used))
+#endif
+
+volatile int sink;
+
+/* Local, so that calls reach them directly rather than through the PLT. */
+#define CASE_FN(n) static NOINLINE int case_##n(int x) { sink = n; return x * 3 + n; }
+CASE_FN(0) CASE_FN(1) CASE_FN(2) CASE_FN(3) CASE_FN(4) CASE_FN(5)
+CASE_FN(6) CASE_FN(7) CASE_FN(8) CASE_FN(9) CASE_FN(10) CASE_FN(11)
+
+/* Cases 0..11: the plain bounds check and table. */
+NOINLINE int dispatch_dense(int x, int y)
+{
+	int r;
+
+	switch (x) {
+	case 0: r = case_0(y); break;
+	case 1: r = case_1(y); break;
+	case 2: r = case_2(y); break;
+	case 3: r = case_3(y); break;
+	case 4: r = case_4(y); break;
+	case 5: r = case_5(y); break;
+	case 6: r = case_6(y); break;
+	case 7: r = case_7(y); break;
+	case 8: r = case_8(y); break;
+	case 9: r = case_9(y); break;
+	case 10: r = case_10(y); break;
+	case 11: r = case_11(y); break;
+	default: r = -1; break;
+	}
+	return r * 2;
+}
+
+/* Cases 'a'..'l': the index is rebased (sub) before the check. */
+NOINLINE int dispatch_offset(int c, int y)
+{
+	int r;
+
+	switch (c) {
+	case 'a': r = case_0(y); break;
+	case 'b': r = case_1(y); break;
+	case 'c': r = case_2(y); break;
+	case 'd': r = case_3(y); break;
+	case 'e': r = case_4(y); break;
+	case 'f': r = case_5(y); break;
+	case 'g': r = case_6(y); break;
+	case 'h': r = case_7(y); break;
+	case 'i': r = case_8(y); break;
+	case 'j': r = case_9(y); break;
+	case 'k': r = case_10(y); break;
+	case 'l': r = case_11(y); break;
+	default: r = 0; break;
+	}
+	return r + c;
+}
+
+/* Tail calls from the table: entries point at jmp instructions. */
+NOINLINE int dispatch_tail(unsigned x, int y)
+{
+	switch (x) {
+	case 0: return case_0(y);
+	case 1: return case_1(y);
+	case 2: return case_2(y);
+	case 3: return case_3(y);
+	case 4: return case_4(y);
+	case 5: return case_5(y);
+	case 6: return case_6(y);
+	case 7: return case_7(y);
+	case 8: return case_8(y);
+	default: return 0;
+	}
+}
+
+/* A switch in a loop over bytes: movzbl index, table base kept in a register. */
+NOINLINE int dispatch_loop(const unsigned char *s, int n)
+{
+	int acc = 0;
+
+	for (int i = 0; i < n; i++) {
+		switch (s[i] & 15) {
+		case 0: acc += case_0(acc); break;
+		case 1: acc += case_1(acc); break;
+		case 2: acc += case_2(acc); break;
+		case 3: acc += case_3(acc); break;
+		case 4: acc += case_4(acc); break;
+		case 5: acc += case_5(acc); break;
+		case 6: acc += case_6(acc); break;
+		case 7: acc += case_7(acc); break;
+		case 8: acc += case_8(acc); break;
+		case 9: acc += case_9(acc); break;
+		case 10: acc += case_10(acc); break;
+		default: acc += case_11(acc); break;
+		}
+	}
+	return acc;
+}
+
+/*
+ * Hand-written: rets_known has, in this order, a jcc and a jmp leaving the
+ * function, ret, rep ret, ret $8 and an indirect jmp that is no table.
+ * asm_table is a PIC table read with the lea-add idiom of hand-written
+ * code; asm_table_nobound has no bounds check and its table is followed by
+ * a word that points nowhere.  with_data holds an undecodable byte (06,
+ * push es, invalid in 64-bit mode) after its ret.
+ */
+__asm__(
+	"	.text\n"
+	"	.globl rets_known\n"
+	"	.type rets_known, @function\n"
+	"rets_known:\n"
+	"	test %edi, %edi\n"
+	"	je 1f\n"
+	"	cmp $1, %edi\n"
+	"	je 2f\n"
+	"	cmp $2, %edi\n"
+	"	je 3f\n"
+	"	cmp $3, %edi\n"
+	"	jne case_0\n"
+	"	jmp case_1\n"
+	"1:	ret\n"
+	"2:	rep ret\n"
+	"3:	ret $8\n"
+	"	jmp *%rax\n"
+	"	.size rets_known, .-rets_known\n"
+	"\n"
+	"	.globl asm_table\n"
+	"	.type asm_table, @function\n"
+	"asm_table:\n"
+	"	cmp $3, %edi\n"
+	"	ja 9f\n"
+	"	mov %edi, %edi\n"
+	"	lea asm_tbl(%rip), %r11\n"
+	"	movslq (%r11,%rdi,4), %rdx\n"
+	"	lea (%r11,%rdx), %rdx\n"
+	"	jmp *%rdx\n"
+	"10:	mov $0x1111, %eax\n"
+	"	ret\n"
+	"11:	mov $0x2222, %eax\n"
+	"	ret\n"
+	"12:	mov $0x3333, %eax\n"
+	"	ret\n"
+	"13:	mov $0x4444, %eax\n"
+	"	ret\n"
+	"9:	xor %eax, %eax\n"
+	"	ret\n"
+	"	.size asm_table, .-asm_table\n"
+	"\n"
+	"	.globl asm_table_nobound\n"
+	"	.type asm_table_nobound, @function\n"
+	"asm_table_nobound:\n"
+	"	and $3, %edi\n"
+	"	lea asm_tbl2(%rip), %rcx\n"
+	"	movslq (%rcx,%rdi,4), %rax\n"
+	"	add %rcx, %rax\n"
+	"	notrack jmp *%rax\n"
+	"20:	mov $0x5555, %eax\n"
+	"	ret\n"
+	"21:	mov $0x6666, %eax\n"
+	"	ret\n"
+	"22:	mov $0x7777, %eax\n"
+	"	ret\n"
+	"23:	mov $0x8888, %eax\n"
+	"	ret\n"
+	"	.size asm_table_nobound, .-asm_table_nobound\n"
+	"\n"
+	"	.globl with_data\n"
+	"	.type with_data, @function\n"
+	"with_data:\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	"	.byte 0x06\n"
+	"	nop\n"
+	"	.size with_data, .-with_data\n"
+	"\n"
+	"	.section .rodata\n"
+	"	.balign 4\n"
+	"asm_tbl:\n"
+	"	.long 10b - asm_tbl, 11b - asm_tbl, 12b - asm_tbl, 13b - asm_tbl\n"
+	"asm_tbl2:\n"
+	"	.long 20b - asm_tbl2, 21b - asm_tbl2, 22b - asm_tbl2, 23b - asm_tbl2\n"
+	"	.long 0x7ffffff0\n"
+	"	.text\n");
+
+#ifdef FIXTURE_MAIN
+int rets_known(int x);
+int asm_table(int x);
+int asm_table_nobound(int x);
+int with_data(void);
+
+int main(int argc, char **argv)
+{
+	int r = dispatch_dense(argc, 1) + dispatch_offset(argv[0][0], 2) +
+		dispatch_tail((unsigned)argc, 3) +
+		dispatch_loop((const unsigned char *)argv[0], argc);
+
+	r += asm_table(argc) + asm_table_nobound(argc) + with_data();
+	return r & 1;
+}
+#endif
