@@ -10,83 +10,22 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "dynprobe/x86/insn.h"
 #include "tap.h"
+#include "guard.h"
 
 #define MAX_BYTES 48
 #define MAX_CHECKS 48
 #define JUNK_LEN 16
 #define DIAG_LEN 4096
-#define POISON 0xa5		/* fills struct dp_insn before each decode */
-
-/* ---- guarded decoding ---------------------------------------------------- */
-
-static uint8_t *guard_page_end;	/* first byte of the PROT_NONE page */
-static sigjmp_buf fault_env;
-static volatile sig_atomic_t decoding;
-
-static void on_fault(int sig)
-{
-	if (decoding)
-		siglongjmp(fault_env, 1);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static int guard_init(void)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	struct sigaction sa;
-	uint8_t *map;
-
-	map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	if (mprotect(map + page, page, PROT_NONE))
-		return -errno;
-	guard_page_end = map + page;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_fault;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-	return 0;
-}
-
-/*
- * Decodes exactly bytes[0..n) placed against the guard page.  Returns the
- * decoder's result, or -EFAULT when it read outside the buffer.  The struct
- * is poisoned first, so a field the decoder forgets to set shows up.
- */
-static int decode_guarded(const uint8_t *bytes, size_t n, struct dp_insn *insn)
-{
-	uint8_t *p = guard_page_end - n;
-	int rc;
-
-	memcpy(p, bytes, n);
-	memset(insn, POISON, sizeof(*insn));
-	if (sigsetjmp(fault_env, 1)) {
-		decoding = 0;
-		return -EFAULT;
-	}
-	decoding = 1;
-	rc = dp_insn_decode(p, n, insn);
-	decoding = 0;
-	return rc;
-}
 
 /* ---- names --------------------------------------------------------------- */
 
@@ -609,7 +548,7 @@ static const char *mnem_of(const struct dp_insn *in)
 {
 	const char *poison;
 
-	memset(&poison, POISON, sizeof(poison));
+	memset(&poison, GUARD_POISON, sizeof(poison));
 	if (!in->mnemonic)
 		return "(null)";
 	return in->mnemonic == poison ? "(not set)" : in->mnemonic;
