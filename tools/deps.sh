@@ -14,6 +14,9 @@ packages=(
 	libzydis-dev babeltrace2 systemtap-sdt-dev valgrind libssl3 libstdc++6 gawk
 	# the patch-everything test runs these (tests/engine)
 	gzip sqlite3 libsqlite3-0 openssl zlib1g-dev
+	# the private session daemon harness (tests/utils/sessiond.sh): unshare
+	# and setpriv, useradd for the unprivileged test user, ip for loopback
+	util-linux passwd iproute2
 )
 
 missing=()

@@ -81,6 +81,7 @@ struct pa_point {
 	uint32_t entry_fn, ret_fn;	/* global function indexes, NONE */
 	uint8_t role;			/* enum pa_role */
 	uint8_t method, reason;		/* the plan's outcome */
+	bool hop;			/* a jump through a hop (a jmp rel8 first) */
 	bool self_jump;			/* entry: its function jumps to it (tail recursion) */
 	bool open_end;			/* entry: its code runs on past its known end */
 	const struct dp_insn *jump;	/* jump-out sites: the instruction */
@@ -100,6 +101,7 @@ struct pa_object {
 	unsigned by_method[2][3];
 	unsigned by_reason[2][DP_REASON__COUNT];
 	unsigned install_failed;
+	unsigned hops;			/* jump patches through a hop */
 	unsigned plt_skipped;		/* PLT stubs: not functions */
 	int error;			/* -errno when it could not be patched at all */
 	struct dp_patch *plan;		/* while installing */
@@ -705,6 +707,7 @@ static int object_plan(struct pa_object *o)
 			struct pa_point *pt = &o->points[p->point_ids[k]];
 
 			pt->method = p->method;
+			pt->hop = p->method == DP_SITE_JUMP && p->hop.len;
 			pt->reason = p->reason;
 		}
 		if (p->method == DP_SITE_INT3)
@@ -777,6 +780,8 @@ static void object_install(struct pa_object *o, struct dp_code_pool *pool, enum 
 		if (!ret && site.method == DP_SITE_INT3)
 			pa.traps[o->slot[i]] = site;
 		atomic_store(&pa.pending, NULL);
+		if (!ret && site.method == DP_SITE_JUMP && site.hop.len)
+			o->hops++;
 		if (ret) {
 			o->install_failed++;
 			for (unsigned k = 0; k < p->npoints; k++) {
@@ -968,7 +973,8 @@ static void report_named(const struct pa_object *o)
 static void report_object(const struct pa_object *o, uint64_t *total_hits, unsigned *bad_fns)
 {
 	static const char *role_name[2] = { "entries", "returns" };
-	uint64_t hits = 0, int3_hits = 0, entries = 0, returns = 0, tails = 0, unwound = 0;
+	uint64_t hits = 0, int3_hits = 0, hop_hits = 0, entries = 0, returns = 0, tails = 0;
+	uint64_t unwound = 0;
 	uint64_t lost = 0, unmatched = 0, parts = 0, active = 0, foreign = 0;
 	size_t hit_sites = 0, shown = 0;
 
@@ -1000,6 +1006,8 @@ static void report_object(const struct pa_object *o, uint64_t *total_hits, unsig
 		hit_sites += h != 0;
 		if (o->points[i].method == DP_SITE_INT3)
 			int3_hits += h;
+		if (o->points[i].hop)
+			hop_hits += h;
 	}
 	*total_hits += hits;
 	for (size_t i = 0; i < o->nfns; i++) {
@@ -1015,6 +1023,8 @@ static void report_object(const struct pa_object *o, uint64_t *total_hits, unsig
 		active += f->active;
 		foreign += f->foreign;
 	}
+	report("  hops %u (a jmp rel8 to a jmp rel32 in fill), hits %lu\n", o->hops,
+	       (unsigned long)hop_hits);
 	report("  hits %lu (int3 %lu), sites hit %zu of %zu\n", (unsigned long)hits,
 	       (unsigned long)int3_hits, hit_sites, o->npoints);
 	report("  calls %lu = returns %lu + tail returns %lu + unwound %lu + active at exit %lu"

@@ -8,10 +8,14 @@
  * hit count equal to the number of times its instruction ran, counted
  * independently by single-stepping the unpatched function (trap flag); the
  * handler seeing rip = the probe address; and, once the patches are
- * removed, code bytes identical to the file's.  The handler clobbers every
- * register the trampoline must preserve (clobber.h).
+ * removed, code bytes identical to the file's.  Where only a hop fits (a
+ * jmp rel8 to a jmp rel32 in fill nearby): its plan, its bytes while
+ * installed, its refusal of fill changed since the plan, and the fill
+ * restored.  The handler clobbers every register the trampoline must
+ * preserve (clobber.h).
  */
 #include <cpuid.h>
+#include <errno.h>
 #include <link.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -54,10 +58,12 @@ long dp_c_endbr(long x);
 long dp_c_redzone(long x);
 long dp_c_flags(long a, long b, long std);
 long double dp_c_x87_twice(long double a);
+long dp_c_hop_near(long x);
+long dp_c_hop_far(long x);
 long dp_c_trace(long (*drive)(long), long x);
 extern long dp_c_store_slot;
 extern int dp_c_cmp_flag;
-extern char dp_c_redzone_site[], dp_c_flags_site[];
+extern char dp_c_redzone_site[], dp_c_flags_site[], dp_c_hop_near_site[], dp_c_hop_far_site[];
 
 #pragma GCC push_options
 #pragma GCC target("avx512f")
@@ -95,6 +101,8 @@ DRIVER(drive_tail) { return dp_c_tail(x); }
 DRIVER(drive_short_pad) { return dp_c_short_pad() + x; }
 DRIVER(drive_short_nopad) { return dp_c_short_nopad(x) * 7 + dp_c_short_next(x); }
 DRIVER(drive_endbr) { return dp_c_endbr(x); }
+DRIVER(drive_hop_near) { return dp_c_hop_near(x % 3 == 0 ? 0 : x % 3 == 1 ? 1 : x); }
+DRIVER(drive_hop_far) { return dp_c_hop_far(x % 3 == 0 ? 0 : x % 3 == 1 ? 1 : x); }
 DRIVER(drive_redzone) { return dp_c_redzone(x); }
 DRIVER(drive_flags)
 {
@@ -153,6 +161,9 @@ DRIVER(drive_vec512)
 enum need { NEED_NONE, NEED_AVX2, NEED_AVX512 };
 #define ANY -1
 
+/* Which point's patch must reach its trampoline through a hop. */
+enum hop_at { HOP_NONE, HOP_ENTRY, HOP_SITE };
+
 struct ccase {
 	const char *name;		/* the function's symbol */
 	long (*drive)(long x);
@@ -160,67 +171,103 @@ struct ccase {
 	char *site;			/* an inner site to probe too, or NULL */
 	int entry_method, entry_reason;	/* expected, where the hazard decides it */
 	int ret_method, ret_reason;
-	int site_method;
+	int site_method, site_reason;
+	enum hop_at hop;
 	const char *hazard;
 };
 
 static const struct ccase cases[] = {
-	{ "dp_c_riprel_load", drive_riprel_load, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_riprel_load", drive_riprel_load, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "RIP-relative load first" },
-	{ "dp_c_riprel_store", drive_riprel_store, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_riprel_store", drive_riprel_store, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "RIP-relative store first" },
-	{ "dp_c_riprel_lea", drive_riprel_lea, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_riprel_lea", drive_riprel_lea, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "RIP-relative lea first" },
-	{ "dp_c_riprel_cmp_imm", drive_riprel_cmp_imm, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_riprel_cmp_imm", drive_riprel_cmp_imm, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "RIP-relative cmp with imm32 first" },
-	{ "dp_c_riprel_push", drive_riprel_push, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_riprel_push", drive_riprel_push, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "push [rip] first" },
-	{ "dp_c_avx2_riprel", drive_avx2, NEED_AVX2, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_avx2_riprel", drive_avx2, NEED_AVX2, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "vpaddd ymm, [rip] first" },
-	{ "dp_c_avx512_riprel", drive_avx512, NEED_AVX512, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_avx512_riprel", drive_avx512, NEED_AVX512, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "vpaddd zmm, [rip] first" },
-	{ "dp_c_jcc_in", drive_jcc_in, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_jcc_in", drive_jcc_in, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "jcc rel8 in the window" },
-	{ "dp_c_jcc_out", drive_jcc_out, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_jcc_out", drive_jcc_out, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "jcc out of the function in the window" },
-	{ "dp_c_loop", drive_loop, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_loop", drive_loop, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "loop in the window" },
-	{ "dp_c_jrcxz", drive_jrcxz, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_jrcxz", drive_jrcxz, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "jrcxz in the window" },
-	{ "dp_c_call_pop", drive_call_pop, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_call_pop", drive_call_pop, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "call next; pop" },
-	{ "dp_c_call_last", drive_call_last, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_call_last", drive_call_last, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "call as the last displaced instruction" },
-	{ "dp_c_back2", drive_back2, NEED_NONE, NULL, DP_SITE_INT3, DP_REASON_BRANCH_TARGET, DP_SITE_JUMP,
-	  ANY, ANY, "backward branch to entry+2" },
-	{ "dp_c_midlock", drive_midlock, NEED_NONE, NULL, DP_SITE_INT3, DP_REASON_BRANCH_TARGET,
-	  ANY, ANY, ANY, "branch into the middle of the first instruction" },
-	/* Its `xor eax, eax; ret` case lies between two cases: no jump fits. */
-	{ "dp_c_switch", drive_switch, NEED_NONE, NULL, DP_SITE_JUMP, ANY, ANY, ANY, ANY,
+	/* Only the 2-byte xor fits before the branch target: a hop. */
+	{ "dp_c_back2", drive_back2, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_ENTRY,
+	  "backward branch to entry+2: a hop at the entry" },
+	{ "dp_c_midlock", drive_midlock, NEED_NONE, NULL,
+	  DP_SITE_INT3, DP_REASON_BRANCH_TARGET, ANY, ANY, ANY, ANY, HOP_NONE,
+	  "branch into the middle of the first instruction" },
+	/* Its `xor eax, eax; ret` case lies between two cases: a hop if fill is near. */
+	{ "dp_c_switch", drive_switch, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, ANY, ANY, ANY, ANY, HOP_NONE,
 	  "jump table of rel32 offsets" },
-	{ "dp_c_tail", drive_tail, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_tail", drive_tail, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "tail call" },
-	{ "dp_c_helper_double", drive_call_last, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY,
-	  ANY, "callee of a relocated call" },
-	{ "dp_c_helper_neg", drive_jcc_out, NEED_NONE, NULL, ANY, ANY, ANY, ANY, ANY,
+	{ "dp_c_helper_double", drive_call_last, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
+	  "callee of a relocated call" },
+	{ "dp_c_helper_neg", drive_jcc_out, NEED_NONE, NULL,
+	  ANY, ANY, ANY, ANY, ANY, ANY, HOP_NONE,
 	  "target of a conditional tail call" },
-	{ "dp_c_short_pad", drive_short_pad, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_short_pad", drive_short_pad, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "3-byte function followed by padding" },
-	{ "dp_c_short_nopad", drive_short_nopad, NEED_NONE, NULL, DP_SITE_INT3, DP_REASON_SHORT,
-	  DP_SITE_INT3, DP_REASON_SHORT, ANY, "3-byte function followed by another" },
-	{ "dp_c_endbr", drive_endbr, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_short_nopad", drive_short_nopad, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_ENTRY,
+	  "3-byte function followed by another: a hop" },
+	{ "dp_c_hop_near", drive_hop_near, NEED_NONE, dp_c_hop_near_site,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_SITE,
+	  "2 bytes between branch targets, fill near: a hop" },
+	{ "dp_c_hop_far", drive_hop_far, NEED_NONE, dp_c_hop_far_site,
+	  DP_SITE_JUMP, ANY, ANY, ANY, DP_SITE_INT3, DP_REASON_BRANCH_TARGET, HOP_NONE,
+	  "2 bytes between branch targets, no fill in reach" },
+	{ "dp_c_endbr", drive_endbr, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "endbr64 prologue" },
-	{ "dp_c_redzone", drive_redzone, NEED_NONE, dp_c_redzone_site, DP_SITE_JUMP, ANY, DP_SITE_JUMP,
-	  ANY, DP_SITE_JUMP, "red zone live across the site" },
-	{ "dp_c_flags", drive_flags, NEED_NONE, dp_c_flags_site, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY,
-	  DP_SITE_JUMP, "flags and DF live across the site" },
-	{ "dp_c_vec256_sum", drive_vec256, NEED_AVX2, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_redzone", drive_redzone, NEED_NONE, dp_c_redzone_site,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
+	  "red zone live across the site" },
+	{ "dp_c_flags", drive_flags, NEED_NONE, dp_c_flags_site,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
+	  "flags and DF live across the site" },
+	{ "dp_c_vec256_sum", drive_vec256, NEED_AVX2, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "__m256i argument in ymm0" },
-	{ "dp_c_vec512_sum", drive_vec512, NEED_AVX512, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_vec512_sum", drive_vec512, NEED_AVX512, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "__m512i argument in zmm0" },
-	{ "dp_c_x87_twice", drive_x87, NEED_NONE, NULL, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY,
+	{ "dp_c_x87_twice", drive_x87, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "long double returned in st0" },
 };
+
 
 /* ---- probes ------------------------------------------------------------ */
 
@@ -327,13 +374,98 @@ static bool same_as_file(uint64_t addr, size_t len)
 	return file && !memcmp(file, (const void *)(uintptr_t)addr, len);
 }
 
+/* The patch serving point `id`. */
+static struct dp_patch *patch_of(struct dp_patch *patches, size_t n, size_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		for (unsigned k = 0; k < patches[i].npoints; k++)
+			if (patches[i].point_ids[k] == id)
+				return &patches[i];
+	return NULL;
+}
+
+/* Whether a byte of [addr, addr + len) is in a function or a branch target. */
+static bool in_use(uint64_t addr, size_t len)
+{
+	for (uint64_t b = addr; b < addr + len; b++)
+		if (dp_object_function_at(obj, b) || dp_object_target_kind(obj, b))
+			return true;
+	return false;
+}
+
+/*
+ * A hop as planned: a window of 2 to 4 bytes, and 5 bytes between
+ * functions (the corpus's int3 fill), no branch target among them, within
+ * reach of the window's jmp rel8, their original bytes the file's.
+ */
+static void check_hop_plan(const struct ccase *cc, const struct dp_function *fn,
+			   const struct dp_patch *p)
+{
+	int64_t rel = p ? (int64_t)(p->hop.addr - (p->win.addr + DP_HOP_SITE_LEN)) : 0;
+	const uint8_t *file = p ? dp_elf_code(dp_object_elf(obj), p->hop.addr, DP_HOP_LEN) : NULL;
+
+	if (!tap_ok(p && p->method == DP_SITE_JUMP && p->hop.len == DP_HOP_LEN &&
+		    p->win.len >= DP_HOP_SITE_LEN && p->win.len < 5,
+		    "%s: planned a hop (window of %u bytes, hop of %u)", cc->name,
+		    p ? p->win.len : 0, p ? p->hop.len : 0))
+		return;
+	tap_ok(rel >= -128 && rel <= 127 &&
+	       (p->hop.addr + DP_HOP_LEN <= fn->start || p->hop.addr >= fn->start + fn->size),
+	       "%s: the hop is in reach of the rel8 (%+lld), outside the function", cc->name,
+	       (long long)rel);
+	tap_ok(file && !memcmp(file, p->hop.bytes, DP_HOP_LEN) && !in_use(p->hop.addr, DP_HOP_LEN),
+	       "%s: the hop's original bytes are the file's, in fill no function holds", cc->name);
+}
+
+/* Fill that changed since the plan is not overwritten, nor is the site. */
+static void check_hop_stale(const struct ccase *cc, const struct dp_patch *p,
+			    struct dp_code_pool *pool)
+{
+	void *args[DP_PATCH_MAX_POINTS] = { NULL };
+	struct dp_inproc_site site;
+	uint8_t other[DP_HOP_LEN];
+	enum dp_reason why;
+	int ret;
+
+	/* Other bytes, as another patch would leave them: nothing runs them. */
+	for (unsigned i = 0; i < DP_HOP_LEN; i++)
+		other[i] = (uint8_t)~p->hop.bytes[i];
+	if (dp_code_write(pool, p->hop.addr + bias, other, sizeof(other)))
+		return;
+	ret = dp_inproc_install(pool, &site, p, bias, on_hit, args, vec, &why);
+	tap_ok(ret == -ESTALE && same_as_file(p->win.addr + bias, p->win.len),
+	       "%s: fill changed since the plan: -ESTALE, the site untouched (%d)", cc->name, ret);
+	if (!ret)
+		dp_inproc_remove(pool, &site);
+	dp_code_write(pool, p->hop.addr + bias, p->hop.bytes, DP_HOP_LEN);
+}
+
+/* While installed: the site's rel8 leads to the hop, the hop to the trampoline. */
+static void check_hop_installed(const struct ccase *cc, const struct dp_patch *p)
+{
+	const uint8_t *site = (const uint8_t *)(uintptr_t)(p->win.addr + bias);
+	const uint8_t *hop = (const uint8_t *)(uintptr_t)(p->hop.addr + bias);
+	const struct dp_inproc_site *s = NULL;
+	int32_t rel;
+
+	for (size_t i = 0; i < nsites && !s; i++)
+		if (sites[i].win.addr == p->win.addr + bias)
+			s = &sites[i];
+	memcpy(&rel, hop + 1, 4);
+	tap_ok(s && s->hop.addr == p->hop.addr + bias && site[0] == 0xeb &&
+	       site + DP_HOP_SITE_LEN + (int8_t)site[1] == hop && hop[0] == 0xe9 &&
+	       p->hop.addr + bias + DP_HOP_LEN + (int64_t)rel == s->tramp.entry,
+	       "%s: installed: jmp rel8 to the hop, jmp rel32 from there to the trampoline",
+	       cc->name);
+}
+
 static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 {
 	const struct dp_function *fn = dp_object_function_by_name(obj, cc->name);
 	struct point points[MAX_POINTS];
 	uint64_t addrs[MAX_POINTS], seed = 0x9e3779b97f4a7c15ull;
 	long inputs[NINPUTS], ref[NINPUTS], got[NINPUTS];
-	struct dp_patch *patches = NULL;
+	struct dp_patch *patches = NULL, *hop = NULL;
 	size_t npoints = 0, npatches = 0, bad_results = 0;
 	bool installed = true, same = true;
 
@@ -365,7 +497,7 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 			if (entry)
 				check_plan(cc, p, &patches[i], cc->entry_method, cc->entry_reason);
 			else if (site)
-				check_plan(cc, p, &patches[i], cc->site_method, ANY);
+				check_plan(cc, p, &patches[i], cc->site_method, cc->site_reason);
 			else
 				check_plan(cc, p, &patches[i], cc->ret_method, cc->ret_reason);
 		}
@@ -373,6 +505,10 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 	if (!strcmp(cc->name, "dp_c_endbr"))
 		tap_ok(points[0].addr == fn->start + bias + 4,
 		       "%s: the entry probe is placed after endbr64", cc->name);
+	if (cc->hop != HOP_NONE) {
+		hop = patch_of(patches, npatches, cc->hop == HOP_ENTRY ? 0 : npoints - 1);
+		check_hop_plan(cc, fn, hop);
+	}
 
 	/* Unpatched: the reference results, and the oracle's run counts. */
 	for (int i = 0; i < NINPUTS; i++) {
@@ -396,6 +532,8 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 	/* Patched. */
 	nsites = 0;
 	memset(sites, 0, sizeof(sites));
+	if (hop && hop->hop.len)
+		check_hop_stale(cc, hop, pool);
 	for (size_t i = 0; i < npatches; i++) {
 		void *args[DP_PATCH_MAX_POINTS];
 		enum dp_reason why;
@@ -414,6 +552,8 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 	if (!strcmp(cc->name, "dp_c_endbr"))
 		tap_ok(!memcmp((const void *)(uintptr_t)(fn->start + bias), "\xf3\x0f\x1e\xfa", 4),
 		       "%s: endbr64 still in place while probed", cc->name);
+	if (hop && hop->hop.len)
+		check_hop_installed(cc, hop);
 	bad_results = 0;
 	for (int i = 0; i < NINPUTS; i++) {
 		got[i] = cc->drive(inputs[i]);
@@ -438,11 +578,15 @@ remove:
 	for (size_t i = 0; i < nsites; i++) {
 		if (dp_inproc_remove(pool, &sites[i]))
 			same = false;
-		else if (!same_as_file(sites[i].win.addr, sites[i].win.len))
+		else if (!same_as_file(sites[i].win.addr, sites[i].win.len) ||
+			 (sites[i].hop.len && !same_as_file(sites[i].hop.addr, sites[i].hop.len)))
 			same = false;
 	}
 	tap_ok(same && same_as_file(fn->start + bias, fn->size),
 	       "%s: code bytes identical to the file's once unpatched", cc->name);
+	if (hop && hop->hop.len)
+		tap_ok(same_as_file(hop->hop.addr + bias, hop->hop.len),
+		       "%s: the hop's fill is back as the file has it", cc->name);
 	bad_results = 0;
 	for (int i = 0; i < NINPUTS; i++)
 		bad_results += cc->drive(inputs[i]) != ref[i];

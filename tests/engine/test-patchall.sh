@@ -4,7 +4,8 @@
 # preloaded), and must behave exactly as without probes: same output bytes,
 # same exit status.  Each run's report must say that calls and returns
 # balance, that probes were hit, and, where the program counts its own
-# calls, that the probes counted the same number.
+# calls, that the probes counted the same number; in libsqlite3 and libc,
+# jumps through hops (a jmp rel8 to a jmp rel32 in fill) must be hit too.
 #
 # Run by `make check` from tests/engine of the build tree.  TAP; the plan is
 # printed at the end, counted.  Set DP_PATCHALL_KEEP=DIR to keep the reports.
@@ -71,8 +72,8 @@ check_report() {
 	if grep -q -e FAILED -e 'install failures' -e error: "$report"; then
 		diag "$report"
 	fi
-	grep -e '^object' -e '^  entries [0-9]' -e '^  returns [0-9]' -e '^  hits' "$report" |
-		sed 's/^/# /'
+	grep -e '^object' -e '^  entries [0-9]' -e '^  returns [0-9]' -e '^  hops' -e '^  hits' \
+		"$report" | sed 's/^/# /'
 }
 
 # Deterministic input: a few MB of text from a seeded generator, words and
@@ -184,6 +185,10 @@ ok $? "sqlite3: runs the script with sqlite3, libsqlite3 and libc probed"
 ok $([ -s "$tmp/ref.sql" ] && cmp -s "$tmp/ref.sql" "$tmp/out.sql"; echo $?) \
 	"sqlite3: query results identical to the unpatched run ($(wc -l < "$tmp/ref.sql") lines)"
 check_report "$tmp/sqlite.report" "sqlite3" 3
+ok $(awk '/^object / { o = $2 }
+	/^  hops / && o ~ /libsqlite3|libc\.so/ && $2 > 0 && $NF > 0 && !(o in seen) { seen[o]; n++ }
+	END { exit !(n == 2) }' "$tmp/sqlite.report"; echo $?) \
+	"sqlite3: jumps through hops installed in libsqlite3 and libc, and hit"
 
 # openssl, libcrypto, libssl and the C library: SHA-256, SHA-512 and
 # AES-256-CBC over the input.  libcrypto's hand-written AVX2/AVX-512

@@ -109,10 +109,65 @@ NOINLINE int dispatch_loop(const unsigned char *s, int n)
 }
 
 /*
+ * Indirect jmps that are tail calls: through a function pointer read from
+ * memory, and through what a call returned once the frame is torn down
+ * (pop; jmp).  In a position-independent object they leave the function
+ * for good; threaded() jumps through pointers too, but to its own labels
+ * (gcc's &&label), whose addresses its table holds.
+ */
+struct tc_ops {
+	int (*fn)(int);
+};
+typedef int (*tc_fn)(int);
+
+NOINLINE int tail_through_pointer(const struct tc_ops *o, int x)
+{
+	return o->fn(x + 1);
+}
+
+NOINLINE tc_fn tail_pick(int x)
+{
+	return x ? case_1 : case_2;
+}
+
+NOINLINE int tail_after_call(int x)
+{
+	tc_fn f = tail_pick(x);
+
+	sink = x;
+	return f(x + 1);
+}
+
+NOINLINE int threaded(const unsigned char *ops, int n, int x)
+{
+	static void *const labels[] = { &&op_add, &&op_mul, &&op_xor, &&op_end };
+	void *code[16];
+	void *const *pc = code;
+
+	for (int i = 0; i < n && i < 15; i++)
+		code[i] = labels[ops[i] & 3];
+	code[n < 15 ? n : 15] = &&op_end;
+	goto **pc++;
+op_add:
+	x += 3;
+	goto **pc++;
+op_mul:
+	x *= 5;
+	goto **pc++;
+op_xor:
+	x ^= 0x5a;
+	goto **pc++;
+op_end:
+	return x;
+}
+
+/*
  * Hand-written: rets_known has, in this order, a jcc and a jmp leaving the
  * function, ret, rep ret, ret $8 and an indirect jmp that is no table.
- * asm_table is a PIC table read with the lea-add idiom of hand-written
- * code; asm_table_nobound has no bounds check and its table is followed by
+ * tail_arg jumps to the function its first argument names, its frame
+ * gone; tail_arg_framed does the same with a register still pushed, which
+ * no tail call does.  asm_table is a PIC table read with the lea-add idiom
+ * of hand-written code; asm_table_nobound has no bounds check and its table is followed by
  * a word that points nowhere.  with_data holds an undecodable byte (06,
  * push es, invalid in 64-bit mode) after its ret.
  */
@@ -135,6 +190,23 @@ __asm__(
 	"3:	ret $8\n"
 	"	jmp *%rax\n"
 	"	.size rets_known, .-rets_known\n"
+	"\n"
+	"	.globl tail_arg\n"
+	"	.type tail_arg, @function\n"
+	"tail_arg:\n"
+	"	mov %rdi, %rax\n"
+	"	mov %esi, %edi\n"
+	"	jmp *%rax\n"
+	"	.size tail_arg, .-tail_arg\n"
+	"\n"
+	"	.globl tail_arg_framed\n"
+	"	.type tail_arg_framed, @function\n"
+	"tail_arg_framed:\n"
+	"	push %rbx\n"
+	"	mov %rdi, %rax\n"
+	"	mov %esi, %edi\n"
+	"	jmp *%rax\n"
+	"	.size tail_arg_framed, .-tail_arg_framed\n"
 	"\n"
 	"	.globl asm_table\n"
 	"	.type asm_table, @function\n"
@@ -206,7 +278,11 @@ int main(int argc, char **argv)
 		dispatch_tail((unsigned)argc, 3) +
 		dispatch_loop((const unsigned char *)argv[0], argc);
 
+	static const struct tc_ops ops = { case_3 };
+
 	r += asm_table(argc) + asm_table_nobound(argc) + with_data();
+	r += tail_through_pointer(&ops, argc) + tail_after_call(argc) +
+	     threaded((const unsigned char *)argv[0], argc, argc);
 	return r & 1;
 }
 #endif

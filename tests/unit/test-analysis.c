@@ -8,6 +8,10 @@
  *    hand-written tables with and without a bounds check;
  *  - return sites of a hand-written function, in order and of every kind;
  *    a function with a byte that does not decode;
+ *  - indirect jmps that are tail calls (through a pointer from memory, what
+ *    a call returned, an argument) are not DP_FN_INDIRECT in
+ *    position-independent fixtures, a computed goto and a jmp with the
+ *    frame still up are, and the computed goto's labels are targets;
  *  - landing pads of a C++ try/catch and of libstdc++;
  *  - main of stripped executables (ours against the unstripped symbol, and
  *    /usr/bin/ls against its _start), deflate by name in libz;
@@ -34,6 +38,7 @@
 
 #include "dynprobe/elf/elf.h"
 #include "dynprobe/patch/analysis.h"
+#include "dynprobe/patch/plan.h"
 #include "dynprobe/x86/insn.h"
 #include "tap.h"
 
@@ -252,7 +257,71 @@ static void check_return_points(struct dp_object *obj, const char *path)
 	       calls);
 }
 
-static void check_switch_fixture(const char *name)
+/* Whether fn has a DP_RET_TAIL_INDIRECT return site. */
+static bool has_tail_indirect(const struct dp_function *fn)
+{
+	for (uint32_t r = 0; r < fn->nrets; r++)
+		if (fn->rets[r].kind == DP_RET_TAIL_INDIRECT)
+			return true;
+	return false;
+}
+
+/*
+ * Indirect jmps no table explains: tail calls through pointers leave their
+ * function unflagged in a position-independent object (and keep their
+ * return site); a computed goto, a jmp through an argument with the frame
+ * still up, and anything in a position-dependent executable stay flagged.
+ * A window right before such a tail call is then a jump.
+ */
+static void check_tail_calls(struct dp_object *obj, const char *path, bool pic)
+{
+	static const char *const tails[] = { "tail_through_pointer", "tail_after_call", "tail_arg" };
+	static const char *const flagged[] = { "threaded", "tail_arg_framed", "rets_known" };
+	const struct dp_function *fn;
+
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		fn = dp_object_function_by_name(obj, tails[i]);
+		if (!tap_ok(fn && has_tail_indirect(fn), "%s: %s found, its jmp a return site",
+			    path, tails[i]))
+			continue;
+		if (pic)
+			tap_ok(!(fn->flags & DP_FN_INDIRECT),
+			       "%s: %s: a tail call through a pointer, not flagged (flags %#x)", path,
+			       tails[i], fn->flags);
+		else
+			tap_ok(fn->flags & DP_FN_INDIRECT,
+			       "%s: %s: position-dependent, flagged (flags %#x)", path, tails[i],
+			       fn->flags);
+	}
+	for (size_t i = 0; i < sizeof(flagged) / sizeof(flagged[0]); i++) {
+		fn = dp_object_function_by_name(obj, flagged[i]);
+		tap_ok(fn && (fn->flags & DP_FN_INDIRECT), "%s: %s stays flagged (flags %#x)", path,
+		       flagged[i], fn ? fn->flags : 0);
+	}
+	/* threaded's four labels: their addresses are in its table. */
+	fn = dp_object_function_by_name(obj, "threaded");
+	if (pic && fn) {
+		unsigned labels = 0;
+
+		for (uint32_t i = 0; i < fn->ninsns; i++)
+			labels += !!(dp_object_target_kind(obj, fn->start + fn->insn_off[i]) &
+				     DP_TGT_ADDRESS);
+		tap_ok(labels == 4, "%s: threaded's 4 labels are address targets (%u)", path,
+		       labels);
+	}
+	fn = dp_object_function_by_name(obj, "tail_after_call");
+	if (pic && fn && fn->nrets) {
+		uint64_t at = fn->rets[fn->nrets - 1].addr;
+		struct dp_patch plan = { .method = DP_SITE_REFUSED };
+		int err = dp_plan_site(obj, at, &plan);
+
+		tap_ok(!err && plan.method == DP_SITE_JUMP && plan.win.addr < at,
+		       "%s: tail_after_call's jmp gets a jump from a window before it (%s, %s)", path,
+		       dp_site_method_str(plan.method), dp_reason_name(plan.reason));
+	}
+}
+
+static void check_switch_fixture(const char *name, bool pic)
 {
 	const char *path = fixture(name);
 	struct dp_object *obj = object_get(path);
@@ -266,6 +335,7 @@ static void check_switch_fixture(const char *name)
 	check_asm_tables(obj, name);
 	check_rets(obj, name);
 	check_return_points(obj, name);
+	check_tail_calls(obj, name, pic);
 	dp_object_close(obj);
 }
 
@@ -794,10 +864,10 @@ int main(void)
 		return tap_done();
 	}
 
-	check_switch_fixture("fixture-switch.so");
-	check_switch_fixture("fixture-switch-cet.so");
-	check_switch_fixture("fixture-switch-nopie");
-	check_switch_fixture("fixture-switch-pie");
+	check_switch_fixture("fixture-switch.so", true);
+	check_switch_fixture("fixture-switch-cet.so", true);
+	check_switch_fixture("fixture-switch-nopie", false);
+	check_switch_fixture("fixture-switch-pie", true);
 	check_stripped_main("fixture-switch-nopie.stripped", "fixture-switch-nopie");
 	check_stripped_main("fixture-switch-pie.stripped", "fixture-switch-pie");
 	check_ls_main();

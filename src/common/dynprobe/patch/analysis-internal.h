@@ -2,9 +2,10 @@
  * Function analysis, private part: the object's state and what its pieces
  * hand each other (analysis.c: object, sections, functions, lookups; sweep.c:
  * decoding and the target set; jumptable.c and jtbound.c: indirect jmps;
- * lsda.c: landing pads; plt.c: imported and noreturn calls; entry.c: main
- * of a stripped program).  Nothing here is part of the contract; analysis.h
- * is.
+ * coderefs.c: code addresses held as values; tailcall.c: indirect jmps that
+ * are tail calls; lsda.c: landing pads; plt.c: imported and noreturn calls; entry.c:
+ * main of a stripped program).  Nothing here is part of the contract;
+ * analysis.h is.
  */
 #ifndef DP_PATCH_ANALYSIS_INTERNAL_H
 #define DP_PATCH_ANALYSIS_INTERNAL_H
@@ -56,6 +57,14 @@ struct dp_object {
 	struct an_keys keys;		/* targets while collecting */
 	struct an_keys refs;		/* data addresses instructions name, while
 					   resolving: where a table may end */
+	struct an_keys code_refs;	/* code addresses held as values (RIP-relative
+					   operands, dynamic relocations), until the
+					   tail calls are classified */
+	bool code_refs_known;		/* position-independent and every relocation
+					   read: code_refs is complete */
+	struct an_keys entered;		/* addresses other functions' direct branches,
+					   calls and tables lead to, until the tail
+					   calls are classified */
 	uint64_t *tgt_addr;		/* merged targets, ascending */
 	uint8_t *tgt_kind;
 	size_t ntgt;
@@ -97,6 +106,7 @@ long an_insn_index(const uint32_t *off, uint32_t n, uint64_t rel);
 const struct dp_function *an_function_at(const struct dp_object *obj, uint64_t vaddr);
 const struct dp_function *an_function_starting(const struct dp_object *obj, uint64_t addr,
 					       uint64_t size);
+unsigned an_target_kind(const struct dp_object *obj, uint64_t vaddr);	/* once built */
 
 /*
  * plt.c: the object's GOT slots (0 or -ENOMEM), the slot at an address,
@@ -117,6 +127,7 @@ bool an_call_noreturn(const struct dp_object *obj, const struct dp_insn *in, uin
  */
 int an_vec_reserve(void **v, size_t *cap, size_t n, size_t elem);
 int an_keys_push(struct an_keys *k, uint64_t addr, unsigned kind);
+int an_u64_sort(uint64_t *v, size_t n);
 int an_functions_decode(struct dp_object *obj);
 int an_targets_build(struct dp_object *obj);
 
@@ -131,6 +142,30 @@ uint64_t an_ref_after(const struct dp_object *obj, uint64_t addr);
  * recognized, -errno on failure.
  */
 int an_jump_table_resolve(struct an_func_ctx *ctx, uint32_t i);
+
+/*
+ * coderefs.c: a code address an instruction names (the sweep pushes every
+ * RIP-relative one; addresses outside code are ignored); then, once, those
+ * the dynamic relocations store, every such address inside a function
+ * pushed as a DP_TGT_ADDRESS key; whether one lies inside fn past its start
+ * (true when the set is not known to be complete); and a sort that drops
+ * repeats.  0 or -ENOMEM for those that return an int.
+ */
+int an_code_ref_push(struct dp_object *obj, uint64_t addr);
+int an_code_refs_collect(struct dp_object *obj);
+bool an_code_named_inside(const struct dp_object *obj, const struct dp_function *fn);
+int an_keys_sort_unique(struct an_keys *k);
+
+/*
+ * tailcall.c: a branch, call or table jmp at `src` that leads to `target`
+ * (the sweep and the jump-table resolver push each; only those from outside
+ * the function holding the target are kept), 0 or -ENOMEM; and, once every
+ * target is known, DP_FN_INDIRECT on each function with an indirect jmp no
+ * table explains (a DP_RET_TAIL_INDIRECT site), unless all of them are tail
+ * calls through pointers.  0 or -ENOMEM.
+ */
+int an_entered_push(struct dp_object *obj, uint64_t src, uint64_t target);
+int an_tail_calls_settle(struct dp_object *obj);
 
 /*
  * Backward walks over the instructions of the function being analyzed

@@ -2,8 +2,8 @@
  * Function analysis of an ELF object: the object's lifecycle and its
  * validation, the sections and the function list the analysis works on
  * (main named from the entry point in a stripped program), the one-time
- * analysis (sweep.c, jumptable.c, lsda.c do the work), and the lookups of
- * analysis.h.
+ * analysis (sweep.c, jumptable.c, lsda.c, coderefs.c, tailcall.c do the
+ * work), and the lookups of analysis.h.
  */
 #include <errno.h>
 #include <gelf.h>
@@ -169,6 +169,8 @@ static void analysis_release(struct dp_object *obj)
 	free(obj->ret_pool);
 	free(obj->keys.v);
 	free(obj->refs.v);
+	free(obj->code_refs.v);
+	free(obj->entered.v);
 	free(obj->tgt_addr);
 	free(obj->tgt_kind);
 	free(obj->scns);
@@ -183,6 +185,8 @@ static void analysis_release(struct dp_object *obj)
 	obj->ret_pool = NULL;
 	memset(&obj->keys, 0, sizeof(obj->keys));
 	memset(&obj->refs, 0, sizeof(obj->refs));
+	memset(&obj->code_refs, 0, sizeof(obj->code_refs));
+	memset(&obj->entered, 0, sizeof(obj->entered));
 	obj->tgt_addr = NULL;
 	obj->tgt_kind = NULL;
 	obj->scns = NULL;
@@ -205,7 +209,16 @@ static int object_analyze(struct dp_object *obj)
 	if (!err)
 		err = an_landing_pads_collect(obj);
 	if (!err)
+		err = an_code_refs_collect(obj);
+	if (!err)
 		err = an_targets_build(obj);
+	/* Last: which indirect jmps are tail calls depends on every target. */
+	if (!err)
+		err = an_tail_calls_settle(obj);
+	free(obj->code_refs.v);
+	free(obj->entered.v);
+	memset(&obj->code_refs, 0, sizeof(obj->code_refs));
+	memset(&obj->entered, 0, sizeof(obj->entered));
 	if (err)
 		analysis_release(obj);
 	obj->state = err ? err : 1;
@@ -451,16 +464,10 @@ const struct dp_function *dp_object_function_by_name(struct dp_object *obj, cons
 	return found;
 }
 
-unsigned dp_object_target_kind(struct dp_object *obj, uint64_t vaddr)
+unsigned an_target_kind(const struct dp_object *obj, uint64_t vaddr)
 {
-	size_t lo = 0, hi;
-	int err = object_analyze(obj);
+	size_t lo = 0, hi = obj->ntgt;
 
-	if (err) {
-		errno = -err;
-		return 0;
-	}
-	hi = obj->ntgt;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -470,6 +477,17 @@ unsigned dp_object_target_kind(struct dp_object *obj, uint64_t vaddr)
 			hi = mid;
 	}
 	return lo < obj->ntgt && obj->tgt_addr[lo] == vaddr ? obj->tgt_kind[lo] : 0;
+}
+
+unsigned dp_object_target_kind(struct dp_object *obj, uint64_t vaddr)
+{
+	int err = object_analyze(obj);
+
+	if (err) {
+		errno = -err;
+		return 0;
+	}
+	return an_target_kind(obj, vaddr);
 }
 
 long an_insn_index(const uint32_t *off, uint32_t n, uint64_t rel)

@@ -24,7 +24,10 @@
  *    not understood (DP_FN_INDIRECT) may go anywhere in its function.
  *  - Every unresolved indirect jmp is listed as a DP_RET_TAIL_INDIRECT return
  *    site, whether it is a tail call through a pointer or a computed goto
- *    that stays in the function: nothing tells them apart.
+ *    that stays in the function.  Its function is DP_FN_INDIRECT unless
+ *    each such jmp is a tail call through a pointer in a position-
+ *    independent object, and no address inside the function is held as a
+ *    value anywhere in the object (tailcall.c has the argument).
  *  - A .cold part (gcc's hot/cold splitting) is a function of its own; jumps
  *    from a function into its .cold part are listed as tail jumps.
  */
@@ -40,7 +43,8 @@ struct dp_object;
 
 /* Function flags. */
 enum dp_fn_flag {
-	DP_FN_INDIRECT = 1u << 0,	/* has an indirect jmp that is not a resolved jump table */
+	DP_FN_INDIRECT = 1u << 0,	/* has an indirect jmp that may go anywhere in it:
+					   no resolved jump table, no tail call */
 	DP_FN_UNDECODED = 1u << 1,	/* some bytes did not decode: data in code or an unknown insn */
 	DP_FN_LANDING_PADS = 1u << 2,	/* has exception landing pads */
 	DP_FN_JUMP_TABLE = 1u << 3,	/* has at least one resolved jump table */
@@ -74,6 +78,10 @@ enum dp_target_kind {
 	DP_TGT_LANDING_PAD = 1u << 2,	/* exception landing pad (LSDA) */
 	DP_TGT_FUNCTION = 1u << 3,	/* a function start (symbol or FDE) */
 	DP_TGT_RETURN = 1u << 4,	/* the instruction after a call: a return lands there */
+	DP_TGT_ADDRESS = 1u << 5,	/* inside a function, an address the object holds
+					   as a value (a RIP-relative operand or a dynamic
+					   relocation names it): a label whose address is
+					   taken, as gcc's &&label does */
 };
 
 struct dp_function {

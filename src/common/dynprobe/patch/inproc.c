@@ -12,6 +12,7 @@
 #include "proc/maps.h"
 
 #define CHUNK_SIZE (256 * 1024)
+#define JMP_LEN 5			/* jmp rel32 */
 /* A rel32 reaches +-2 GiB; keep a margin for the code inside the chunk. */
 #define REACH ((1ull << 31) - 2 * CHUNK_SIZE)
 
@@ -134,6 +135,28 @@ int dp_code_write(struct dp_code_pool *pool, uint64_t addr, const void *bytes, s
 	return (size_t)n == len ? 0 : -EIO;
 }
 
+/* A jmp rel8 at the site reaches the hop. */
+static bool hop_reaches(const struct dp_inproc_site *site)
+{
+	int64_t rel = (int64_t)(site->hop.addr - (site->win.addr + DP_HOP_SITE_LEN));
+
+	return rel >= -128 && rel <= 127;
+}
+
+/* jmp rel32 at `at` to `target`, then int3s up to `len` bytes. */
+static int jump_write(struct dp_code_pool *pool, uint64_t at, uint64_t target, size_t len)
+{
+	uint8_t code[DP_WINDOW_MAX_LEN];
+	int32_t rel = (int32_t)(target - (at + JMP_LEN));
+
+	if (!dp_rel32_reaches(at + JMP_LEN, target) || len > sizeof(code))
+		return -ERANGE;
+	memset(code, 0xcc, len);
+	code[0] = 0xe9;
+	memcpy(code + 1, &rel, 4);
+	return dp_code_write(pool, at, code, len);
+}
+
 int dp_inproc_install(struct dp_code_pool *pool, struct dp_inproc_site *site,
 		      const struct dp_patch *plan, uint64_t bias, dp_handler_fn handler,
 		      void *const *args, enum dp_vec_save vec, enum dp_reason *why)
@@ -166,6 +189,15 @@ int dp_inproc_install(struct dp_code_pool *pool, struct dp_inproc_site *site,
 	/* The bytes must still be what the plan read from the file. */
 	if (memcmp((const void *)(uintptr_t)site->win.addr, plan->win.bytes, plan->win.len))
 		return -ESTALE;
+	if (site->method == DP_SITE_JUMP && site->win.len < JMP_LEN) {
+		if (plan->hop.len != DP_HOP_LEN || site->win.len < DP_HOP_SITE_LEN)
+			return -EINVAL;
+		site->hop = plan->hop;
+		site->hop.addr += bias;
+		if (!hop_reaches(site) ||
+		    memcmp((const void *)(uintptr_t)site->hop.addr, plan->hop.bytes, DP_HOP_LEN))
+			return -ESTALE;
+	}
 
 	code = malloc(cap);
 	if (!code)
@@ -182,13 +214,18 @@ int dp_inproc_install(struct dp_code_pool *pool, struct dp_inproc_site *site,
 	ret = dp_code_write(pool, at, code, site->tramp.len);
 	if (ret)
 		goto out;
-	if (site->method == DP_SITE_JUMP) {
-		int32_t rel = (int32_t)(site->tramp.entry - (site->win.addr + 5));
-
+	if (site->method == DP_SITE_JUMP && site->hop.len) {
+		ret = jump_write(pool, site->hop.addr, site->tramp.entry, DP_HOP_LEN);
+		if (ret)
+			goto out;
 		memset(patch, 0xcc, site->win.len);
-		patch[0] = 0xe9;
-		memcpy(patch + 1, &rel, 4);
+		patch[0] = 0xeb;
+		patch[1] = (uint8_t)(int8_t)(site->hop.addr - (site->win.addr + DP_HOP_SITE_LEN));
 		ret = dp_code_write(pool, site->win.addr, patch, site->win.len);
+		if (ret)
+			dp_code_write(pool, site->hop.addr, site->hop.bytes, DP_HOP_LEN);
+	} else if (site->method == DP_SITE_JUMP) {
+		ret = jump_write(pool, site->win.addr, site->tramp.entry, site->win.len);
 	} else {
 		patch[0] = 0xcc;
 		ret = dp_code_write(pool, site->win.addr, patch, 1);
@@ -205,7 +242,10 @@ int dp_inproc_remove(struct dp_code_pool *pool, struct dp_inproc_site *site)
 
 	if (!site->installed)
 		return 0;
+	/* The site first: then nothing new reaches the hop. */
 	ret = dp_code_write(pool, site->win.addr, site->win.bytes, site->win.len);
+	if (!ret && site->hop.len)
+		ret = dp_code_write(pool, site->hop.addr, site->hop.bytes, DP_HOP_LEN);
 	if (!ret)
 		site->installed = false;
 	return ret;

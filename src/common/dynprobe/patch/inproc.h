@@ -32,6 +32,7 @@ int dp_code_write(struct dp_code_pool *pool, uint64_t addr, const void *bytes, s
 struct dp_inproc_site {
 	enum dp_site_method method;
 	struct dp_window win;		/* run-time addr */
+	struct dp_hop hop;		/* run-time addr; len 0 when the jump has no hop */
 	struct dp_tramp tramp;
 	unsigned npoints;
 	uint64_t points[DP_PATCH_MAX_POINTS];
@@ -42,14 +43,16 @@ struct dp_inproc_site {
 
 /*
  * Installs a jump or int3 patch planned in file addresses, at bias.  args[i]
- * is passed to the handler for plan->points[i].  0, -ENOTSUP with *why, or
- * -errno.  Nothing is changed on failure.
+ * is passed to the handler for plan->points[i].  A jump with a hop writes
+ * the trampoline, the hop's jmp rel32, then the site's jmp rel8 (plan.h).
+ * 0, -ENOTSUP with *why, -ESTALE when the window's or the hop's bytes are no
+ * longer those the plan read, or -errno.  Nothing is changed on failure.
  */
 int dp_inproc_install(struct dp_code_pool *pool, struct dp_inproc_site *site,
 		      const struct dp_patch *plan, uint64_t bias, dp_handler_fn handler,
 		      void *const *args, enum dp_vec_save vec, enum dp_reason *why);
 
-/* Puts the original bytes back.  0 or -errno. */
+/* Puts the original bytes back: the site's, then the hop's.  0 or -errno. */
 int dp_inproc_remove(struct dp_code_pool *pool, struct dp_inproc_site *site);
 
 /*

@@ -11,7 +11,8 @@
  * same memory (cmpb $N,8(%rdx); ja; movzbl 8(%rdx),%ecx), as long as nothing
  * between them may change the memory or its address.  A jcc waits for the
  * next instruction that writes the flags: the bound holds only if that is a
- * compare of the index.  At a join every path must give a bound and the
+ * compare of the index.  Along one path every compare holds: of two, the
+ * tighter bounds the index.  At a join every path must give a bound and the
  * largest one wins: the table serves every path.
  */
 #include "dynprobe/patch/analysis-internal.h"
@@ -354,9 +355,15 @@ static bool bound_step(struct an_walk *w, uint32_t j, bool taken, struct bstate 
 			goto found;
 		if ((width >= 4 || reg == s->reg) &&
 		    limit + (uint64_t)s->pend <= AN_JT_MAX_ENTRIES) {
-			s->cand_reg = (uint8_t)reg;
-			s->cand_width = (uint8_t)width;
-			s->cand = (uint32_t)(limit + (uint64_t)s->pend);
+			uint32_t c = (uint32_t)(limit + (uint64_t)s->pend);
+
+			/* Two compares of the same bytes on one path both hold:
+			 * the tighter one stays. */
+			if (s->cand_reg != reg || s->cand_width != width || c < s->cand) {
+				s->cand_reg = (uint8_t)reg;
+				s->cand_width = (uint8_t)width;
+				s->cand = c;
+			}
 		}
 	}
 	if (!s->m.on && an_writes_reg(&in, s->reg)) {
@@ -387,6 +394,12 @@ found:
 	if (limit + (uint64_t)s->pend > AN_JT_MAX_ENTRIES)
 		return true;
 	*bound = limit + (uint64_t)s->pend;
+	/* A value this bound keeps within the low bytes a compare nearer the
+	 * load saw is those bytes: that compare bounds it too
+	 * (cmp $9,%esi; ja; ...; cmp $6,%sil; ja). */
+	if (!s->m.on && s->cand_reg == s->reg && s->cand_width < 8 &&
+	    *bound <= UINT64_C(1) << (8 * s->cand_width) && s->cand < *bound)
+		*bound = s->cand;
 	return true;
 }
 

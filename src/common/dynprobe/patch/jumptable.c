@@ -8,6 +8,8 @@
  *   absolute: jmp *T(,%rI,8)   or   mov T(,%rI,8),%rX; jmp *%rX
  *             (entries are 64-bit addresses; a zero-extending 32-bit load
  *             reads 32-bit addresses)
+ *   one entry: movslq T(%rip),%rX; lea T(%rip),%rB; add %rB,%rX; jmp *%rX
+ *             (a PIC table whose index was a constant: one entry to read)
  *
  * Values are found by walking back from a use to the instructions that may
  * define the register, across blocks: a block's predecessors are the
@@ -317,6 +319,16 @@ static void eval_load(struct an_walk *w, uint32_t j, const struct dp_insn *in, u
 		out->nloads = 1;
 		out->idx[0] = in->index;
 		out->load[0] = j;
+	} else if (esize == 4 && esigned && (in->attr & DP_ATTR_RIPREL) &&
+		   in->index == DP_REG_NONE && in->adsize == 8 && !in->seg) {
+		/* One relative entry read at a constant place: a table whose
+		 * index the compiler knew (glibc's resolver dispatches so).  A
+		 * pointer read so is no table: its value is the run time's. */
+		memset(out, 0, sizeof(*out));
+		table = w->ctx->start + w->ctx->off[j] + in->len + (uint64_t)in->disp;
+		out->nloads = 1;
+		out->idx[0] = DP_REG_NONE;
+		out->load[0] = j;
 	} else if (in->scale == 0 && in->base != DP_REG_NONE && in->index != DP_REG_NONE &&
 		   in->mod != 3 && !(in->attr & DP_ATTR_RIPREL) && in->adsize == 8) {
 		eval_reg(w, j, in->base, depth + 1, &a);
@@ -554,7 +566,7 @@ static uint64_t dests_bound(struct an_walk *w, const struct av *tab)
 	uint64_t best = 0;
 
 	for (unsigned k = 0; k < tab->nloads; k++) {
-		uint64_t b = an_jt_bound(w, tab->load[k], tab->idx[k]);
+		uint64_t b = tab->idx[k] == DP_REG_NONE ? 1 : an_jt_bound(w, tab->load[k], tab->idx[k]);
 
 		if (!b)
 			return 0;
@@ -607,8 +619,16 @@ static bool lands_in_code(const struct an_func_ctx *ctx, uint64_t target, bool l
 	return loose && s && s->exec;
 }
 
-/* Checks every destination, then pushes them all: 0, 1, 2 or -errno. */
-static int dests_push(const struct an_func_ctx *ctx, struct jmp_dests *r)
+/* A destination of the jmp at instruction i is a target, entered from there. */
+static int dest_push(const struct an_func_ctx *ctx, uint32_t i, uint64_t target)
+{
+	int err = an_keys_push(&ctx->obj->keys, target, DP_TGT_JUMP_TABLE);
+
+	return err ? err : an_entered_push(ctx->obj, ctx->start + ctx->off[i], target);
+}
+
+/* Checks every destination of the jmp at i, then pushes them all: 0, 1, 2 or -errno. */
+static int dests_push(const struct an_func_ctx *ctx, uint32_t i, struct jmp_dests *r)
 {
 	struct dp_object *obj = ctx->obj;
 	uint64_t n = 0, target;
@@ -644,13 +664,13 @@ static int dests_push(const struct an_func_ctx *ctx, struct jmp_dests *r)
 			return 0;
 	}
 	for (unsigned k = 0; k < r->nconsts; k++) {
-		err = an_keys_push(&obj->keys, r->consts[k], DP_TGT_JUMP_TABLE);
+		err = dest_push(ctx, i, r->consts[k]);
 		if (err)
 			return err;
 	}
 	for (uint64_t k = 0; k < n; k++) {
 		entry_read(obj, &r->t, k, &target);
-		err = an_keys_push(&obj->keys, target, DP_TGT_JUMP_TABLE);
+		err = dest_push(ctx, i, target);
 		if (err)
 			return err;
 	}
@@ -673,5 +693,5 @@ int an_jump_table_resolve(struct an_func_ctx *ctx, uint32_t i)
 		r.t.esigned = r.tab.esigned;
 		r.t.count = dests_bound(w, &r.tab);
 	}
-	return dests_push(ctx, &r);
+	return dests_push(ctx, i, &r);
 }

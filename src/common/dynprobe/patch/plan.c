@@ -1,17 +1,15 @@
 /*
- * Site planning (see plan.h): windows for jumps, the int3 fallback, the
- * refusals, and the merging of many points into patches.
+ * Site planning (see plan.h): windows for jumps (fill.c says where they may
+ * end in fill and where hops go), the int3 fallback, the refusals, and the
+ * merging of many points into patches.
  */
 #include <errno.h>
-#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "elf/elf.h"
-#include "patch/plan.h"
+#include "patch/plan-internal.h"
 #include "x86/reloc.h"
-
-#define JMP_LEN 5
 
 const char *dp_site_method_str(enum dp_site_method method)
 {
@@ -22,58 +20,10 @@ const char *dp_site_method_str(enum dp_site_method method)
 	}
 }
 
-/* Decodes the instruction at va, with as many bytes as the section has. */
-static int decode_at(struct dp_object *obj, uint64_t va, struct dp_insn *insn,
-		     const uint8_t **bytes)
-{
-	struct dp_elf *elf = dp_object_elf(obj);
-	const uint8_t *p = NULL;
-	size_t avail;
-
-	for (avail = DP_INSN_MAX_LEN; avail && !(p = dp_elf_code(elf, va, avail)); avail--)
-		;
-	if (!p)
-		return -ENOENT;
-	*bytes = p;
-	return dp_insn_decode(p, avail, insn);
-}
-
 static bool is_endbr64(const struct dp_insn *insn, const uint8_t *bytes)
 {
 	return insn->len == 4 && bytes[0] == 0xf3 && bytes[1] == 0x0f && bytes[2] == 0x1e &&
 	       bytes[3] == 0xfa;
-}
-
-static bool falls_through(const struct dp_insn *insn)
-{
-	return insn->flow != DP_FLOW_RET && insn->flow != DP_FLOW_JMP &&
-	       insn->flow != DP_FLOW_JMP_IND;
-}
-
-/*
- * Whether [va, va + need) is padding that nothing runs: outside every
- * function, no branch target, and only nops and int3s.
- */
-static bool is_padding(struct dp_object *obj, uint64_t va, unsigned need)
-{
-	uint64_t end = va + need;
-
-	for (uint64_t b = va; b < end; b++) {
-		if (dp_object_function_at(obj, b) || dp_object_target_kind(obj, b))
-			return false;
-	}
-	while (va < end) {
-		struct dp_insn insn;
-		const uint8_t *bytes;
-
-		if (decode_at(obj, va, &insn, &bytes))
-			return false;
-		if (!(insn.len == 1 && bytes[0] == 0xcc) &&
-		    !(insn.mnemonic && !strcmp(insn.mnemonic, "nop")))
-			return false;
-		va += insn.len;
-	}
-	return true;
 }
 
 static void window_copy_bytes(struct dp_object *obj, struct dp_window *w)
@@ -84,125 +34,15 @@ static void window_copy_bytes(struct dp_object *obj, struct dp_window *w)
 		memcpy(w->bytes, p, w->len);
 }
 
-/* Whether register `reg` holds, at instruction idx, a pointer loaded from
- * memory by an earlier instruction of the same block: mov reg, [mem]. */
-static bool loaded_pointer(struct dp_object *obj, const struct dp_function *fn, long idx,
-			   unsigned reg)
-{
-	for (long k = idx - 1; k >= 0 && idx - k <= DP_WINDOW_MAX_INSNS; k--) {
-		uint64_t va = fn->start + fn->insn_off[k];
-		const uint8_t *bytes;
-		struct dp_insn in;
-
-		if (decode_at(obj, va, &in, &bytes))
-			return false;
-		if (in.regs_written & (1u << reg))
-			return in.enc == DP_ENC_LEGACY && in.map == DP_MAP_1BYTE &&
-			       in.opcode == 0x8b && in.w && in.mod != 3 &&
-			       in.index == DP_REG_NONE && !in.seg;
-		/* Another path may reach what follows with another value. */
-		if (in.flow != DP_FLOW_NONE || dp_object_target_kind(obj, va))
-			return false;
-	}
-	return false;
-}
-
 /*
- * Whether a dynamic relocation stores an address in (lo, hi): a code
- * address kept in data (a label table, a saved continuation).
- */
-static bool data_points_into(struct dp_object *obj, uint64_t lo, uint64_t hi)
-{
-	Elf *e = dp_elf_handle(dp_object_elf(obj));
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(e, scn))) {
-		Elf_Data *data, *syms;
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		syms = elf_getdata(elf_getscn(e, sh.sh_link), NULL);
-		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
-			uint64_t to;
-			GElf_Rela r;
-			GElf_Sym sym;
-
-			if (!gelf_getrela(data, (int)i, &r))
-				return true;
-			if (GELF_R_TYPE(r.r_info) == R_X86_64_RELATIVE)
-				to = r.r_addend;
-			else if (GELF_R_TYPE(r.r_info) == R_X86_64_64 && syms &&
-				 gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym))
-				to = sym.st_value + r.r_addend;
-			else
-				continue;
-			if (to > lo && to < hi)
-				return true;
-		}
-	}
-	return false;
-}
-
-/*
- * Whether a function the analysis marks DP_FN_INDIRECT (indirect jumps that
- * are no resolved jump table) is nonetheless safe to displace code in: when
- * every such jump is a tail call through a function pointer loaded from
- * memory (jmp [mem], or jmp reg right after mov reg, [mem]; memory with no
- * index register, as a table lookup would have), it lands on a function
- * start, never inside a window.  Computed gotos materialize the addresses
- * of their own labels: a function whose code (other than its start) is
- * referred to from its own instructions or from relocated data keeps the
- * flag.  Only in position-independent objects, where data holds no code
- * address without a relocation.
- */
-static bool indirect_jumps_unsafe(struct dp_object *obj, const struct dp_function *fn)
-{
-	uint64_t end = fn->start + fn->size;
-
-	if (!(fn->flags & DP_FN_INDIRECT))
-		return false;
-	if (dp_elf_type(dp_object_elf(obj)) != DP_ELF_DYN)
-		return true;
-	for (uint32_t i = 0; i < fn->ninsns; i++) {
-		uint64_t va = fn->start + fn->insn_off[i], ref;
-		const uint8_t *bytes;
-		struct dp_insn in;
-
-		if (decode_at(obj, va, &in, &bytes))
-			return true;
-		if (in.attr & DP_ATTR_RIPREL) {
-			ref = va + in.len + in.disp;
-			if (ref > fn->start && ref < end)
-				return true;
-		}
-	}
-	for (uint32_t r = 0; r < fn->nrets; r++) {
-		const struct dp_ret_site *rs = &fn->rets[r];
-		long idx = dp_function_insn_index(fn, rs->addr);
-		const uint8_t *bytes;
-		struct dp_insn in;
-
-		if (rs->kind != DP_RET_TAIL_INDIRECT)
-			continue;
-		if (idx < 0 || decode_at(obj, rs->addr, &in, &bytes))
-			return true;
-		if (in.mod != 3 ? in.index != DP_REG_NONE || in.seg || in.adsize != 8
-				: !loaded_pointer(obj, fn, idx, in.rm))
-			return true;
-	}
-	return data_points_into(obj, fn->start, end);
-}
-
-/*
- * Builds a jump window from the instruction at `start` that covers `must`
- * (an instruction start at or after it), and at least 5 bytes.  On failure,
- * *stop is the address of the obstacle: one after `must` means that a window
- * starting earlier, needing fewer bytes after `must`, could still fit.
+ * Builds a window from the instruction at `start` that covers `must` (an
+ * instruction start at or after it), and at least `need` bytes: 5 for a
+ * jmp rel32, 2 for the jmp rel8 of a hop.  On failure, *stop is the address
+ * of the obstacle: one after `must` means that a window starting earlier,
+ * needing fewer bytes after `must`, could still fit.
  */
 static enum dp_reason window_from(struct dp_object *obj, const struct dp_function *fn,
-				  bool indirect, uint64_t start, uint64_t must,
+				  bool indirect, uint64_t start, uint64_t must, unsigned need,
 				  struct dp_window *w, uint64_t *stop)
 {
 	uint64_t end = fn->start + fn->size, va = start;
@@ -210,22 +50,21 @@ static enum dp_reason window_from(struct dp_object *obj, const struct dp_functio
 
 	memset(w, 0, sizeof(*w));
 	w->addr = start;
-	while (w->len < JMP_LEN || va <= must) {
+	while (w->len < need || va <= must) {
 		struct dp_insn insn;
 		const uint8_t *bytes;
 		enum dp_reason r;
 
 		*stop = va;
-		if (va >= end) {
-			unsigned need = JMP_LEN - w->len;
-
-			if (w->ninsns && va > must && w->len < JMP_LEN &&
-			    !falls_through(&w->insns[w->ninsns - 1]) && is_padding(obj, va, need)) {
-				w->len = JMP_LEN;
-				break;
-			}
-			return DP_REASON_SHORT;
+		/* Past a final ret or jmp, fill (within the function or after
+		 * it) makes up the bytes: nothing runs it. */
+		if (w->ninsns && va > must && w->len < need &&
+		    pl_leaves(&w->insns[w->ninsns - 1]) && pl_dead_fill(obj, fn, va, need - w->len)) {
+			w->len = (uint8_t)need;
+			break;
 		}
+		if (va >= end)
+			return DP_REASON_SHORT;
 		if (w->ninsns) {
 			if (dp_object_target_kind(obj, va))
 				return DP_REASON_BRANCH_TARGET;
@@ -234,7 +73,7 @@ static enum dp_reason window_from(struct dp_object *obj, const struct dp_functio
 			if (last_only)
 				return DP_REASON_CALL_INSIDE;
 		}
-		if (dp_function_insn_index(fn, va) < 0 || decode_at(obj, va, &insn, &bytes))
+		if (dp_function_insn_index(fn, va) < 0 || pl_decode_at(obj, va, &insn, &bytes))
 			return DP_REASON_UNDECODED_AFTER;
 		/* Branches may land inside an instruction too (past a lock
 		 * prefix, say): no byte but the window's first may be a target. */
@@ -258,9 +97,9 @@ static enum dp_reason window_from(struct dp_object *obj, const struct dp_functio
 	return DP_REASON_NONE;
 }
 
-/* A window that ends with the point's instruction or runs past it. */
+/* A window of `need` bytes that ends with the point's instruction or runs past it. */
 static bool window_before(struct dp_object *obj, const struct dp_function *fn, bool indirect,
-			  long idx, struct dp_window *w)
+			  long idx, unsigned need, struct dp_window *w)
 {
 	uint64_t point = fn->start + fn->insn_off[idx], stop;
 
@@ -268,7 +107,7 @@ static bool window_before(struct dp_object *obj, const struct dp_function *fn, b
 		return false;
 	for (long k = idx - 1; k >= 0 && idx - k < DP_WINDOW_MAX_INSNS; k--) {
 		uint64_t start = fn->start + fn->insn_off[k];
-		enum dp_reason r = window_from(obj, fn, indirect, start, point, w, &stop);
+		enum dp_reason r = window_from(obj, fn, indirect, start, point, need, w, &stop);
 
 		if (r == DP_REASON_NONE)
 			return true;
@@ -283,14 +122,21 @@ static bool window_before(struct dp_object *obj, const struct dp_function *fn, b
 	return false;
 }
 
-/* indirect_jumps_unsafe() of the last function planned, for runs of points. */
-struct fn_memo {
-	const struct dp_function *fn;
-	bool indirect;
-};
+static void set_int3(struct dp_patch *p, uint64_t point, const struct dp_insn *insn,
+		     const uint8_t *bytes, enum dp_reason why);
 
+/* Whether the window's last bytes are fill after its instructions. */
+static bool window_in_fill(const struct dp_window *w)
+{
+	return w->ninsns && w->off[w->ninsns - 1] + w->insns[w->ninsns - 1].len < w->len;
+}
+
+/*
+ * Plans one point on its own.  A window of fewer than 5 bytes is a jump
+ * still waiting for its hop: *no_hop is then why 5 bytes did not fit.
+ */
 static int plan_site(struct dp_object *obj, uint64_t point, struct dp_patch *out,
-		     struct fn_memo *memo)
+		     enum dp_reason *no_hop)
 {
 	const struct dp_function *fn;
 	struct dp_insn insn;
@@ -305,6 +151,7 @@ static int plan_site(struct dp_object *obj, uint64_t point, struct dp_patch *out
 	out->method = DP_SITE_REFUSED;
 	out->npoints = 1;
 	out->points[0] = point;
+	*no_hop = DP_REASON_NONE;
 
 	if (!dp_elf_code(dp_object_elf(obj), point, 1)) {
 		out->reason = DP_REASON_NOT_CODE;
@@ -329,7 +176,7 @@ static int plan_site(struct dp_object *obj, uint64_t point, struct dp_patch *out
 		}
 		return 0;
 	}
-	if (decode_at(obj, point, &insn, &bytes)) {
+	if (pl_decode_at(obj, point, &insn, &bytes)) {
 		out->reason = DP_REASON_INSN_INVALID;
 		return 0;
 	}
@@ -338,7 +185,7 @@ static int plan_site(struct dp_object *obj, uint64_t point, struct dp_patch *out
 		point += insn.len;
 		idx++;
 		out->points[0] = point;
-		if (decode_at(obj, point, &insn, &bytes)) {
+		if (pl_decode_at(obj, point, &insn, &bytes)) {
 			out->reason = DP_REASON_INSN_INVALID;
 			return 0;
 		}
@@ -349,13 +196,18 @@ static int plan_site(struct dp_object *obj, uint64_t point, struct dp_patch *out
 		return 0;
 	}
 
-	if (memo->fn != fn) {
-		memo->fn = fn;
-		memo->indirect = indirect_jumps_unsafe(obj, fn);
+	indirect = fn->flags & DP_FN_INDIRECT;
+	out->reason = window_from(obj, fn, indirect, point, point, PL_JMP_LEN, &out->win, &stop);
+	/* A window that ends in fill after a ret takes bytes a hop could use:
+	 * one ending with the ret does as well when it fits. */
+	if (out->reason == DP_REASON_NONE && window_in_fill(&out->win)) {
+		struct dp_window before;
+
+		if (window_before(obj, fn, indirect, idx, PL_JMP_LEN, &before))
+			out->win = before;
 	}
-	indirect = memo->indirect;
-	out->reason = window_from(obj, fn, indirect, point, point, &out->win, &stop);
-	if (out->reason == DP_REASON_NONE || window_before(obj, fn, indirect, idx, &out->win)) {
+	if (out->reason == DP_REASON_NONE ||
+	    window_before(obj, fn, indirect, idx, PL_JMP_LEN, &out->win)) {
 		out->method = DP_SITE_JUMP;
 		out->reason = DP_REASON_NONE;
 		return 0;
@@ -363,22 +215,66 @@ static int plan_site(struct dp_object *obj, uint64_t point, struct dp_patch *out
 	/* Starting earlier was not even tried: say why. */
 	if (indirect && idx > 0)
 		out->reason = DP_REASON_INDIRECT_JUMPS;
-	/* int3 on the instruction itself. */
-	memset(&out->win, 0, sizeof(out->win));
-	out->method = DP_SITE_INT3;
-	out->win.addr = point;
-	out->win.len = insn.len;
-	out->win.ninsns = 1;
-	out->win.insns[0] = insn;
-	memcpy(out->win.bytes, bytes, insn.len);
+	/* Fewer bytes, for a hop; int3 if no padding takes it. */
+	*no_hop = out->reason;
+	if (window_from(obj, fn, indirect, point, point, DP_HOP_SITE_LEN, &out->win, &stop) ==
+		    DP_REASON_NONE ||
+	    window_before(obj, fn, indirect, idx, DP_HOP_SITE_LEN, &out->win)) {
+		out->method = DP_SITE_JUMP;
+		out->reason = DP_REASON_NONE;
+		return 0;
+	}
+	set_int3(out, point, &insn, bytes, out->reason);
 	return 0;
+}
+
+/* The point's own instruction under an int3, for `why`. */
+static void set_int3(struct dp_patch *p, uint64_t point, const struct dp_insn *insn,
+		     const uint8_t *bytes, enum dp_reason why)
+{
+	memset(&p->win, 0, sizeof(p->win));
+	memset(&p->hop, 0, sizeof(p->hop));
+	p->method = DP_SITE_INT3;
+	p->reason = why;
+	p->win.addr = point;
+	p->win.len = insn->len;
+	p->win.ninsns = 1;
+	p->win.insns[0] = *insn;
+	memcpy(p->win.bytes, bytes, insn->len);
+}
+
+/* int3 on a point whose jump window cannot be had, or a refusal. */
+static void fall_back(struct dp_object *obj, struct dp_patch *p, enum dp_reason why)
+{
+	struct dp_insn insn;
+	const uint8_t *bytes;
+
+	if (pl_decode_at(obj, p->points[0], &insn, &bytes)) {
+		memset(&p->win, 0, sizeof(p->win));
+		memset(&p->hop, 0, sizeof(p->hop));
+		p->method = DP_SITE_REFUSED;
+		p->reason = DP_REASON_INSN_INVALID;
+		return;
+	}
+	set_int3(p, p->points[0], &insn, bytes, why);
 }
 
 int dp_plan_site(struct dp_object *obj, uint64_t point, struct dp_patch *out)
 {
-	struct fn_memo memo = { 0 };
+	struct pl_taken taken = { 0 };
+	enum dp_reason no_hop;
+	bool ok = true;
+	int err = plan_site(obj, point, out, &no_hop);
 
-	return plan_site(obj, point, out, &memo);
+	if (err || out->method != DP_SITE_JUMP || out->win.len >= PL_JMP_LEN)
+		return err;
+	err = pl_ranges_add(&taken.windows, out->win.addr, out->win.addr + out->win.len);
+	if (!err)
+		err = pl_hop_take(obj, out, &taken, &ok);
+	pl_taken_release(&taken);
+	if (!err && !ok)
+		fall_back(obj, out, no_hop);
+	return err;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -433,62 +329,108 @@ static void add_point(struct dp_patch *p, uint64_t point, size_t id)
 	p->npoints++;
 }
 
+/*
+ * The jump windows, earliest first: one that overlaps an accepted one
+ * waits, and the accepted window may grow over its point (a ret right
+ * after an entry window), which then becomes one of its hooks.  A window of
+ * fewer than 5 bytes is accepted with its hop or not at all, so that a later
+ * window overlapping it may still be.  Returns the number kept, in place;
+ * noslot[i] tells the points whose own window found no hop.
+ */
+static int jumps_accept(struct dp_object *obj, struct dp_patch *jumps, size_t *njumps,
+			struct pl_taken *taken, bool *noslot)
+{
+	uint64_t jump_end = 0;
+	size_t kept = 0;
+	int err;
+
+	for (size_t i = 0; i < *njumps; i++) {
+		struct dp_patch *p = &jumps[i];
+		bool ok;
+
+		if (kept && p->win.addr < jump_end) {
+			struct dp_patch *k = &jumps[kept - 1];
+			uint64_t must = p->points[0], stop;
+			uint64_t last = k->win.addr + k->win.off[k->win.ninsns - 1];
+			unsigned need = k->win.len >= PL_JMP_LEN ? PL_JMP_LEN : DP_HOP_SITE_LEN;
+			struct dp_window w;
+
+			if (must < last)
+				must = last;
+			/* Grown, it must not reach a hop's bytes. */
+			if (k->fn == p->fn && k->fn &&
+			    window_from(obj, k->fn, k->fn->flags & DP_FN_INDIRECT, k->win.addr, must,
+					need, &w, &stop) == DP_REASON_NONE &&
+			    !pl_ranges_overlap(&taken->hops, w.addr, w.addr + w.len)) {
+				err = pl_ranges_add(&taken->windows, w.addr, w.addr + w.len);
+				if (err)
+					return err;
+				k->win = w;
+				/* Grown to 5 bytes, it needs no hop (its slot stays taken). */
+				if (w.len >= PL_JMP_LEN)
+					memset(&k->hop, 0, sizeof(k->hop));
+				jump_end = w.addr + w.len;
+			}
+			continue;
+		}
+		if (p->win.len < PL_JMP_LEN) {
+			err = pl_hop_take(obj, p, taken, &ok);
+			if (err)
+				return err;
+			if (!ok) {
+				noslot[p->point_ids[0]] = true;
+				continue;
+			}
+		}
+		p->npoints = 0;
+		jumps[kept++] = *p;
+		jump_end = p->win.addr + p->win.len;
+	}
+	*njumps = kept;
+	return 0;
+}
+
 int dp_plan_sites(struct dp_object *obj, const uint64_t *points, size_t n,
 		  struct dp_patch **patches, size_t *npatches)
 {
 	struct dp_patch *single = calloc(n ? n : 1, sizeof(*single));
 	struct dp_patch *jumps = calloc(n ? n : 1, sizeof(*jumps));
 	struct dp_patch *outp = calloc(n ? n : 1, sizeof(*outp));
+	enum dp_reason *no_hop = calloc(n ? n : 1, sizeof(*no_hop));
+	bool *noslot = calloc(n ? n : 1, sizeof(*noslot));
+	struct pl_taken taken = { 0 };
 	size_t njumps = 0, nout = 0;
-	uint64_t jump_end = 0;
-	struct fn_memo memo = { 0 };
 	int ret = 0;
 
-	if (!single || !jumps || !outp) {
+	if (!single || !jumps || !outp || !no_hop || !noslot) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		ret = plan_site(obj, points[i], &single[i], &memo);
+		ret = plan_site(obj, points[i], &single[i], &no_hop[i]);
 		if (ret)
 			goto out;
 		single[i].point_ids[0] = i;
 	}
 
-	/* Jump windows, earliest first; one that overlaps an accepted one waits. */
+	/* Bytes any window may take are no hop's: a superset, since some of
+	 * these windows will lose to others.  So is the byte of an int3 (a
+	 * point may lie on fill). */
 	for (size_t i = 0; i < n; i++)
 		if (single[i].method == DP_SITE_JUMP)
 			jumps[njumps++] = single[i];
 	qsort(jumps, njumps, sizeof(*jumps), cmp_patch_addr);
-	{
-		size_t kept = 0;
-
-		for (size_t i = 0; i < njumps; i++) {
-			if (kept && jumps[i].win.addr < jump_end) {
-				/* Overlapping: the accepted window may grow over
-				 * this point (a ret right after an entry window),
-				 * which then becomes one of its hooks. */
-				struct dp_patch *k = &jumps[kept - 1];
-				uint64_t must = jumps[i].points[0], stop;
-				uint64_t last = k->win.addr + k->win.off[k->win.ninsns - 1];
-				struct dp_window w;
-
-				if (must < last)
-					must = last;
-				if (k->fn == jumps[i].fn && k->fn &&
-				    window_from(obj, k->fn, indirect_jumps_unsafe(obj, k->fn),
-						k->win.addr, must, &w, &stop) == DP_REASON_NONE) {
-					k->win = w;
-					jump_end = w.addr + w.len;
-				}
-				continue;
-			}
-			jumps[i].npoints = 0;
-			jumps[kept++] = jumps[i];
-			jump_end = jumps[i].win.addr + jumps[i].win.len;
-		}
-		njumps = kept;
-	}
+	for (size_t i = 0; i < njumps && !ret; i++)
+		ret = pl_ranges_add(&taken.windows, jumps[i].win.addr,
+				 jumps[i].win.addr + jumps[i].win.len);
+	for (size_t i = 0; i < n && !ret; i++)
+		if (single[i].method == DP_SITE_INT3)
+			ret = pl_ranges_add(&taken.windows, single[i].win.addr, single[i].win.addr + 1);
+	if (ret)
+		goto out;
+	ret = jumps_accept(obj, jumps, &njumps, &taken, noslot);
+	if (ret)
+		goto out;
 
 	/* Every point goes to the jump window holding it, or stands alone. */
 	for (size_t i = 0; i < n; i++) {
@@ -507,24 +449,9 @@ int dp_plan_sites(struct dp_object *obj, const uint64_t *points, size_t n,
 			s->method = DP_SITE_REFUSED;
 			s->reason = DP_REASON_OVERLAP;
 		} else if (s->method == DP_SITE_JUMP) {
-			/* Its window lost to an overlapping one: int3 on the point. */
-			uint64_t point = s->points[0];
-			struct dp_insn insn;
-			const uint8_t *bytes;
-
-			memset(&s->win, 0, sizeof(s->win));
-			if (decode_at(obj, point, &insn, &bytes)) {
-				s->method = DP_SITE_REFUSED;
-				s->reason = DP_REASON_INSN_INVALID;
-			} else {
-				s->method = DP_SITE_INT3;
-				s->reason = DP_REASON_OVERLAP;
-				s->win.addr = point;
-				s->win.len = insn.len;
-				s->win.ninsns = 1;
-				s->win.insns[0] = insn;
-				memcpy(s->win.bytes, bytes, insn.len);
-			}
+			/* Its window found no hop, or lost to an overlapping one:
+			 * int3 on the point. */
+			fall_back(obj, s, noslot[i] ? no_hop[i] : DP_REASON_OVERLAP);
 		}
 		/* Two probes on one int3 share it. */
 		if (s->method == DP_SITE_INT3) {
@@ -551,5 +478,8 @@ out:
 	free(single);
 	free(jumps);
 	free(outp);
+	free(no_hop);
+	free(noslot);
+	pl_taken_release(&taken);
 	return ret;
 }

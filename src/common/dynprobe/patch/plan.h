@@ -5,15 +5,48 @@
  * the first byte may be a branch target, every instruction can move, and a
  * call or syscall comes last.  The planner tries, in order:
  *   - a window starting at the point (after an endbr64, which stays put);
- *   - the same, running on into the padding after a final ret or jmp;
+ *   - the same, running on into fill after a ret or jmp: nops and int3s
+ *     that are no branch targets, between functions or inside one (not one
+ *     whose indirect jmps may go anywhere); the window ends inside the fill
+ *     as soon as it has its bytes, leaving the rest to hops;
  *   - a window starting before the point and covering it (the displaced
  *     instructions before the point run first in the trampoline): this is
- *     what lets a ret in the middle of a function get a jump;
+ *     what lets a ret in the middle of a function get a jump, and it is
+ *     preferred to one that would end in fill, which then stays free;
+ *   - the same three with 2 bytes instead of 5, for a hop (below);
  *   - an int3 on the point's own instruction;
- * and otherwise refuses.  Every int3 and refusal carries a reason.
+ * and otherwise refuses.  Every int3 and refusal carries a reason; an int3
+ * for want of a hop gives the reason 5 bytes did not fit.
+ *
+ * Hops.  Where only 2 bytes fit (`L: xor eax, eax; ret` between two branch
+ * targets), the site gets a 2-byte jmp rel8 to a 5-byte jmp rel32 to the
+ * trampoline, written in fill nothing runs, within -128..+127 bytes of the
+ * rel8's end: nops and int3s right after a ret, jmp or ud2 (the last real
+ * instruction of a function, for fill between functions), no branch target
+ * among them, in no function whose indirect jmps may go anywhere, and no
+ * byte another patch of the plan writes.  The first 4 bytes after the ret
+ * are taken last: a window ending with the ret may run on over them.  Such
+ * a patch is a DP_SITE_JUMP whose window is shorter than 5 bytes and whose
+ * hop says where the rel32 goes and what it overwrites.  Installers:
+ *   - check that the hop's bytes are still its original ones, like the
+ *     window's;
+ *   - write the trampoline, then the rel32 at hop.addr (jmp to the
+ *     trampoline's entry), then the rel8 at the site (EB, then the
+ *     displacement to hop.addr; int3s over the rest of the window): nothing
+ *     can reach the rel32 before the rel8 leads there;
+ *   - remove the rel8 first (the window's original bytes), then the rel32:
+ *     a thread stopped at hop.addr has taken the rel8 already and belongs in
+ *     the trampoline's entry, like a thread inside the window belongs at the
+ *     matching displaced instruction.
+ * One dp_plan_sites call never gives two patches overlapping bytes, hops
+ * included.  Patches planned by separate calls may choose the same fill: an
+ * installer holding patches from another plan checks the regions of a new
+ * patch (window and hop) against those it has installed, and a stale hop
+ * fails the install (-ESTALE) rather than overwrite another's bytes; plan
+ * all the points of an object together to avoid it.
  *
  * Addresses are the object's virtual addresses; the caller adds the load bias
- * to the window's addr before building the trampoline.
+ * to the window's and the hop's addr before building the trampoline.
  */
 #ifndef DP_PATCH_PLAN_H
 #define DP_PATCH_PLAN_H
@@ -35,11 +68,25 @@ const char *dp_site_method_str(enum dp_site_method method);
 
 #define DP_PATCH_MAX_POINTS 16
 
+/* A hop's jmp rel32, and the jmp rel8 at the site that leads to it. */
+#define DP_HOP_LEN 5
+#define DP_HOP_SITE_LEN 2
+
+/* Where a hop's jmp rel32 goes: padding within the site's rel8 reach. */
+struct dp_hop {
+	uint64_t addr;			/* first byte */
+	uint8_t len;			/* DP_HOP_LEN; 0 when the patch has no hop */
+	uint8_t bytes[DP_HOP_LEN];	/* the original bytes there */
+};
+
 /* One patch: a window and the probe points it serves. */
 struct dp_patch {
 	enum dp_site_method method;
 	enum dp_reason reason;		/* why int3 or refused; NONE for a jump */
-	struct dp_window win;		/* jump: the overwritten bytes; int3: the one instruction */
+	struct dp_window win;		/* jump: the overwritten bytes (5 or more, or 2
+					   or more with a hop); int3: the one
+					   instruction */
+	struct dp_hop hop;		/* jump: set when win.len < 5 */
 	unsigned npoints;
 	uint64_t points[DP_PATCH_MAX_POINTS];	/* probe points (hooks), in window order */
 	size_t point_ids[DP_PATCH_MAX_POINTS];	/* indexes into the caller's point list */

@@ -131,8 +131,6 @@ int an_keys_push(struct an_keys *k, uint64_t addr, unsigned kind)
 	return 0;
 }
 
-static int keys_sort(uint64_t *v, size_t n);
-
 /* ---- decoding ---------------------------------------------------------- */
 
 static int edge_cmp(const void *a, const void *b)
@@ -177,6 +175,8 @@ static int insn_note(struct dp_object *obj, struct sweep *sw, size_t fi,
 		bool inside = t - fn->start < fn->size;
 
 		err = an_keys_push(&obj->keys, t, DP_TGT_DIRECT);
+		if (!err)
+			err = an_entered_push(obj, addr, t);
 		if (!err && inside && in->flow != DP_FLOW_CALL)
 			err = edge_push(&sw->edges, (uint32_t)(t - fn->start), i);
 		if (!err && !inside && in->flow == DP_FLOW_JMP)
@@ -186,11 +186,19 @@ static int insn_note(struct dp_object *obj, struct sweep *sw, size_t fi,
 	}
 	if (err)
 		return err;
-	/* Data an instruction names: tables end where other data begins. */
+	/* Data an instruction names: tables end where other data begins; and
+	 * code it names is code whose address a pointer may hold. */
+	if (in->attr & DP_ATTR_RIPREL)
+		err = an_code_ref_push(obj, next + (uint64_t)in->disp);
+	if (err)
+		return err;
+	/* An absolute displacement names an address only where code is not
+	 * position-independent; [rip + disp32] has no base either. */
 	if ((in->attr & DP_ATTR_RIPREL) && in->flow == DP_FLOW_NONE)
 		err = ref_push(&obj->refs, next + (uint64_t)in->disp);
-	else if ((in->attr & DP_ATTR_MEM) && !(in->attr & DP_ATTR_MOFFS) && in->mod != 3 &&
-		 in->base == DP_REG_NONE && in->disp > 0)
+	else if ((in->attr & DP_ATTR_MEM) && !(in->attr & (DP_ATTR_MOFFS | DP_ATTR_RIPREL)) &&
+		 in->mod != 3 && in->base == DP_REG_NONE && in->disp > 0 &&
+		 dp_elf_type(obj->elf) != DP_ELF_DYN)
 		err = ref_push(&obj->refs, (uint64_t)in->disp);
 	if (err)
 		return err;
@@ -318,27 +326,12 @@ static int indirect_resolve(struct dp_object *obj, struct sweep *sw)
 			fn->flags |= DP_FN_JUMP_TABLE;
 			/* Still a way out when some destination is elsewhere. */
 			sw->rets.v[j->ret].kind = r == 1 ? RET_DROPPED : DP_RET_TAIL_TABLE;
-		} else {
-			fn->flags |= DP_FN_INDIRECT;
 		}
+		/* Otherwise a DP_RET_TAIL_INDIRECT site: tailcall.c decides,
+		 * once every target is known, what it makes of the function. */
 	}
 	free(ctx.walk);
 	return err;
-}
-
-/* Sorts the data references and drops repeats. */
-static int refs_sort(struct an_keys *refs)
-{
-	size_t w = 0;
-	int err = keys_sort(refs->v, refs->n);
-
-	if (err)
-		return err;
-	for (size_t i = 0; i < refs->n; i++)
-		if (!w || refs->v[w - 1] != refs->v[i])
-			refs->v[w++] = refs->v[i];
-	refs->n = w;
-	return 0;
 }
 
 uint64_t an_ref_after(const struct dp_object *obj, uint64_t addr)
@@ -417,7 +410,7 @@ int an_functions_decode(struct dp_object *obj)
 	}
 	err = noreturn_mark(obj, &sw);
 	if (!err)
-		err = refs_sort(&obj->refs);
+		err = an_keys_sort_unique(&obj->refs);
 	if (!err)
 		err = indirect_resolve(obj, &sw);
 	free(obj->refs.v);
@@ -445,7 +438,7 @@ out:
 /* ---- the target set ---------------------------------------------------- */
 
 /* LSD radix sort by bytes, skipping the bytes all keys share. */
-static int keys_sort(uint64_t *v, size_t n)
+int an_u64_sort(uint64_t *v, size_t n)
 {
 	uint64_t *tmp, *src = v, *dst;
 	size_t count[256];
@@ -495,7 +488,7 @@ int an_targets_build(struct dp_object *obj)
 		if (err)
 			return err;
 	}
-	err = keys_sort(k->v, k->n);
+	err = an_u64_sort(k->v, k->n);
 	if (err)
 		return err;
 	obj->tgt_addr = malloc((k->n ? k->n : 1) * sizeof(*obj->tgt_addr));

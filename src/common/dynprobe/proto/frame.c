@@ -1,0 +1,220 @@
+/*
+ * Frame headers, receiver errors, and blocking transfers with deadlines
+ * (see frame.h).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/frame.h"
+#include "proto/wire.h"
+
+static const char *const err_str[DP_PROTO_ERR__COUNT] = {
+	[DP_PROTO_ERR_NONE] = "no error",
+	[DP_PROTO_ERR_MAGIC] = "not a message of this protocol (bad magic)",
+	[DP_PROTO_ERR_VERSION] = "another major protocol version",
+	[DP_PROTO_ERR_TOO_BIG] = "message longer than the protocol allows",
+	[DP_PROTO_ERR_EOF] = "connection closed in the middle of a message",
+	[DP_PROTO_ERR_TYPE] = "unknown message type",
+	[DP_PROTO_ERR_TRUNCATED] = "message shorter than its fields",
+	[DP_PROTO_ERR_TRAILING] = "unexpected bytes after the message's fields",
+	[DP_PROTO_ERR_BOUNDS] = "a count or a string length above its bound",
+	[DP_PROTO_ERR_STRING] = "a string is empty or holds a NUL byte",
+	[DP_PROTO_ERR_VALUE] = "a field holds a value it may not have",
+};
+
+const char *dp_proto_err_str(enum dp_proto_err err)
+{
+	if ((unsigned)err >= DP_PROTO_ERR__COUNT)
+		return "unknown protocol error";
+	return err_str[err];
+}
+
+bool dp_proto_err_fatal(enum dp_proto_err err)
+{
+	switch (err) {
+	case DP_PROTO_ERR_MAGIC:
+	case DP_PROTO_ERR_VERSION:
+	case DP_PROTO_ERR_TOO_BIG:
+	case DP_PROTO_ERR_EOF:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void put_le(uint8_t *p, uint64_t v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void dp_frame_hdr_encode(const struct dp_frame_hdr *h, uint8_t out[DP_FRAME_HDR_LEN])
+{
+	put_le(out, h->magic, 4);
+	out[4] = h->major;
+	out[5] = h->minor;
+	put_le(out + 6, h->type, 2);
+	put_le(out + 8, h->len, 4);
+	put_le(out + 12, h->seq, 4);
+}
+
+int dp_frame_hdr_decode(const uint8_t in[DP_FRAME_HDR_LEN], uint32_t magic, uint8_t major,
+			uint32_t max_len, struct dp_frame_hdr *h, enum dp_proto_err *why)
+{
+	struct dp_rbuf r;
+
+	dp_rbuf_init(&r, in, DP_FRAME_HDR_LEN);
+	h->magic = dp_rbuf_u32(&r);
+	h->major = dp_rbuf_u8(&r);
+	h->minor = dp_rbuf_u8(&r);
+	h->type = dp_rbuf_u16(&r);
+	h->len = dp_rbuf_u32(&r);
+	h->seq = dp_rbuf_u32(&r);
+	if (h->magic != magic)
+		*why = DP_PROTO_ERR_MAGIC;
+	else if (h->major != major)
+		*why = DP_PROTO_ERR_VERSION;
+	else if (h->len > max_len)
+		*why = DP_PROTO_ERR_TOO_BIG;
+	else
+		*why = DP_PROTO_ERR_NONE;
+	return *why ? -EPROTO : 0;
+}
+
+/* Deadlines on the monotonic clock, in milliseconds; -1: none. */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t deadline_of(int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+}
+
+/* Waits for `events` on fd until the deadline: 0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	int ret;
+
+	for (;;) {
+		int left = -1;
+
+		if (deadline >= 0) {
+			int64_t d = deadline - now_ms();
+
+			if (d <= 0)
+				return -ETIMEDOUT;
+			left = d > 60000 ? 60000 : (int)d;
+		}
+		ret = poll(&pfd, 1, left);
+		if (ret > 0)
+			return 0;	/* ready, or an error the transfer will report */
+		if (ret < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static int write_until(int fd, const uint8_t *p, size_t len, int64_t deadline)
+{
+	while (len) {
+		/* MSG_DONTWAIT: a partial write never blocks past the deadline;
+		 * MSG_NOSIGNAL: a gone peer is an error, not SIGPIPE in the host. */
+		ssize_t n = send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return errno == EPIPE ? -ECONNRESET : -errno;
+		n = wait_fd(fd, POLLOUT, deadline);
+		if (n)
+			return (int)n;
+	}
+	return 0;
+}
+
+/* 0, or -ECONNRESET at end of file before any byte, -EPROTO after some. */
+static int read_until(int fd, uint8_t *p, size_t len, int64_t deadline)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = recv(fd, p + got, len - got, MSG_DONTWAIT);
+
+		if (n > 0) {
+			got += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return got ? -EPROTO : -ECONNRESET;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		n = wait_fd(fd, POLLIN, deadline);
+		if (n)
+			return (int)n;
+	}
+	return 0;
+}
+
+int dp_frame_write_all(int fd, const void *buf, size_t len, int timeout_ms)
+{
+	return write_until(fd, buf, len, deadline_of(timeout_ms));
+}
+
+int dp_frame_read_all(int fd, void *buf, size_t len, int timeout_ms)
+{
+	return read_until(fd, buf, len, deadline_of(timeout_ms));
+}
+
+int dp_frame_recv(int fd, uint32_t magic, uint8_t major, uint32_t max_len, int timeout_ms,
+		  struct dp_frame_hdr *h, uint8_t **payload, enum dp_proto_err *why)
+{
+	int64_t deadline = deadline_of(timeout_ms);
+	uint8_t raw[DP_FRAME_HDR_LEN];
+	uint8_t *buf = NULL;
+	int ret;
+
+	*payload = NULL;
+	*why = DP_PROTO_ERR_NONE;
+	ret = read_until(fd, raw, sizeof(raw), deadline);
+	if (ret == -EPROTO)
+		*why = DP_PROTO_ERR_EOF;
+	if (ret)
+		return ret;
+	ret = dp_frame_hdr_decode(raw, magic, major, max_len, h, why);
+	/* Another major's frame is still read whole, so that its refusal can be
+	 * shown; its length is bounded all the same. */
+	if (ret && (*why != DP_PROTO_ERR_VERSION || h->len > max_len))
+		return ret;
+	if (h->len) {
+		buf = malloc(h->len);
+		if (!buf)
+			return -ENOMEM;
+		ret = read_until(fd, buf, h->len, deadline);
+		if (ret) {
+			free(buf);
+			if (ret == -EPROTO || ret == -ECONNRESET) {
+				*why = DP_PROTO_ERR_EOF;
+				return -EPROTO;
+			}
+			return ret;
+		}
+	}
+	*payload = buf;
+	return *why ? -EPROTO : 0;
+}

@@ -1,0 +1,880 @@
+/*
+ * The control thread (see control.h): connection to lttng-dynprobed, the
+ * table of what the daemon defined and installed here, and the answers to
+ * its requests.
+ *
+ * Locking: ctl.lock guards the tables, the code pool and the descriptor.
+ * Only the control thread changes them; the lock is there for fork, whose
+ * prepare handler takes it so that the child never copies a half-updated
+ * table.  It is never held across socket I/O or a call into the hit path's
+ * code (dp_probe_new, dp_trap_*), which may take locks of their own that a
+ * forking thread could hold.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "patch/inproc.h"
+#include "probe.h"
+#include "proto/app.h"
+
+#define THREAD_NAME "lttng-dynprobe"
+/* How long connect() may wait on a daemon whose backlog is full. */
+#define CONNECT_TIMEOUT_S 2
+/* While int3 sites exist, how often the SIGTRAP handler is checked. */
+#define TRAP_CHECK_MS 1000
+
+struct probe_rec {
+	struct dp_app_probe info;	/* id, site, flags, event (stats filled on demand) */
+	struct dp_probe *probe;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct probe_rec *probes;
+	uint32_t nprobes, probes_cap;
+	struct dp_app_patch *patches;
+	uint32_t npatches, patches_cap;
+	uint32_t nint3;			/* patches of method int3 */
+	struct dp_code_pool *pool;	/* ALLOC_CODE memory, never freed */
+
+	int fd;				/* the connection, or -1 */
+	dev_t fd_dev;			/* ... and its identity, to notice that the */
+	ino_t fd_ino;			/* program closed or replaced it */
+
+	bool started, atfork_done, debug;
+	bool stopping;			/* dp_control_stop was called (atomic) */
+	uint32_t seq;			/* our own messages' sequence numbers */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+} ctl = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.fd = -1,
+};
+
+/*
+ * The constructor's wait for GO (app.h, DP_APP_ENV_WAIT): `released` once the
+ * daemon said GO, or once there is nothing to wait for (no daemon, a refusal,
+ * a lost connection).  Separate from ctl.lock, which the control thread
+ * takes while serving the very requests the constructor waits on.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool released;
+} go = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+};
+
+static void go_release(void)
+{
+	pthread_mutex_lock(&go.lock);
+	go.released = true;
+	pthread_cond_broadcast(&go.cond);
+	pthread_mutex_unlock(&go.lock);
+}
+
+__attribute__((format(printf, 1, 2)))
+static void dbg(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n, m;
+
+	if (!ctl.debug)
+		return;
+	n = snprintf(buf, sizeof(buf), "lttng-dynprobe[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	n += m;
+	if ((size_t)n > sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	/* One write: lines of several threads or processes do not mix.  The
+	 * program's stdio buffers are never touched. */
+	if (write(STDERR_FILENO, buf, (size_t)n) < 0)
+		return;
+}
+
+static const char *err_text(int err)
+{
+	const char *s = strerrordesc_np(err < 0 ? -err : err);
+
+	return s ? s : "unknown error";
+}
+
+static bool stopping(void)
+{
+	return __atomic_load_n(&ctl.stopping, __ATOMIC_ACQUIRE);
+}
+
+/* ---- the descriptor ---------------------------------------------------- */
+
+/* Whether ctl.fd is still the socket we opened (the program may close
+ * descriptors it does not know, and open others at the same number). */
+static bool fd_is_ours(int fd)
+{
+	struct stat st;
+
+	return fd >= 0 && !fstat(fd, &st) && S_ISSOCK(st.st_mode) && st.st_dev == ctl.fd_dev &&
+	       st.st_ino == ctl.fd_ino;
+}
+
+static void conn_close(void)
+{
+	int fd;
+
+	pthread_mutex_lock(&ctl.lock);
+	fd = ctl.fd;
+	if (fd_is_ours(fd))
+		close(fd);
+	ctl.fd = -1;
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+/* A connected socket to the daemon, or -errno. */
+static int conn_open(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = CONNECT_TIMEOUT_S };
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct stat st;
+	int fd, ret;
+
+	/* Created under the lock, so that a fork from now on knows the
+	 * descriptor and the child closes it. */
+	pthread_mutex_lock(&ctl.lock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && !fstat(fd, &st)) {
+		ctl.fd = fd;
+		ctl.fd_dev = st.st_dev;
+		ctl.fd_ino = st.st_ino;
+	} else if (fd >= 0) {
+		close(fd);
+		fd = -1;
+	}
+	pthread_mutex_unlock(&ctl.lock);
+	if (fd < 0)
+		return -errno;
+
+	memcpy(sa.sun_path, ctl.path, strlen(ctl.path));
+	/* Bounds connect() on a daemon that does not accept. */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		conn_close();
+		return ret;
+	}
+	/* Only a daemon of ours, or root's, is believed. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		ret = -errno;
+		conn_close();
+		return ret;
+	}
+	if (cred.uid != 0 && cred.uid != geteuid()) {
+		dbg("%s belongs to uid %u: not our daemon", ctl.path, (unsigned)cred.uid);
+		conn_close();
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* ---- the tables ------------------------------------------------------- */
+
+/* Callers hold ctl.lock. */
+static struct probe_rec *probe_find(uint32_t id)
+{
+	for (uint32_t i = 0; i < ctl.nprobes; i++)
+		if (ctl.probes[i].info.id == id)
+			return &ctl.probes[i];
+	return NULL;
+}
+
+static struct dp_app_patch *patch_find(uint64_t site)
+{
+	for (uint32_t i = 0; i < ctl.npatches; i++)
+		if (ctl.patches[i].site == site)
+			return &ctl.patches[i];
+	return NULL;
+}
+
+/* Room for one more element of an array: 0 or -ENOMEM. */
+static int grow(void **v, uint32_t n, uint32_t *cap, size_t elem)
+{
+	uint32_t c = *cap ? *cap * 2 : 16;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	p = realloc(*v, (size_t)c * elem);
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	*cap = c;
+	return 0;
+}
+
+/* What is installed, with fresh counters: arrays to free by the caller. */
+static int state_snapshot(struct dp_app_state *s)
+{
+	struct dp_probe **ptrs = NULL;
+	struct dp_trap_stats ts;
+	int ret = 0;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&ctl.lock);
+	if (ctl.nprobes) {
+		s->probes = calloc(ctl.nprobes, sizeof(*s->probes));
+		ptrs = calloc(ctl.nprobes, sizeof(*ptrs));
+	}
+	if (ctl.npatches)
+		s->patches = calloc(ctl.npatches, sizeof(*s->patches));
+	if ((ctl.nprobes && (!s->probes || !ptrs)) || (ctl.npatches && !s->patches)) {
+		ret = -ENOMEM;
+	} else {
+		s->nprobes = ctl.nprobes;
+		for (uint32_t i = 0; i < ctl.nprobes; i++) {
+			s->probes[i] = ctl.probes[i].info;
+			ptrs[i] = ctl.probes[i].probe;
+		}
+		s->npatches = ctl.npatches;
+		if (ctl.npatches)
+			memcpy(s->patches, ctl.patches, ctl.npatches * sizeof(*s->patches));
+	}
+	pthread_mutex_unlock(&ctl.lock);
+	if (ret) {
+		free(s->probes);
+		free(s->patches);
+		free(ptrs);
+		memset(s, 0, sizeof(*s));
+		return ret;
+	}
+	for (uint32_t i = 0; i < s->nprobes; i++) {
+		struct dp_probe_stats st;
+
+		dp_probe_stats(ptrs[i], &st);
+		s->probes[i].hits = st.hits;
+		s->probes[i].recursions = st.recursions;
+		s->probes[i].recorded = st.recorded;
+		s->probes[i].mem_errors = st.mem_errors;
+	}
+	dp_trap_stats(&ts);
+	s->traps_ours = ts.ours;
+	s->traps_chained = ts.chained;
+	s->traps_reasserted = ts.reasserted;
+	free(ptrs);
+	return 0;
+}
+
+static void state_free(struct dp_app_state *s)
+{
+	free(s->probes);
+	free(s->patches);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+/* Fills a failed reply; returns the status. */
+static int set_error(struct dp_app_result *r, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int set_error(struct dp_app_result *r, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->status = status;
+	va_start(ap, fmt);
+	vsnprintf(r->error, sizeof(r->error), fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+static int do_define_probe(const struct dp_app_define_probe *d, struct dp_app_result *r)
+{
+	struct dp_probe *probe;
+	const char *err = NULL;
+	unsigned flags = 0;
+	bool exists, full;
+	int ret;
+
+	pthread_mutex_lock(&ctl.lock);
+	exists = probe_find(d->id) != NULL;
+	full = ctl.nprobes >= DP_APP_MAX_PROBES;
+	pthread_mutex_unlock(&ctl.lock);
+	if (exists)
+		return set_error(r, -EEXIST, "probe %u is already defined", d->id);
+	if (full)
+		return set_error(r, -ENOSPC, "%u probes already defined", DP_APP_MAX_PROBES);
+
+	if (d->flags & DP_APP_PROBE_AT_ENTRY)
+		flags |= DP_PROBE_AT_ENTRY;
+	errno = 0;
+	probe = dp_probe_new(d->site, d->event, flags, d->ctx, d->nctx, &err);
+	if (!probe) {
+		ret = errno ? -errno : -EINVAL;
+		return set_error(r, ret, "%s", err ? err : err_text(ret));
+	}
+
+	pthread_mutex_lock(&ctl.lock);
+	ret = grow((void **)&ctl.probes, ctl.nprobes, &ctl.probes_cap, sizeof(*ctl.probes));
+	if (!ret) {
+		struct probe_rec *rec = &ctl.probes[ctl.nprobes++];
+
+		memset(rec, 0, sizeof(*rec));
+		rec->info.id = d->id;
+		rec->info.site = d->site;
+		rec->info.flags = d->flags;
+		memcpy(rec->info.event, d->event, sizeof(rec->info.event));
+		rec->probe = probe;
+	}
+	pthread_mutex_unlock(&ctl.lock);
+	/* A probe that could not be recorded is never reachable: no trampoline
+	 * knows its address yet.  Probes are never freed (probe.h). */
+	if (ret)
+		return set_error(r, ret, "no memory to record probe %u", d->id);
+	r->value = (uint64_t)(uintptr_t)probe;
+	return 0;
+}
+
+static int do_alloc_code(const struct dp_app_alloc_code *a, struct dp_app_result *r)
+{
+	uint64_t addr = 0;
+	int ret = 0;
+
+	/* Under the lock: the pool reads /proc/self/maps (a descriptor a fork
+	 * must not copy half-way) and maps memory. */
+	pthread_mutex_lock(&ctl.lock);
+	if (!ctl.pool) {
+		ctl.pool = dp_code_pool_new();
+		if (!ctl.pool)
+			ret = -errno;
+	}
+	if (!ret)
+		ret = dp_code_pool_alloc(ctl.pool, a->near, a->size, &addr);
+	pthread_mutex_unlock(&ctl.lock);
+	if (ret)
+		return set_error(r, ret, "no code memory of %u bytes within 2 GiB of 0x%llx: %s",
+				 a->size, (unsigned long long)a->near, err_text(ret));
+	r->value = addr;
+	return 0;
+}
+
+static int do_note_installed(const struct dp_app_patch *p, struct dp_app_result *r)
+{
+	struct dp_probe *probes[DP_APP_MAX_PATCH_PROBES];
+	struct dp_app_patch *old;
+	bool was_int3 = false, replaced = false;
+	uint32_t missing = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&ctl.lock);
+	for (uint32_t i = 0; i < p->nprobes && !missing; i++) {
+		struct probe_rec *rec = probe_find(p->probes[i]);
+
+		if (rec)
+			probes[i] = rec->probe;
+		else
+			missing = p->probes[i];
+	}
+	old = patch_find(p->site);
+	if (old)
+		was_int3 = old->method == DP_APP_METHOD_INT3;
+	else if (ctl.npatches >= DP_APP_MAX_PATCHES)
+		ret = -ENOSPC;
+	pthread_mutex_unlock(&ctl.lock);
+	if (missing)
+		return set_error(r, -ENOENT, "no probe %u", missing);
+	if (ret)
+		return set_error(r, ret, "%u patches already recorded", DP_APP_MAX_PATCHES);
+
+	/* The trap site first: the daemon writes the int3 only after this
+	 * reply, and a trap nobody knows would reach the program. */
+	if (p->method == DP_APP_METHOD_INT3) {
+		ret = dp_trap_add(p->site, p->resume, probes, p->nprobes);
+		if (ret)
+			return set_error(r, ret, "cannot register the int3 site 0x%llx: %s",
+					 (unsigned long long)p->site, err_text(ret));
+	}
+
+	pthread_mutex_lock(&ctl.lock);
+	old = patch_find(p->site);
+	if (old) {
+		/* The daemon rebuilt the patch (more probes, another method). */
+		ctl.nint3 -= old->method == DP_APP_METHOD_INT3;
+		*old = *p;
+		replaced = true;
+	} else {
+		ret = grow((void **)&ctl.patches, ctl.npatches, &ctl.patches_cap,
+			   sizeof(*ctl.patches));
+		if (!ret)
+			ctl.patches[ctl.npatches++] = *p;
+	}
+	if (!ret)
+		ctl.nint3 += p->method == DP_APP_METHOD_INT3;
+	pthread_mutex_unlock(&ctl.lock);
+	if (ret) {
+		if (p->method == DP_APP_METHOD_INT3)
+			dp_trap_remove(p->site);
+		return set_error(r, ret, "no memory to record the patch at 0x%llx",
+				 (unsigned long long)p->site);
+	}
+	/* An int3 the daemon replaced with a jump: traps already taken still
+	 * find their way (dp_trap_remove keeps the resume address). */
+	if (replaced && was_int3 && p->method != DP_APP_METHOD_INT3)
+		dp_trap_remove(p->site);
+	return 0;
+}
+
+static int do_note_removed(uint64_t site, struct dp_app_result *r)
+{
+	struct dp_app_patch *p;
+	bool int3 = false;
+
+	pthread_mutex_lock(&ctl.lock);
+	p = patch_find(site);
+	if (p) {
+		int3 = p->method == DP_APP_METHOD_INT3;
+		ctl.nint3 -= int3;
+		/* Keep the order: reports list patches as they were installed. */
+		memmove(p, p + 1, (size_t)(ctl.patches + ctl.npatches - (p + 1)) * sizeof(*p));
+		ctl.npatches--;
+	}
+	pthread_mutex_unlock(&ctl.lock);
+	if (!p)
+		return set_error(r, -ENOENT, "no patch at 0x%llx", (unsigned long long)site);
+	/* The daemon put the original bytes back before telling us (probe.h's
+	 * order), so no new trap can come from this site. */
+	if (int3)
+		dp_trap_remove(site);
+	return 0;
+}
+
+/* Sends m, if the descriptor is still ours.  0 or -errno. */
+static int reply(int fd, const struct dp_app_msg *m)
+{
+	int ret;
+
+	if (!fd_is_ours(fd))
+		return -EBADF;
+	ret = dp_app_send(fd, m, DP_APP_TIMEOUT_MS);
+	if (ret)
+		dbg("cannot send %s: %s", dp_app_type_name(m->type), err_text(ret));
+	return ret;
+}
+
+/* Answers one well-formed request.  0, or -errno when the connection is lost. */
+static int serve_one(int fd, const struct dp_app_msg *req)
+{
+	struct dp_app_msg rep = { .type = req->type | DP_FRAME_REPLY, .seq = req->seq };
+	int ret;
+
+	switch (req->type) {
+	case DP_APP_DEFINE_PROBE:
+		do_define_probe(&req->define_probe, &rep.result);
+		dbg("DEFINE_PROBE %u %s at 0x%llx: %s", req->define_probe.id,
+		    req->define_probe.event, (unsigned long long)req->define_probe.site,
+		    rep.result.status ? rep.result.error : "ok");
+		break;
+	case DP_APP_ALLOC_CODE:
+		do_alloc_code(&req->alloc_code, &rep.result);
+		dbg("ALLOC_CODE %u near 0x%llx: %s 0x%llx", req->alloc_code.size,
+		    (unsigned long long)req->alloc_code.near,
+		    rep.result.status ? rep.result.error : "ok",
+		    (unsigned long long)rep.result.value);
+		break;
+	case DP_APP_NOTE_INSTALLED:
+		do_note_installed(&req->note_installed, &rep.result);
+		dbg("NOTE_INSTALLED 0x%llx: %s", (unsigned long long)req->note_installed.site,
+		    rep.result.status ? rep.result.error : "ok");
+		break;
+	case DP_APP_NOTE_REMOVED:
+		do_note_removed(req->note_removed, &rep.result);
+		dbg("NOTE_REMOVED 0x%llx: %s", (unsigned long long)req->note_removed,
+		    rep.result.status ? rep.result.error : "ok");
+		break;
+	case DP_APP_LIST:
+		ret = state_snapshot(&rep.list_reply);
+		if (ret)
+			return ret;	/* the reply has no status: let the daemon retry */
+		ret = reply(fd, &rep);
+		state_free(&rep.list_reply);
+		return ret;
+	case DP_APP_PING:
+		rep.ping = req->ping;
+		break;
+	case DP_APP_GO:
+		/* Answered first: the daemon waits for the reply, not for the
+		 * program to run. */
+		ret = reply(fd, &rep);
+		dbg("GO");
+		go_release();
+		return ret;
+	default:
+		/* Known to the codec, but not a request an agent serves. */
+		rep = (struct dp_app_msg){
+			.type = DP_APP_UNSUPPORTED, .seq = req->seq, .unsupported = req->type,
+		};
+		break;
+	}
+	return reply(fd, &rep);
+}
+
+/*
+ * A request that framed well but did not decode.  Replies that carry a
+ * status say why; the others cannot, and the connection is dropped.
+ */
+static int serve_bad(int fd, const struct dp_app_msg *req, enum dp_proto_err why)
+{
+	struct dp_app_msg rep = { .type = req->type | DP_FRAME_REPLY, .seq = req->seq };
+
+	dbg("bad %s request (type 0x%04x): %s",
+	    dp_app_type_name(req->type) ? dp_app_type_name(req->type) : "unknown", req->type,
+	    dp_proto_err_str(why));
+	if (dp_app_type_is_reply(req->type))
+		return 0;	/* nothing asked, nothing to answer */
+	switch (req->type) {
+	case DP_APP_DEFINE_PROBE:
+	case DP_APP_ALLOC_CODE:
+	case DP_APP_NOTE_INSTALLED:
+	case DP_APP_NOTE_REMOVED:
+		set_error(&rep.result, -EBADMSG, "%s", dp_proto_err_str(why));
+		return reply(fd, &rep);
+	default:
+		if (why != DP_PROTO_ERR_TYPE)
+			return -EBADMSG;
+		rep = (struct dp_app_msg){
+			.type = DP_APP_UNSUPPORTED, .seq = req->seq, .unsupported = req->type,
+		};
+		return reply(fd, &rep);
+	}
+}
+
+static bool have_int3(void)
+{
+	bool any;
+
+	pthread_mutex_lock(&ctl.lock);
+	any = ctl.nint3 > 0;
+	pthread_mutex_unlock(&ctl.lock);
+	return any;
+}
+
+/* Serves requests until the connection ends. */
+static void serve(int fd)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct dp_app_msg req;
+		enum dp_proto_err why;
+		int n, ret;
+
+		n = poll(&pfd, 1, have_int3() ? TRAP_CHECK_MS : -1);
+		if (stopping() || (n < 0 && errno != EINTR))
+			return;
+		if (n <= 0) {
+			if (have_int3())
+				dp_trap_check();
+			continue;
+		}
+		if ((pfd.revents & POLLNVAL) || !fd_is_ours(fd)) {
+			dbg("the connection was closed by the program");
+			return;
+		}
+		ret = dp_app_recv(fd, &req, DP_APP_TIMEOUT_MS, &why);
+		if (ret == -EPROTO && !dp_proto_err_fatal(why))
+			ret = serve_bad(fd, &req, why);
+		else if (ret == -EPROTO)
+			dbg("closing: %s (protocol %u.%u, ours %u.%u)", dp_proto_err_str(why),
+			    req.major, req.minor, DP_APP_MAJOR, DP_APP_MINOR);
+		else if (ret == 0)
+			ret = serve_one(fd, &req);
+		else
+			dbg("connection lost: %s", err_text(ret));
+		dp_app_msg_release(&req);
+		if (ret)
+			return;
+	}
+}
+
+/* HELLO and its reply.  0, -ECONNREFUSED when the daemon will not talk to
+ * us (or we to it), or -errno. */
+static int handshake(int fd)
+{
+	struct dp_app_msg m = { .type = DP_APP_HELLO };
+	struct dp_app_msg rep;
+	enum dp_proto_err why;
+	int ret;
+
+	m.seq = ++ctl.seq;
+	m.hello.major = DP_APP_MAJOR;
+	m.hello.minor = DP_APP_MINOR;
+	m.hello.pid = (uint32_t)getpid();
+	m.hello.probe_hit = (uint64_t)(uintptr_t)&dp_probe_hit;
+#ifdef PACKAGE_VERSION
+	snprintf(m.hello.agent_version, sizeof(m.hello.agent_version), "%s", PACKAGE_VERSION);
+#endif
+	ret = state_snapshot(&m.hello.state);
+	if (ret)
+		return ret;
+	ret = dp_app_send(fd, &m, DP_APP_TIMEOUT_MS);
+	dbg("HELLO: %u probes, %u patches: %s", m.hello.state.nprobes, m.hello.state.npatches,
+	    ret ? err_text(ret) : "sent");
+	state_free(&m.hello.state);
+	if (ret)
+		return ret;
+
+	ret = dp_app_recv(fd, &rep, DP_APP_TIMEOUT_MS, &why);
+	if (!ret && rep.type == DP_APP_REFUSE) {
+		dbg("the daemon refused us (its protocol %u.%u, ours %u.%u): %s", rep.refuse.major,
+		    rep.refuse.minor, DP_APP_MAJOR, DP_APP_MINOR, rep.refuse.reason);
+		ret = -ECONNREFUSED;
+	} else if (ret == -EPROTO && why == DP_PROTO_ERR_VERSION) {
+		struct dp_app_msg no = { .type = DP_APP_REFUSE, .seq = rep.seq };
+
+		no.refuse.major = DP_APP_MAJOR;
+		no.refuse.minor = DP_APP_MINOR;
+		snprintf(no.refuse.reason, sizeof(no.refuse.reason),
+			 "agent of pid %d speaks protocol %u.%u, the daemon %u.%u", (int)getpid(),
+			 DP_APP_MAJOR, DP_APP_MINOR, rep.major, rep.minor);
+		dbg("%s", no.refuse.reason);
+		dp_app_send(fd, &no, DP_APP_TIMEOUT_MS);
+		ret = -ECONNREFUSED;
+	} else if (ret == -EPROTO) {
+		dbg("bad reply to HELLO: %s", dp_proto_err_str(why));
+	} else if (!ret && (rep.type != DP_APP_HELLO_REPLY || rep.seq != m.seq)) {
+		dbg("unexpected reply to HELLO: type 0x%04x seq %u", rep.type, rep.seq);
+		ret = -EPROTO;
+	} else if (!ret) {
+		dbg("connected to the daemon (pid %u, protocol %u.%u)", rep.hello_reply.daemon_pid,
+		    rep.hello_reply.major, rep.hello_reply.minor);
+	}
+	dp_app_msg_release(&rep);
+	return ret;
+}
+
+/*
+ * Sleeps ms milliseconds, checking the SIGTRAP handler meanwhile while int3
+ * sites exist.  false when woken early (EINTR): try again now.
+ */
+static bool nap(unsigned ms)
+{
+	while (ms) {
+		unsigned step = have_int3() && ms > TRAP_CHECK_MS ? TRAP_CHECK_MS : ms;
+		struct timespec ts = { .tv_sec = step / 1000, .tv_nsec = (long)(step % 1000) * 1000000 };
+
+		if (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
+			return false;
+		if (have_int3())
+			dp_trap_check();
+		ms -= step;
+	}
+	return true;
+}
+
+static void *control_main(void *arg)
+{
+	unsigned delay = DP_CONTROL_RETRY_FIRST_MS;
+
+	pthread_setname_np(pthread_self(), THREAD_NAME);
+	while (!stopping()) {
+		int fd = conn_open();
+
+		if (fd >= 0) {
+			int ret = handshake(fd);
+
+			if (!ret) {
+				delay = DP_CONTROL_RETRY_FIRST_MS;
+				serve(fd);
+				dbg("disconnected from the daemon");
+			}
+			/* Whatever happened, a waiting constructor has nothing
+			 * more to wait for: the program must not hang on us. */
+			go_release();
+			if (ret == -ECONNREFUSED) {
+				/* It will not change its mind soon. */
+				delay = DP_CONTROL_RETRY_MAX_MS;
+			}
+			conn_close();
+			if (stopping())
+				break;
+		} else {
+			dbg("cannot connect to %s: %s (next attempt in %u ms)", ctl.path,
+			    err_text(fd), delay);
+			go_release();
+		}
+		if (!nap(delay)) {
+			delay = DP_CONTROL_RETRY_FIRST_MS;
+			continue;
+		}
+		delay = delay * 2 > DP_CONTROL_RETRY_MAX_MS ? DP_CONTROL_RETRY_MAX_MS : delay * 2;
+	}
+	return NULL;
+}
+
+/*
+ * Starts the thread with the program's signals blocked from its first
+ * instruction on: a signal meant for the program never runs its handler
+ * here.  Not the synchronous ones: the kernel forces those through a mask
+ * by resetting their handler, which would turn an int3 site reached from
+ * this thread (a probe on memcpy) into the death of the process.
+ */
+static int thread_spawn(void)
+{
+	static const int sync_signals[] = { SIGTRAP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGSYS };
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t t;
+	int ret;
+
+	sigfillset(&all);
+	for (size_t i = 0; i < sizeof(sync_signals) / sizeof(sync_signals[0]); i++)
+		sigdelset(&all, sync_signals[i]);
+	ret = pthread_attr_init(&attr);
+	if (ret)
+		return -ret;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&t, &attr, control_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (ret) {
+		dbg("cannot start the control thread: %s", err_text(ret));
+		return -ret;
+	}
+	return 0;
+}
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&ctl.lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+static void atfork_child(void)
+{
+	/* The forking thread holds the lock; the control thread does not
+	 * exist here.  Start afresh, keeping the tables: the child inherited
+	 * the patches and probes, and will report them under its own pid. */
+	pthread_mutex_init(&ctl.lock, NULL);
+	if (fd_is_ours(ctl.fd))
+		close(ctl.fd);
+	ctl.fd = -1;
+	ctl.seq = 0;
+	if (!stopping())
+		thread_spawn();
+}
+
+static bool env_flag(const char *name)
+{
+	const char *v = secure_getenv(name);
+
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+/* DP_APP_ENV_WAIT: 0 for no wait, else the longest wait in milliseconds. */
+static unsigned wait_ms_from_env(void)
+{
+	const char *v = secure_getenv(DP_APP_ENV_WAIT);
+	char *end;
+	unsigned long ms;
+
+	if (!v || !*v || !strcmp(v, "0"))
+		return 0;
+	errno = 0;
+	ms = strtoul(v, &end, 10);
+	if (errno || *end || !ms || ms > 600000)
+		return DP_APP_WAIT_DEFAULT_MS;
+	return (unsigned)ms;
+}
+
+/* Holds the caller (the constructor) until GO, or at most ms milliseconds. */
+static void go_wait(unsigned ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&go.lock);
+	while (!go.released) {
+		if (pthread_cond_timedwait(&go.cond, &go.lock, &until) == ETIMEDOUT) {
+			dbg("no GO from the daemon within %u ms: running anyway", ms);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&go.lock);
+}
+
+int dp_control_start(void)
+{
+	unsigned wait_ms;
+	int ret;
+
+	pthread_mutex_lock(&ctl.lock);
+	if (ctl.started) {
+		pthread_mutex_unlock(&ctl.lock);
+		return 0;
+	}
+	ctl.started = true;
+	pthread_mutex_unlock(&ctl.lock);
+
+	/* The environment is read once, here, from the constructor: later
+	 * threads of the program may be changing it. */
+	ctl.debug = env_flag(DP_CONTROL_ENV_DEBUG);
+	ret = dp_app_socket_path(ctl.path, sizeof(ctl.path));
+	if (ret) {
+		dbg("no app socket path (%s): staying inert", err_text(ret));
+		return ret;
+	}
+	if (!ctl.atfork_done) {
+		ret = pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+		if (ret) {
+			dbg("pthread_atfork: %s", err_text(ret));
+			return -ret;
+		}
+		ctl.atfork_done = true;
+	}
+	wait_ms = wait_ms_from_env();
+	ret = thread_spawn();
+	/* lttng trace: the probes go in before the program's main runs. */
+	if (!ret && wait_ms)
+		go_wait(wait_ms);
+	return ret;
+}
+
+void dp_control_stop(void)
+{
+	__atomic_store_n(&ctl.stopping, true, __ATOMIC_RELEASE);
+	/* Wakes the thread out of poll() or a transfer; it closes the socket
+	 * itself (closing it here could hand its number to someone else while
+	 * the thread still uses it). */
+	pthread_mutex_lock(&ctl.lock);
+	if (fd_is_ours(ctl.fd))
+		shutdown(ctl.fd, SHUT_RDWR);
+	pthread_mutex_unlock(&ctl.lock);
+}

@@ -1,0 +1,59 @@
+/*
+ * The agent's control thread: the agent's side of the app protocol
+ * (proto/app.h).  It connects to lttng-dynprobed's app socket, says HELLO
+ * with what is installed in this process, and serves the daemon's requests:
+ * defining probes, allocating code memory near an address, recording the
+ * patches the daemon wrote (and registering int3 sites), listing.
+ *
+ * The library constructor calls dp_control_start() once, the destructor
+ * dp_control_stop(); both return at once and never block the loader, but
+ * for one case: with DP_APP_ENV_WAIT in the environment (`lttng trace`),
+ * dp_control_start() waits for the daemon's GO (its probes installed), at
+ * most that many milliseconds, and not at all when no daemon answers.
+ *
+ * The program must not notice it:
+ *  - one thread, named "lttng-dynprobe", with every signal blocked;
+ *  - no stdio, no output at all unless LTTNG_DYNPROBE_DEBUG is set (then
+ *    lines on stderr, written with write(2));
+ *  - without a daemon, a few connection attempts with a growing delay (0.1 s
+ *    doubling up to 30 s, then every 30 s); a daemon that goes away is
+ *    reconnected to the same way, and told again what is installed.  A
+ *    sleep that ends early (EINTR: no signal can do it, every signal is
+ *    blocked; a tracer can) makes the next attempt immediate;
+ *  - every descriptor is close-on-exec; a descriptor the program closed
+ *    behind our back (and maybe reused) is forgotten, never closed or used;
+ *  - after fork, the child closes its copy of the parent's connection and
+ *    starts its own thread, which connects as the child's pid and reports
+ *    what the child inherited.
+ *
+ * The agent is the source of truth for what is installed: the daemon writes
+ * code through /proc/PID/mem, and tells the agent with NOTE_INSTALLED and
+ * NOTE_REMOVED; a restarted daemon learns it all back from HELLO.
+ */
+#ifndef DP_AGENT_CONTROL_H
+#define DP_AGENT_CONTROL_H
+
+/* Environment: the socket's path (else proto/app.h's default), and logs. */
+#define DP_CONTROL_ENV_SOCKET "LTTNG_DYNPROBE_APP_SOCKET"
+#define DP_CONTROL_ENV_DEBUG "LTTNG_DYNPROBE_DEBUG"
+
+/* Reconnection delays, in milliseconds. */
+#define DP_CONTROL_RETRY_FIRST_MS 100
+#define DP_CONTROL_RETRY_MAX_MS 30000
+
+/*
+ * Starts the control thread (once; later calls do nothing).  0, or -errno
+ * when no thread could be started or the socket's path cannot be known
+ * (then the agent stays inert).  Waits for the daemon only when asked to
+ * (DP_APP_ENV_WAIT, above).
+ */
+int dp_control_start(void);
+
+/*
+ * Asks the control thread to stop (process exit, unload): it drops the
+ * connection and serves nothing more.  Does not wait for the thread, which
+ * may be sleeping between connection attempts.
+ */
+void dp_control_stop(void);
+
+#endif /* DP_AGENT_CONTROL_H */

@@ -1,0 +1,107 @@
+/*
+ * The hit path's internals, shared by the agent's own files: per-thread
+ * state, fault-safe memory reads (memread.c) and stack walkers (unwind.c).
+ * Nothing here is exported from the library.
+ *
+ * Everything reached from a hit is async-signal-safe (int3 sites run it from
+ * a SIGTRAP handler) and never calls malloc: the thread may have been
+ * stopped inside it.
+ */
+#ifndef DP_AGENT_HIT_H
+#define DP_AGENT_HIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "patch/tramp.h"
+
+/* Functions the version script exports (everything else stays hidden). */
+#define DP_EXPORT __attribute__((visibility("default")))
+
+/* One thread's state, in initial-exec TLS: reaching it never allocates. */
+struct dp_thread {
+	int guard;			/* inside the hit path */
+	bool events_ready;		/* lttng-ust's per-thread state is set up */
+	bool fsgs_cached;		/* fs_base, gs_base read (no FSGSBASE) */
+	uint8_t stack_refreshes;	/* /proc/self/maps reads left for the stack */
+	uint8_t *scratch;		/* mmap'd, scratch_size bytes */
+	size_t scratch_size;
+	uint64_t stack_lo, stack_hi;	/* the mapping holding this thread's stack */
+	uint64_t fs_base, gs_base;
+};
+
+extern __thread struct dp_thread dp_self __attribute__((tls_model("initial-exec")));
+
+/* Scratch of at least dp_scratch_need bytes for this thread (mapped on
+ * first use, raw syscalls only), or NULL. */
+void *dp_thread_scratch(struct dp_thread *t);
+/* Raises the scratch every thread needs (a new probe's contexts). */
+void dp_scratch_need_raise(size_t size);
+/* From the library constructor: what releases a thread's scratch at its
+ * exit.  0 or -errno. */
+int dp_thread_setup(void);
+
+/* ---- memread.c ------------------------------------------------------- */
+
+/* Address ranges that stay readable while a hit runs. */
+#define DP_MEM_RANGES_MAX 8
+struct dp_mem_ranges {
+	unsigned n;
+	struct { uint64_t lo, hi; } r[DP_MEM_RANGES_MAX];
+};
+
+/*
+ * The readable segments of the loaded ELF object holding addr.  From probe
+ * creation (it walks the loader's list), never from a hit.  0, or -ENOENT.
+ * The object of a probe's site is loaded whenever the probe runs, so its
+ * segments can be read directly during a hit; the main executable's always
+ * can (never unloaded).  Other objects may be dlclose'd at any moment: they
+ * are read through the kernel.  Nothing is kept loaded that the program would
+ * unload: that would change what dlclose does.
+ */
+int dp_mem_object_ranges(uint64_t addr, struct dp_mem_ranges *out);
+
+/* Records the main executable's segments (library constructor). */
+void dp_mem_setup(void);
+
+/*
+ * Reads len bytes at addr without ever faulting.  Cheap when the bytes lie
+ * in the probed thread's stack above its rsp (minus the red zone), in the
+ * main executable or in `own` (may be NULL); otherwise one process_vm_readv
+ * on ourselves.  0 or -errno (-EFAULT).
+ */
+int dp_mem_read(const struct dp_regs *regs, const struct dp_mem_ranges *own, void *dst,
+		uint64_t addr, size_t len);
+
+/*
+ * Reads the NUL-terminated string at addr, at most max bytes (dst holds
+ * max + 1): its length, -E2BIG (dst holds the first max bytes, terminated),
+ * or -errno (dst is "").  Never the bytes of a partial read.
+ */
+long dp_mem_read_str(const struct dp_regs *regs, const struct dp_mem_ranges *own, char *dst,
+		     uint64_t addr, size_t max);
+
+/* Whether [addr, addr+len) lies in this thread's stack, above rsp minus the
+ * red zone: such bytes stay mapped for as long as the hit runs. */
+bool dp_mem_on_stack(const struct dp_regs *regs, uint64_t addr, size_t len);
+
+/* After fork, in the child: the pid process_vm_readv names. */
+void dp_mem_after_fork(void);
+
+/* ---- unwind.c -------------------------------------------------------- */
+
+/* Bytes of scratch the CFI walker needs (libunwind's cursor and context). */
+size_t dp_bt_cfi_scratch(void);
+
+/*
+ * Stack walks from the probed context: out[0] is regs->rip, then return
+ * addresses, depth at most.  Return how many were stored.
+ */
+unsigned dp_bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth);
+unsigned dp_bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth, void *scratch);
+
+/* libunwind's setup, from the library constructor. */
+void dp_bt_setup(void);
+
+#endif /* DP_AGENT_HIT_H */

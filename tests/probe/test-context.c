@@ -1,0 +1,168 @@
+/*
+ * Context specs (context.h): every form dp_ctx_parse reads, what it makes of
+ * it (the canonical spec dp_ctx_format writes back, which must parse to the
+ * same context), and the specs it must refuse, each with a message.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "context.h"
+#include "probe.h"
+#include "tap.h"
+
+static const struct {
+	const char *spec, *canonical;
+} good[] = {
+	{ "regs", "regs" },
+	{ "retval", "retval" },
+	{ "reg:rax", "reg:rax" },
+	{ "reg:r15", "reg:r15" },
+	{ "reg:eax", "reg:eax" },
+	{ "reg:ah", "reg:ah" },
+	{ "reg:sil", "reg:sil" },
+	{ "reg:r9d", "reg:r9d" },
+	{ "reg:r12w", "reg:r12w" },
+	{ "reg:r15l", "reg:r15l" },
+	{ "reg:r8b", "reg:r8b" },
+	{ "reg:rip", "reg:rip" },
+	{ "reg:pc", "reg:pc" },
+	{ "reg:rflags", "reg:rflags" },
+	{ "reg:eflags", "reg:eflags" },
+	{ "reg:fs_base", "reg:fs_base" },
+	{ "reg:gs_base", "reg:gs_base" },
+	{ "int:hits:0x601040", "int32:hits:[0x601040]" },
+	{ "uint:u:4096", "uint32:u:[0x1000]" },
+	{ "long:l:010", "int64:l:[0x8]" },
+	{ "ulong:l:0", "uint64:l:[0x0]" },
+	{ "hex:h:r15-1", "hex64:h:[r15-0x1]" },
+	{ "int8:a:rdi", "int8:a:[rdi]" },
+	{ "uint16:a:rdi+8", "uint16:a:[rdi+0x8]" },
+	{ "hex16:flags:[rbp-0x14]", "hex16:flags:[rbp-0x14]" },
+	{ "int32:x:[rsp+16]", "int32:x:[rsp+0x10]" },
+	{ "hex32:x:rip+0x20", "hex32:x:[rip+0x20]" },
+	{ "int64:p:*rdi+8", "int64:p:*[rdi+0x8]" },
+	{ "uint64:p:*[rdi+8]+16", "uint64:p:*[rdi+0x8]+0x10" },
+	{ "hex8:p:*[rbx]-2", "hex8:p:*[rbx]-0x2" },
+	{ "int16:g:*0x601000", "int16:g:*[0x601000]" },
+	{ "string:name:rsi", "string:name:[rsi]" },
+	{ "string:name:rsi:64", "string:name:[rsi]:64" },
+	{ "string:name:*[rdi+24]:4096", "string:name:*[rdi+0x18]:4096" },
+	{ "string:buf_name:0x601060", "string:buf_name:[0x601060]" },
+	{ "backtrace", "backtrace:16:fp" },
+	{ "backtrace:cfi", "backtrace:16:cfi" },
+	{ "backtrace:32", "backtrace:32:fp" },
+	{ "backtrace:fp:8", "backtrace:8:fp" },
+	{ "backtrace:128:cfi", "backtrace:128:cfi" },
+};
+
+static const char *const bad[] = {
+	"", "reg", "reg:", "reg:xax", "reg:r16", "reg:r08d", "reg:r9q", "reg:eax:x", "regs:1",
+	"int", "int:x", "int:x:", "int:1x:rdi", "int:x-y:rdi", "foo:x:rdi", "int:x:rdi*2",
+	"int:x:[rdi+8", "int:x:[rdi+8]+4", "int:x:*[rdi]junk", "int:x:0x1g", "int:x:09",
+	"int:x:99999999999999999999999", "int:x:rdi+0x", "int:x:rdi+", "int:x:eax+4",
+	"int:x:-8", "int:x:rdi:8", "string:s:rsi:0", "string:s:rsi:4097", "string:s:rsi:x",
+	"string:s", "backtrace:0", "backtrace:129", "backtrace:fp:cfi", "backtrace:8:8",
+	"backtrace:x", "backtrace:", "backtraces",
+	"int:a_name_of_fifty_seven_characters_is_too_long_for_a_fields:rdi",
+};
+
+int main(void)
+{
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct dp_ctx c, again;
+		const char *err = NULL;
+		char buf[128];
+		int ret = dp_ctx_parse(good[i].spec, &c, &err);
+
+		if (!tap_ok(ret == 0, "parses '%s'", good[i].spec)) {
+			tap_diag("%s", err ? err : "(no message)");
+			continue;
+		}
+		dp_ctx_format(&c, buf, sizeof(buf));
+		tap_ok(!strcmp(buf, good[i].canonical), "'%s' is '%s' (%s)", good[i].spec,
+		       good[i].canonical, buf);
+		ret = dp_ctx_parse(buf, &again, &err);
+		/* reg:pc keeps its spelling, so the whole context compares. */
+		tap_ok(ret == 0 && !memcmp(&c, &again, sizeof(c)), "'%s' reads back the same", buf);
+	}
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct dp_ctx c;
+		const char *err = NULL;
+		int ret = dp_ctx_parse(bad[i], &c, &err);
+
+		tap_ok(ret == -EINVAL && err && *err, "refuses '%s' (%s)", bad[i],
+		       err ? err : "no message");
+	}
+
+	/* What the parser makes of a few, field by field. */
+	{
+		struct dp_ctx c;
+
+		dp_ctx_parse("reg:ah", &c, NULL);
+		tap_ok(c.kind == DP_CTX_REG && c.reg == 0 && c.width == 1 && c.shift == 8 &&
+		       !strcmp(c.name, "ah"), "reg:ah is bits 8-15 of rax");
+		dp_ctx_parse("reg:r10d", &c, NULL);
+		tap_ok(c.reg == 10 && c.width == 4 && c.shift == 0, "reg:r10d is the low half of r10");
+		dp_ctx_parse("reg:eflags", &c, NULL);
+		tap_ok(c.reg == DP_CTX_REG_RFLAGS && c.width == 4, "reg:eflags is rflags' low half");
+		dp_ctx_parse("int8:x:[rbp-0x14]", &c, NULL);
+		tap_ok(c.kind == DP_CTX_MEM && c.type.size == 1 && c.type.is_signed && !c.type.hex &&
+		       c.addr.base == 5 && c.addr.offset == -0x14 && !c.addr.deref,
+		       "int8:x:[rbp-0x14]: signed byte at rbp - 20");
+		dp_ctx_parse("hex32:x:*[rsi+8]-4", &c, NULL);
+		tap_ok(c.type.size == 4 && c.type.hex && !c.type.is_signed && c.addr.base == 6 &&
+		       c.addr.deref && c.addr.offset == 8 && c.addr.offset2 == -4,
+		       "hex32:x:*[rsi+8]-4: pointer at rsi + 8, minus 4");
+		dp_ctx_parse("string:s:rdi", &c, NULL);
+		tap_ok(c.kind == DP_CTX_STRING && c.maxlen == DP_CTX_STRING_DEFAULT,
+		       "strings default to %d bytes", DP_CTX_STRING_DEFAULT);
+		dp_ctx_parse("backtrace", &c, NULL);
+		tap_ok(c.kind == DP_CTX_BACKTRACE && c.depth == DP_CTX_BT_DEFAULT &&
+		       c.walker == DP_BT_WALKER_DEFAULT && !strcmp(c.name, "backtrace"),
+		       "backtrace: default depth and walker");
+	}
+	/* Contexts built by hand (as the daemon sends them) are checked too. */
+	{
+		static const char *const clash[][2] = {
+			{ "regs", "reg:rax" },
+			{ "int:_x_error:rdi", "int:x:rsi" },
+			{ "backtrace", "backtrace:cfi" },
+			{ "retval", "long:ret:rdi" },
+		};
+		struct dp_ctx c[2];
+		const char *err = NULL;
+		struct dp_probe *p;
+
+		for (unsigned i = 0; i < 7; i++) {
+			dp_ctx_parse(i < 3 ? "reg:rax" : i < 5 ? "string:s:rdi" : "backtrace", &c[0],
+				     NULL);
+			switch (i) {
+			case 0: c[0].reg = DP_CTX_REG__COUNT; break;
+			case 1: c[0].width = 3; break;
+			case 2: c[0].shift = 8; break;		/* only ah..bh */
+			case 3: c[0].maxlen = 0; break;
+			case 4: c[0].addr.base = DP_CTX_REG_RFLAGS; break;
+			case 5: c[0].depth = DP_CTX_BT_MAX + 1; break;
+			case 6: c[0].walker = 7; break;
+			}
+			err = NULL;
+			p = dp_probe_new(0x1000, "bad_ctx", 0, c, 1, &err);
+			tap_ok(!p && errno == EINVAL && err, "a hand-built bad context (%u) is refused (%s)",
+			       i, err ? err : "no message");
+		}
+		for (unsigned i = 0; i < sizeof(clash) / sizeof(clash[0]); i++) {
+			dp_ctx_parse(clash[i][0], &c[0], NULL);
+			dp_ctx_parse(clash[i][1], &c[1], NULL);
+			err = NULL;
+			p = dp_probe_new(0x1000, "clash", 0, c, 2, &err);
+			tap_ok(!p && errno == EINVAL && err, "'%s' with '%s': a field twice, refused (%s)",
+			       clash[i][0], clash[i][1], err ? err : "no message");
+		}
+		dp_ctx_parse("regs", &c[0], NULL);
+		dp_ctx_parse("string:name:*[rdi+8]", &c[1], NULL);
+		p = dp_probe_new(0x1000, "fine", 0, c, 2, &err);
+		tap_ok(p != NULL, "regs and a string make an event (%s)", p ? "ok" : err);
+	}
+	return tap_done();
+}
