@@ -71,7 +71,10 @@ uint64_t t_static(uint64_t v)
 	return v * 3 + 13;
 }
 
-/* An entry where only an int3 fits: entry+2 is a branch target. */
+/*
+ * An entry where only an int3 fits: the first instruction is 1 byte and
+ * entry+1 is a branch target, so neither a jump nor a 2-byte hop fits.
+ */
 uint64_t t_int3(uint64_t v);
 __asm__(
 	"	.text\n"
@@ -79,10 +82,13 @@ __asm__(
 	"	.type t_int3, @function\n"
 	"t_int3:\n"
 	"	.cfi_startproc\n"
-	"	xorl %eax, %eax\n"
+	"	pushq %rbx\n"
+	"	.cfi_adjust_cfa_offset 8\n"
 	"1:	leaq 14(%rdi,%rdi,2), %rax\n"
 	"	testq %rax, %rax\n"
 	"	jz 1b\n"
+	"	popq %rbx\n"
+	"	.cfi_adjust_cfa_offset -8\n"
 	"	ret\n"
 	"	.cfi_endproc\n"
 	"	.size t_int3, . - t_int3\n");
@@ -169,6 +175,12 @@ static int install(target_fn fn, dp_handler_fn handler, void *arg)
 	ret = dp_plan_site(self, at - bias, &plan);
 	if (ret)
 		return ret;
+	/* The int3 row must measure an int3, not whatever the planner found. */
+	if ((fn == t_int3) != (plan.method == DP_SITE_INT3)) {
+		fprintf(stderr, "probe-cost: %s got a %s site, not what its row measures\n",
+			fn == t_int3 ? "t_int3" : "a jump target", dp_site_method_str(plan.method));
+		return -EINVAL;
+	}
 	ret = dp_inproc_install(pool, site, &plan, bias, handler, &arg, dp_vec_save_detect(), &why);
 	if (ret)
 		return ret;
