@@ -1,0 +1,91 @@
+/*
+ * Loading the agent into a running process: the contract.
+ *
+ * dp_inject_agent() makes the target call dlopen(path, RTLD_NOW) itself, in
+ * a thread of its own that the target's C library creates, so that the load
+ * never runs on top of code that holds a lock:
+ *
+ *   1. attach and hold every thread (ptrace.h);
+ *   2. pick a host thread that sleeps in a blocking system call issued from
+ *      outside the dynamic loader (read, poll, epoll_wait, nanosleep, accept,
+ *      ...; never futex or write).  glibc holds no malloc, thread-stack, TLS
+ *      or loader lock across such calls, so pthread_create() can run on it.
+ *      When no thread sleeps so, the threads run under PTRACE_SYSCALL for a
+ *      moment and the first one that enters such a call becomes the host,
+ *      before the call is made (it is issued again afterwards);
+ *   3. map one data page (read-write) and one code page (read-execute, its
+ *      bytes written through /proc/PID/mem: never writable and executable at
+ *      once) with remote mmap;
+ *   4. call pthread_create() on the host (remote.h) while every other thread
+ *      runs, so a lock held elsewhere is released, not waited on forever;
+ *      the host goes back into its system call as it was;
+ *   5. detach: the process runs freely while the new thread blocks its
+ *      signals, detaches itself, sets LTTNG_UST_REGISTER_TIMEOUT if the
+ *      environment lacks it, calls dlopen(), copies dlerror() on failure,
+ *      unsets the variable again, reports, and, once the report is read (or
+ *      after 5 s), unmaps both pages and exits.
+ *
+ * The new thread is an ordinary thread of the target, with its own TLS and
+ * malloc state: if another thread holds the loader lock or a malloc arena,
+ * dlopen waits for it like any other thread would, and the others keep
+ * running meanwhile.  setenv/unsetenv run in that thread too (never from a
+ * hijacked one); with glibc < 2.40 a setenv that grows an environment array
+ * setenv itself allocated earlier can free it under a concurrent getenv in
+ * another thread, as any setenv in a threaded program can: callers that
+ * cannot accept this set register_timeout_ms to -1 (lttng-ust then waits up
+ * to its default 3 s for the session daemon inside dlopen).
+ */
+#ifndef DP_PROC_INJECT_H
+#define DP_PROC_INJECT_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Refusals beyond those of dp_proc_attach() (ptrace.h). */
+#define DP_INJECT_EUST0		EEXIST		/* liblttng-ust.so.0 is loaded */
+#define DP_INJECT_ENOLIBC	ENOSYS		/* no glibc dlopen/pthread_create */
+#define DP_INJECT_ENOHOST	EDEADLK		/* no thread at a lock-free point */
+#define DP_INJECT_EDLOPEN	ELIBBAD		/* dlopen failed: see the message */
+#define DP_INJECT_ESTOPPED	EAGAIN		/* the process is stopped (job control) */
+
+/* dp_inject_agent() returns this when the agent is mapped already. */
+#define DP_INJECT_ALREADY 1
+
+struct dp_inject_opts {
+	int register_timeout_ms;	/* LTTNG_UST_REGISTER_TIMEOUT, -1: leave alone */
+	int load_timeout_ms;		/* wait for dlopen to finish (default 10000) */
+	int catch_ms;			/* wait for a thread to enter a blocking call */
+	int call_timeout_ms;		/* pthread_create() on the host */
+};
+
+struct dp_inject_result {
+	uint64_t handle;		/* dlopen()'s result in the target */
+	pid_t host;			/* the thread that ran pthread_create() */
+	uint64_t held_ns;		/* the longest time all threads stayed held */
+	uint64_t total_ns;		/* the whole injection */
+	uint64_t load_ns;		/* from the detach to the new thread's report */
+};
+
+/* Defaults for the fields above (register_timeout_ms 0: do not wait). */
+void dp_inject_opts_init(struct dp_inject_opts *o);
+
+/*
+ * Loads `path` (absolute) into pid.  0: loaded; DP_INJECT_ALREADY: the same
+ * file is mapped already (nothing done); -errno with msg (one line) on
+ * failure: the dp_proc_attach() refusals, DP_INJECT_E*, -ETIMEDOUT when the
+ * load did not finish in time (it goes on, and cleans up after itself).
+ * res may be NULL.
+ */
+int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *opts,
+		    struct dp_inject_result *res, char *msg, size_t len);
+
+/*
+ * The address of a dynamic symbol of the first mapped object whose file name
+ * starts with `lib` (e.g. "libc.so.6"), relocated into pid.  0 or -ENOENT
+ * (-errno of reading the object).
+ */
+int dp_proc_dynsym(pid_t pid, const char *lib, const char *sym, uint64_t *addr);
+
+#endif /* DP_PROC_INJECT_H */

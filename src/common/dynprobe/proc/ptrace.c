@@ -1,0 +1,907 @@
+/*
+ * Seizing, holding, resuming and releasing every thread of a process; its
+ * memory and registers while held; moving thread PCs out of patched bytes.
+ *
+ * One rule runs through this file: a thread is only ever held in a stop the
+ * kernel made for us (interrupt, job control, signal delivery), and it leaves
+ * that stop the way the kernel expects it to (a held signal goes back with
+ * the resume or the detach, a job-control stop is listened to, not broken).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc/proc-status.h"
+#include "proc/ptrace-internal.h"
+
+#define SEIZE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC)
+
+/* Kernel-internal restart codes, as they appear in rax (include/linux/errno.h). */
+#define ERESTARTSYS 512
+#define ERESTARTNOINTR 513
+#define ERESTARTNOHAND 514
+#define ERESTART_RESTARTBLOCK 516
+
+uint64_t dp__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int dp__fail(struct dp_proc *p, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->err, sizeof(p->err), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+struct dp_proc *dp_proc_open(pid_t pid)
+{
+	struct dp_proc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->mem_fd = -1;
+	p->timeout_ms = 2000;
+	return p;
+}
+
+void dp_proc_close(struct dp_proc *p)
+{
+	if (!p)
+		return;
+	if (p->attached)
+		dp_proc_detach(p);
+	if (p->mem_fd >= 0)
+		close(p->mem_fd);
+	free(p->t);
+	free(p);
+}
+
+pid_t dp_proc_pid(const struct dp_proc *p)
+{
+	return p->pid;
+}
+
+const char *dp_proc_errmsg(const struct dp_proc *p)
+{
+	return p->err;
+}
+
+void dp_proc_set_timeout(struct dp_proc *p, int ms)
+{
+	p->timeout_ms = ms;
+}
+
+bool dp_proc_attached(const struct dp_proc *p)
+{
+	return p->attached;
+}
+
+const struct dp_thread *dp_proc_threads(const struct dp_proc *p, size_t *n)
+{
+	*n = p->n;
+	return p->t;
+}
+
+struct dp_thread *dp__thread(struct dp_proc *p, pid_t tid)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->t[i].tid == tid)
+			return &p->t[i];
+	return NULL;
+}
+
+const struct dp_thread *dp_proc_thread(const struct dp_proc *p, pid_t tid)
+{
+	return dp__thread((struct dp_proc *)p, tid);
+}
+
+static struct dp_thread *add_thread(struct dp_proc *p, pid_t tid, unsigned int flags)
+{
+	struct dp_thread *t = dp__thread(p, tid);
+
+	if (t)
+		return t;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 16;
+		struct dp_thread *v = realloc(p->t, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		p->t = v;
+		p->cap = cap;
+	}
+	t = &p->t[p->n++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->flags = flags;
+	return t;
+}
+
+static void remove_thread(struct dp_proc *p, pid_t tid)
+{
+	struct dp_thread *t = dp__thread(p, tid);
+
+	if (!t)
+		return;
+	*t = p->t[--p->n];
+	if (tid == p->pid)
+		p->gone = true;
+}
+
+static bool held(const struct dp_thread *t)
+{
+	return t->stop != DP_STOP_NONE;
+}
+
+static void snooze(unsigned int *round)
+{
+	/* Stops take microseconds: yield first, then back off up to 1 ms. */
+	if (*round < 8) {
+		sched_yield();
+	} else {
+		unsigned int us = 20u << (*round - 8 < 6 ? *round - 8 : 6);
+		struct timespec ts = { 0, (long)(us > 1000 ? 1000 : us) * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	(*round)++;
+}
+
+static enum dp_event classify(int status, int *sig)
+{
+	int event = (status >> 16) & 0xff;
+
+	*sig = 0;
+	if (WIFEXITED(status) || WIFSIGNALED(status))
+		return EV_EXIT;
+	*sig = WSTOPSIG(status);
+	if (*sig == (SIGTRAP | 0x80))
+		return EV_SYSCALL;
+	switch (event) {
+	case 0:
+		return EV_SIGNAL;
+	case PTRACE_EVENT_STOP:
+		if (*sig == SIGSTOP || *sig == SIGTSTP || *sig == SIGTTIN || *sig == SIGTTOU)
+			return EV_GROUP;
+		return EV_INTERRUPT;
+	case PTRACE_EVENT_CLONE:
+		return EV_CLONE;
+	case PTRACE_EVENT_EXEC:
+		return EV_EXEC;
+	default:
+		return EV_OTHER;
+	}
+}
+
+/* A clone event: the new thread is ours already; it will report a first stop. */
+static void adopt_child(struct dp_proc *p, pid_t parent, bool run)
+{
+	unsigned long msg = 0;
+
+	if (ptrace(PTRACE_GETEVENTMSG, parent, 0, &msg) == 0 && msg)
+		add_thread(p, (pid_t)msg, T_NEW | (run ? T_WANT_RUN : 0));
+}
+
+/*
+ * Brings a thread that stopped for a reason we do not hold on to (an event,
+ * a syscall stop) back to a stop we do: the interrupt is queued before the
+ * thread runs again, so it stops before executing a user instruction.
+ */
+static void rehold(struct dp_thread *t)
+{
+	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) == 0)
+		t->flags |= T_INTERRUPTED;
+	ptrace(PTRACE_CONT, t->tid, 0, 0);
+}
+
+/* Restarts a thread that is passed through, honouring job control. */
+static void pass(struct dp_thread *t, enum dp_event ev, int sig)
+{
+	enum __ptrace_request req = t->flags & T_CATCH ? PTRACE_SYSCALL : PTRACE_CONT;
+
+	if (ev == EV_GROUP)
+		ptrace(PTRACE_LISTEN, t->tid, 0, 0);
+	else
+		ptrace(req, t->tid, 0, (void *)(long)(ev == EV_SIGNAL ? sig : 0));
+}
+
+static void handle(struct dp_proc *p, struct dp_thread *t, int status)
+{
+	int sig;
+	enum dp_event ev = classify(status, &sig);
+	bool run = t->flags & T_WANT_RUN;
+
+	t->flags &= ~T_NEW;
+	switch (ev) {
+	case EV_EXIT:
+		remove_thread(p, t->tid);
+		return;
+	case EV_CLONE: {
+		pid_t tid = t->tid;
+
+		adopt_child(p, tid, run);
+		t = dp__thread(p, tid);	/* the array may have moved */
+		if (run)
+			pass(t, ev, 0);
+		else
+			rehold(t);
+		return;
+	}
+	case EV_EXEC:
+		p->exec_seen = true;
+		break;
+	default:
+		break;
+	}
+	if (run && ev == EV_SYSCALL && (t->flags & T_CATCH) && p->on_syscall &&
+	    p->on_syscall(p, t->tid, p->on_syscall_arg)) {
+		t = dp__thread(p, t->tid);
+		t->flags = (t->flags & ~(T_WANT_RUN | T_CATCH)) | T_AT_SYSCALL;
+		t->stop = DP_STOP_INTERRUPT;
+		return;
+	}
+	if (run) {
+		pass(t, ev, sig);
+		return;
+	}
+	switch (ev) {
+	case EV_INTERRUPT:
+	case EV_EXEC:
+		t->stop = DP_STOP_INTERRUPT;
+		break;
+	case EV_GROUP:
+		t->stop = DP_STOP_GROUP;
+		break;
+	case EV_SIGNAL:
+		/* The signal stop consumed any pending interrupt (a trap clears it). */
+		t->stop = DP_STOP_SIGNAL;
+		t->signal = sig;
+		break;
+	default:
+		rehold(t);
+		return;
+	}
+	t->flags &= ~T_INTERRUPTED;
+}
+
+int dp__pump(struct dp_proc *p)
+{
+	int events = 0;
+
+	for (size_t i = 0; i < p->n;) {
+		struct dp_thread *t = &p->t[i];
+		pid_t tid = t->tid;
+		int status;
+		pid_t r;
+
+		if (held(t) || (t->flags & T_OWNED)) {
+			i++;
+			continue;
+		}
+		r = waitpid(tid, &status, __WALL | WNOHANG);
+		if (r == 0) {
+			i++;
+			continue;
+		}
+		events++;
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			/* ECHILD: gone without a word (replaced by an exec). */
+			remove_thread(p, tid);
+			continue;
+		}
+		handle(p, t, status);
+		/* Stay on i if the thread was removed (another took its slot). */
+		if (i < p->n && p->t[i].tid == tid)
+			i++;
+	}
+	return events;
+}
+
+static int gone_error(struct dp_proc *p)
+{
+	if (p->exec_seen)
+		return dp__fail(p, -DP_PROC_EEXEC,
+				"pid %d ran a new program (execve) during the operation",
+				(int)p->pid);
+	return dp__fail(p, -DP_PROC_ENOPROC, "pid %d exited during the operation",
+			(int)p->pid);
+}
+
+/* Waits until every thread that is not running nor owned is held. */
+static int wait_held(struct dp_proc *p, int timeout_ms)
+{
+	uint64_t deadline = dp__now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	unsigned int round = 0;
+
+	for (;;) {
+		size_t pending = 0;
+		pid_t late = 0;
+
+		if (p->gone)
+			return gone_error(p);
+		for (size_t i = 0; i < p->n; i++) {
+			const struct dp_thread *t = &p->t[i];
+
+			if (!held(t) && !(t->flags & (T_WANT_RUN | T_OWNED))) {
+				pending++;
+				late = t->tid;
+			}
+		}
+		if (!pending)
+			return 0;
+		if (dp__pump(p)) {
+			round = 0;
+			continue;
+		}
+		if (timeout_ms >= 0 && dp__now_ns() > deadline) {
+			struct dp_proc_status st;
+
+			dp_proc_status_read(p->pid, late, &st);
+			return dp__fail(p, -ETIMEDOUT,
+					"thread %d of pid %d did not stop within %d ms (state %c%s)",
+					(int)late, (int)p->pid, timeout_ms, st.state ? st.state : '?',
+					st.state == 'D' ? ": uninterruptible sleep" : "");
+		}
+		snooze(&round);
+	}
+}
+
+static int interrupt_all(struct dp_proc *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		struct dp_thread *t = &p->t[i];
+
+		if (held(t) || (t->flags & T_OWNED))
+			continue;
+		t->flags &= ~(T_WANT_RUN | T_CATCH);
+		/* A new thread stops by itself; others are asked to. */
+		if (!(t->flags & (T_INTERRUPTED | T_NEW)) &&
+		    ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) == 0)
+			t->flags |= T_INTERRUPTED;
+	}
+	return 0;
+}
+
+static void hold_begins(struct dp_proc *p)
+{
+	if (!p->hold_start)
+		p->hold_start = dp__now_ns();
+}
+
+static void hold_ends(struct dp_proc *p)
+{
+	if (p->hold_start) {
+		uint64_t d = dp__now_ns() - p->hold_start;
+
+		if (d > p->max_held_ns)
+			p->max_held_ns = d;
+		p->hold_start = 0;
+	}
+}
+
+uint64_t dp_proc_max_held_ns(const struct dp_proc *p)
+{
+	return p->max_held_ns;
+}
+
+int dp_proc_stop(struct dp_proc *p)
+{
+	if (!p->attached)
+		return dp__fail(p, -EINVAL, "pid %d is not attached", (int)p->pid);
+	hold_begins(p);
+	interrupt_all(p);
+	return wait_held(p, p->timeout_ms);
+}
+
+int dp__hold_thread(struct dp_proc *p, pid_t tid)
+{
+	struct dp_thread *t = dp__thread(p, tid);
+
+	if (!t)
+		return dp__fail(p, -ESRCH, "thread %d of pid %d exited", (int)tid, (int)p->pid);
+	if (held(t))
+		return 0;
+	t->flags &= ~(T_WANT_RUN | T_CATCH);
+	if (!(t->flags & (T_INTERRUPTED | T_NEW)) && ptrace(PTRACE_INTERRUPT, tid, 0, 0) == 0)
+		t->flags |= T_INTERRUPTED;
+	return wait_held(p, p->timeout_ms);
+}
+
+/* Restarts one held thread; its held signal goes with it. */
+static void release(struct dp_thread *t)
+{
+	if (t->stop == DP_STOP_GROUP)
+		ptrace(PTRACE_LISTEN, t->tid, 0, 0);
+	else
+		ptrace(PTRACE_CONT, t->tid, 0,
+		       (void *)(long)(t->stop == DP_STOP_SIGNAL ? t->signal : 0));
+	t->stop = DP_STOP_NONE;
+	t->signal = 0;
+	t->flags |= T_WANT_RUN;
+}
+
+int dp_proc_resume(struct dp_proc *p)
+{
+	if (!p->attached)
+		return dp__fail(p, -EINVAL, "pid %d is not attached", (int)p->pid);
+	for (size_t i = 0; i < p->n; i++) {
+		struct dp_thread *t = &p->t[i];
+
+		if (t->flags & T_OWNED)
+			continue;
+		if (held(t))
+			release(t);
+		else
+			t->flags |= T_WANT_RUN;
+	}
+	hold_ends(p);
+	return 0;
+}
+
+int dp_proc_service(struct dp_proc *p, int timeout_ms)
+{
+	uint64_t deadline = dp__now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	unsigned int round = 0;
+
+	do {
+		if (dp__pump(p))
+			round = 0;
+		else
+			snooze(&round);
+		if (p->gone)
+			return gone_error(p);
+	} while (dp__now_ns() < deadline);
+	return 0;
+}
+
+int dp__settle(struct dp_proc *p, pid_t tid)
+{
+	for (int round = 0; round < 64; round++) {
+		struct dp_thread *t = dp__thread(p, tid);
+		int ret;
+
+		if (!t)
+			return dp__fail(p, -ESRCH, "thread %d of pid %d exited", (int)tid,
+					(int)p->pid);
+		if (t->stop != DP_STOP_SIGNAL)
+			return 0;
+		/*
+		 * Queue the interrupt first: the kernel then delivers the
+		 * signal (builds the handler frame, or acts by default) and
+		 * stops before the thread runs a user instruction.
+		 */
+		ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+		ptrace(PTRACE_CONT, tid, 0, (void *)(long)t->signal);
+		t->stop = DP_STOP_NONE;
+		t->signal = 0;
+		t->flags = (t->flags & ~T_WANT_RUN) | T_INTERRUPTED;
+		ret = wait_held(p, p->timeout_ms);
+		if (ret)
+			return ret;
+	}
+	return dp__fail(p, -EAGAIN, "thread %d of pid %d keeps receiving signals", (int)tid,
+			(int)p->pid);
+}
+
+int dp__wait_owned(struct dp_proc *p, pid_t owned, int timeout_ms, enum dp_event *ev,
+		   int *sig)
+{
+	uint64_t deadline = dp__now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+	unsigned int round = 0;
+
+	bool others_run = false;
+
+	for (size_t i = 0; i < p->n; i++)
+		others_run |= p->t[i].tid != owned && (p->t[i].flags & T_WANT_RUN);
+	for (;;) {
+		int status;
+		/* Nobody else runs, so nobody else needs service: just block. */
+		pid_t r = waitpid(owned, &status,
+				  __WALL | (others_run || timeout_ms >= 0 ? WNOHANG : 0));
+
+		if (r == owned) {
+			*ev = classify(status, sig);
+			if (*ev == EV_EXIT)
+				remove_thread(p, owned);
+			else if (*ev == EV_CLONE) {
+				bool run = false;
+
+				for (size_t i = 0; i < p->n; i++)
+					run |= (p->t[i].flags & T_WANT_RUN) != 0;
+				adopt_child(p, owned, run);
+			} else if (*ev == EV_EXEC)
+				p->exec_seen = true;
+			return 1;
+		}
+		if (r < 0 && errno != EINTR) {
+			remove_thread(p, owned);
+			*ev = EV_EXIT;
+			*sig = 0;
+			return 1;
+		}
+		if (dp__pump(p))
+			round = 0;
+		else
+			snooze(&round);
+		if (p->gone)
+			return gone_error(p);
+		if (timeout_ms >= 0 && dp__now_ns() > deadline)
+			return 0;
+	}
+}
+
+static int open_mem(struct dp_proc *p)
+{
+	char path[64];
+
+	/* Through a live thread: a leader that exited has no memory to name. */
+	for (size_t i = 0; i < p->n; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/mem", (int)p->pid, (int)p->t[i].tid);
+		p->mem_fd = open(path, O_RDWR | O_CLOEXEC);
+		if (p->mem_fd >= 0)
+			return 0;
+	}
+	return dp__fail(p, -errno, "cannot open /proc/%d/mem: %s", (int)p->pid, strerror(errno));
+}
+
+/* PTRACE_SEIZE said EPERM for tid: say why. */
+static int seize_denied(struct dp_proc *p, pid_t tid, bool *skip)
+{
+	struct dp_proc_status st;
+
+	*skip = false;
+	if (dp_proc_status_read(p->pid, tid, &st)) {
+		*skip = true;	/* it exited meanwhile */
+		return 0;
+	}
+	if (st.state == 'Z' || st.state == 'X') {
+		*skip = true;	/* a thread that exited (a leader that called pthread_exit) */
+		return 0;
+	}
+	if (st.tracer == (pid_t)syscall(SYS_gettid)) {
+		/* Auto-attached by a clone we have not reaped yet: ours already. */
+		add_thread(p, tid, T_NEW);
+		return 1;
+	}
+	if (st.tracer)
+		return dp_proc_check_tracer(p->pid, tid, st.tracer, p->err, sizeof(p->err));
+	return dp_proc_explain_eperm(p->pid, p->err, sizeof(p->err));
+}
+
+/* One pass over /proc/PID/task; returns how many threads were added. */
+static int seize_pass(struct dp_proc *p)
+{
+	char path[64];
+	struct dirent *de;
+	int added = 0, ret = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)p->pid);
+	d = opendir(path);
+	if (!d)
+		return dp__fail(p, -DP_PROC_ENOPROC, "pid %d exited", (int)p->pid);
+	while ((de = readdir(d))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		bool skip;
+
+		if (tid <= 0 || dp__thread(p, tid))
+			continue;
+		if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)SEIZE_OPTIONS) == 0) {
+			if (!add_thread(p, tid, 0)) {
+				ret = dp__fail(p, -ENOMEM, "out of memory");
+				break;
+			}
+			added++;
+			continue;
+		}
+		if (errno == ESRCH)
+			continue;
+		if (errno != EPERM) {
+			ret = dp__fail(p, -errno, "cannot seize thread %d of pid %d: %s", (int)tid,
+				       (int)p->pid, strerror(errno));
+			break;
+		}
+		ret = seize_denied(p, tid, &skip);
+		if (ret < 0)
+			break;
+		added += ret;
+		ret = 0;
+	}
+	closedir(d);
+	return ret < 0 ? ret : added;
+}
+
+/* Lets go of every held thread (and forgets those that cannot be held). */
+static int detach_held(struct dp_proc *p)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		struct dp_thread *t = &p->t[i];
+		int sig = t->stop == DP_STOP_SIGNAL ? t->signal : 0;
+
+		if (!held(t)) {
+			ret = -EBUSY;
+			continue;
+		}
+		/* From a job-control stop the kernel puts it back into that stop. */
+		if (ptrace(PTRACE_DETACH, t->tid, 0, (void *)(long)sig) && errno != ESRCH)
+			ret = -errno;
+	}
+	p->n = 0;
+	return ret;
+}
+
+int dp_proc_detach(struct dp_proc *p)
+{
+	int ret;
+
+	if (!p->attached)
+		return 0;
+	for (size_t i = 0; i < p->n; i++)
+		p->t[i].flags &= ~T_OWNED;
+	interrupt_all(p);
+	/* Detaching needs a stopped thread: wait long for stragglers. */
+	ret = wait_held(p, p->timeout_ms * 5);
+	if (ret == -ESRCH || ret == -DP_PROC_EEXEC)
+		ret = 0;
+	hold_ends(p);
+	if (detach_held(p) && !ret)
+		ret = dp__fail(p, -EBUSY, "some threads of pid %d could not be detached",
+			       (int)p->pid);
+	p->attached = false;
+	if (p->mem_fd >= 0) {
+		close(p->mem_fd);
+		p->mem_fd = -1;
+	}
+	p->syscall_insn = 0;
+	return ret;
+}
+
+int dp_proc_attach(struct dp_proc *p, unsigned int flags)
+{
+	int ret, round;
+
+	if (p->attached)
+		return dp__fail(p, -EALREADY, "pid %d is already attached", (int)p->pid);
+	p->err[0] = '\0';
+	p->gone = p->exec_seen = false;
+	p->n = 0;
+	p->attach_flags = flags;
+	p->seccomp = -1;
+	ret = dp_proc_check(p->pid, flags, p->err, sizeof(p->err));
+	if (ret)
+		return ret;
+	p->attached = true;
+	/*
+	 * Seize until a pass finds no new thread: from then on every thread
+	 * is seized with PTRACE_O_TRACECLONE, so any thread created later is
+	 * attached by the kernel as it is born.
+	 */
+	for (round = 0; round < 1000; round++) {
+		ret = seize_pass(p);
+		if (ret <= 0)
+			break;
+	}
+	if (!ret && !p->n)
+		ret = dp__fail(p, -DP_PROC_EZOMBIE, "pid %d has no live thread", (int)p->pid);
+	if (round == 1000)
+		ret = dp__fail(p, -EAGAIN, "threads of pid %d appear faster than they can be "
+			       "attached", (int)p->pid);
+	if (!ret) {
+		hold_begins(p);
+		interrupt_all(p);
+		ret = wait_held(p, p->timeout_ms);
+	}
+	if (!ret)
+		ret = open_mem(p);
+	if (ret) {
+		char saved[sizeof(p->err)];
+
+		memcpy(saved, p->err, sizeof(saved));
+		dp_proc_detach(p);
+		memcpy(p->err, saved, sizeof(saved));
+		return ret;
+	}
+	return 0;
+}
+
+static int check_held(struct dp_proc *p, pid_t tid, struct dp_thread **out)
+{
+	struct dp_thread *t = dp__thread(p, tid);
+
+	if (!p->attached)
+		return dp__fail(p, -EINVAL, "pid %d is not attached", (int)p->pid);
+	if (!t)
+		return dp__fail(p, -ESRCH, "thread %d of pid %d is not known (exited?)",
+				(int)tid, (int)p->pid);
+	if (!held(t) && !(t->flags & T_OWNED))
+		return dp__fail(p, -EBUSY, "thread %d of pid %d is running", (int)tid,
+				(int)p->pid);
+	if (out)
+		*out = t;
+	return 0;
+}
+
+int dp_proc_get_regs(struct dp_proc *p, pid_t tid, struct user_regs_struct *regs)
+{
+	int ret = check_held(p, tid, NULL);
+
+	if (ret)
+		return ret;
+	if (ptrace(PTRACE_GETREGS, tid, 0, regs))
+		return dp__fail(p, -errno, "cannot read the registers of thread %d: %s", (int)tid,
+				strerror(errno));
+	return 0;
+}
+
+int dp_proc_set_regs(struct dp_proc *p, pid_t tid, const struct user_regs_struct *regs)
+{
+	int ret = check_held(p, tid, NULL);
+
+	if (ret)
+		return ret;
+	if (ptrace(PTRACE_SETREGS, tid, 0, regs))
+		return dp__fail(p, -errno, "cannot set the registers of thread %d: %s", (int)tid,
+				strerror(errno));
+	return 0;
+}
+
+bool dp_regs_in_syscall(const struct user_regs_struct *regs)
+{
+	return (int64_t)regs->orig_rax >= 0;
+}
+
+bool dp_regs_restarts(const struct user_regs_struct *regs)
+{
+	int64_t rax = (int64_t)regs->rax;
+
+	return dp_regs_in_syscall(regs) &&
+	       (rax == -ERESTARTSYS || rax == -ERESTARTNOINTR || rax == -ERESTARTNOHAND ||
+		rax == -ERESTART_RESTARTBLOCK);
+}
+
+static int mem_io(struct dp_proc *p, uint64_t addr, void *buf, size_t len, bool write)
+{
+	uint8_t *b = buf;
+
+	if (!p->attached || p->mem_fd < 0)
+		return dp__fail(p, -EINVAL, "pid %d is not attached", (int)p->pid);
+	if (addr >= (1ull << 63) || addr + len < addr)
+		return dp__fail(p, -EFAULT, "address %#" PRIx64 " is outside user space", addr);
+	while (len) {
+		ssize_t n = write ? pwrite(p->mem_fd, b, len, (off_t)addr)
+				  : pread(p->mem_fd, b, len, (off_t)addr);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 && errno != EIO ? errno : EFAULT;
+
+			return dp__fail(p, -err, "cannot %s %zu bytes at %#" PRIx64 " in pid %d: %s",
+					write ? "write" : "read", len, addr, (int)p->pid,
+					strerror(err));
+		}
+		/* Short: the next page may be unmapped; the next call says so. */
+		b += n;
+		addr += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int dp_proc_read(struct dp_proc *p, uint64_t addr, void *buf, size_t len)
+{
+	return mem_io(p, addr, buf, len, false);
+}
+
+int dp_proc_write(struct dp_proc *p, uint64_t addr, const void *buf, size_t len)
+{
+	return mem_io(p, addr, (void *)buf, len, true);
+}
+
+static const struct dp_pc_move *find_move(const struct dp_pc_move *map, size_t n, uint64_t from)
+{
+	for (size_t i = 0; i < n; i++)
+		if (map[i].from == from)
+			return &map[i];
+	return NULL;
+}
+
+int dp_proc_move_pcs(struct dp_proc *p, uint64_t start, uint64_t end,
+		     const struct dp_pc_move *map, size_t n, unsigned int *moved)
+{
+	struct user_regs_struct *regs;
+	unsigned int count = 0;
+	int ret = 0;
+
+	if (moved)
+		*moved = 0;
+	if (!p->attached)
+		return dp__fail(p, -EINVAL, "pid %d is not attached", (int)p->pid);
+	regs = calloc(p->n ? p->n : 1, sizeof(*regs));
+	if (!regs)
+		return dp__fail(p, -ENOMEM, "out of memory");
+	/* Check every thread before moving any: all or nothing. */
+	for (size_t i = 0; i < p->n && !ret; i++) {
+		const struct dp_thread *t = &p->t[i];
+		const struct dp_pc_move *m, *sys;
+		uint64_t rip;
+
+		if (!held(t)) {
+			ret = dp__fail(p, -EBUSY, "thread %d of pid %d is not stopped", (int)t->tid,
+				       (int)p->pid);
+			break;
+		}
+		ret = dp_proc_get_regs(p, t->tid, &regs[i]);
+		if (ret)
+			break;
+		rip = regs[i].rip;
+		if (rip < start || rip >= end)
+			continue;
+		m = find_move(map, n, rip);
+		if (!m) {
+			ret = dp__fail(p, -EINVAL,
+				       "thread %d of pid %d is at %#" PRIx64 ", inside the bytes "
+				       "[%#" PRIx64 ", %#" PRIx64 ") but not at an instruction the "
+				       "patch can move it from", (int)t->tid, (int)p->pid, rip,
+				       start, end);
+			break;
+		}
+		if (m->to == rip || !dp_regs_restarts(&regs[i]))
+			continue;
+		/* The kernel will step back over the syscall: it must move too. */
+		sys = find_move(map, n, rip - 2);
+		if (rip - 2 >= start && (!sys || sys->to != m->to - 2))
+			ret = dp__fail(p, -EINVAL,
+				       "thread %d of pid %d sleeps in a system call whose restart "
+				       "re-executes the syscall at %#" PRIx64 ", and the patch does "
+				       "not move that instruction along with %#" PRIx64,
+				       (int)t->tid, (int)p->pid, rip - 2, rip);
+		else if (rip - 2 < start)
+			ret = dp__fail(p, -EINVAL,
+				       "thread %d of pid %d sleeps in a system call at %#" PRIx64
+				       " just before the patched bytes: it cannot be moved", (int)t->tid,
+				       (int)p->pid, rip - 2);
+	}
+	for (size_t i = 0; i < p->n && !ret; i++) {
+		const struct dp_pc_move *m;
+		uint64_t rip = regs[i].rip;
+
+		if (rip < start || rip >= end)
+			continue;
+		m = find_move(map, n, rip);
+		if (m->to == rip)
+			continue;
+		regs[i].rip = m->to;
+		ret = dp_proc_set_regs(p, p->t[i].tid, &regs[i]);
+		if (!ret)
+			count++;
+	}
+	free(regs);
+	if (moved)
+		*moved = count;
+	return ret;
+}
