@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dynprobe/elf/ehread.h"
 #include "dynprobe/elf/elf.h"
 
 /* An allocated section with a nonzero size. */
@@ -437,123 +438,13 @@ static int symbols_collect(struct dp_elf *elf, struct cand_vec *out)
 
 /* ---- .eh_frame -------------------------------------------------------- */
 
-/* A bounded reader over CFI bytes. */
-struct cfi_reader {
-	const uint8_t *p, *end;
-};
-
-static int read_uleb(struct cfi_reader *r, uint64_t *v)
-{
-	unsigned int shift = 0;
-
-	*v = 0;
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-
-		if (shift < 64)
-			*v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return 0;
-	}
-	return -EINVAL;
-}
-
-static int read_sleb(struct cfi_reader *r, int64_t *v)
-{
-	unsigned int shift = 0;
-	uint64_t u = 0;
-
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-
-		if (shift < 64)
-			u |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				u |= ~(uint64_t)0 << shift;
-			*v = (int64_t)u;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static int read_fixed(struct cfi_reader *r, unsigned int size, bool is_signed, uint64_t *v)
-{
-	uint64_t u = 0;
-
-	if ((size_t)(r->end - r->p) < size)
-		return -EINVAL;
-	for (unsigned int i = 0; i < size; i++)
-		u |= (uint64_t)r->p[i] << (8 * i);
-	r->p += size;
-	if (is_signed && size < 8 && (u >> (8 * size - 1)) & 1)
-		u |= ~(uint64_t)0 << (8 * size);
-	*v = u;
-	return 0;
-}
-
-/* Reads a value in the format part (low nibble) of a DW_EH_PE encoding. */
-static int read_format(struct cfi_reader *r, uint8_t enc, uint64_t *v)
-{
-	int64_t s = 0;
-	int err;
-
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr:
-	case DW_EH_PE_udata8:
-	case DW_EH_PE_sdata8:
-		return read_fixed(r, 8, false, v);
-	case DW_EH_PE_uleb128:
-		return read_uleb(r, v);
-	case DW_EH_PE_sleb128:
-		err = read_sleb(r, &s);
-		*v = (uint64_t)s;
-		return err;
-	case DW_EH_PE_udata2:
-		return read_fixed(r, 2, false, v);
-	case DW_EH_PE_sdata2:
-		return read_fixed(r, 2, true, v);
-	case DW_EH_PE_udata4:
-		return read_fixed(r, 4, false, v);
-	case DW_EH_PE_sdata4:
-		return read_fixed(r, 4, true, v);
-	default:
-		return -ENOTSUP;
-	}
-}
-
-/*
- * Reads an FDE's initial location.  Only absolute and pc-relative forms make
- * sense for it in a linked object; the others need bases (text, data,
- * function) that .eh_frame does not define on x86-64.
- */
-static int read_location(struct cfi_reader *r, uint8_t enc, uint64_t field_vaddr, uint64_t *v)
-{
-	int err;
-
-	if (enc == DW_EH_PE_omit || (enc & DW_EH_PE_indirect))
-		return -ENOTSUP;
-	switch (enc & 0x70) {
-	case DW_EH_PE_absptr:
-		return read_format(r, enc, v);
-	case DW_EH_PE_pcrel:
-		err = read_format(r, enc, v);
-		*v += field_vaddr;
-		return err;
-	default:
-		return -ENOTSUP;
-	}
-}
-
 /* The pointer encoding a CIE gives its FDEs ('R' in a 'z' augmentation). */
 static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc, bool *signal_frame)
 {
-	struct cfi_reader r = {
+	struct dp_ehread r = {
 		cie->augmentation_data,
 		cie->augmentation_data + cie->augmentation_data_size,
+		0,
 	};
 	const char *a = cie->augmentation;
 	uint64_t skip;
@@ -568,20 +459,17 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc, bool *signal_fra
 	for (a++; *a; a++) {
 		switch (*a) {
 		case 'R':
-			if (r.p >= r.end)
+			if (dp_ehread_u8(&r, enc))
 				return -EINVAL;
-			*enc = *r.p++;
 			break;
-		case 'L':
-			if (r.p >= r.end)
+		case 'L':	/* the LSDA's encoding: not needed for bounds */
+			if (dp_ehread_u8(&r, &penc))
 				return -EINVAL;
-			r.p++;
 			break;
 		case 'P':
-			if (r.p >= r.end)
+			if (dp_ehread_u8(&r, &penc))
 				return -EINVAL;
-			penc = *r.p++;
-			if ((penc & 0x70) == DW_EH_PE_aligned || read_format(&r, penc, &skip))
+			if ((penc & 0x70) == DW_EH_PE_aligned || dp_ehread_format(&r, penc, &skip))
 				return -ENOTSUP;
 			break;
 		case 'S':	/* signal frame */
@@ -657,7 +545,7 @@ static const struct cie_info *cie_lookup(struct cie_cache *cc, const unsigned ch
 static int fde_bounds(struct dp_elf *elf, const Dwarf_FDE *fde, const struct cie_info *cie,
 		      Elf_Data *data, uint64_t scn_addr, struct func_cand *c)
 {
-	struct cfi_reader r = { fde->start, fde->end };
+	struct dp_ehread r = { fde->start, fde->end, 0 };
 	const uint8_t *base = data->d_buf;
 	const struct elf_scn *s;
 	uint64_t start, size;
@@ -673,8 +561,9 @@ static int fde_bounds(struct dp_elf *elf, const Dwarf_FDE *fde, const struct cie
 		return -ENOENT;
 	if (fde->start < base || fde->end > base + data->d_size || fde->start > fde->end)
 		return -EINVAL;
-	if (read_location(&r, cie->enc, scn_addr + (uint64_t)(fde->start - base), &start) ||
-	    read_format(&r, cie->enc, &size) || !size)
+	r.vaddr = scn_addr + (uint64_t)(fde->start - base);
+	if (dp_ehread_pointer(&r, cie->enc, &start) || dp_ehread_format(&r, cie->enc, &size) ||
+	    !size)
 		return -EINVAL;
 	/* Leftovers of discarded sections point nowhere useful: keep code only. */
 	s = scn_find(elf, start, size);

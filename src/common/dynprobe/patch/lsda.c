@@ -15,116 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dynprobe/elf/ehread.h"
 #include "dynprobe/elf/elf.h"
 #include "dynprobe/patch/analysis-internal.h"
-
-/* A bounded little-endian reader; `vaddr` is the address of `p`. */
-struct rd {
-	const uint8_t *p, *end;
-	uint64_t vaddr;
-};
-
-static void rd_skip(struct rd *r, size_t n)
-{
-	r->p += n;
-	r->vaddr += n;
-}
-
-static int rd_u8(struct rd *r, uint8_t *v)
-{
-	if (r->p >= r->end)
-		return -EINVAL;
-	*v = *r->p;
-	rd_skip(r, 1);
-	return 0;
-}
-
-static int rd_leb(struct rd *r, bool is_signed, uint64_t *v)
-{
-	unsigned shift = 0;
-	uint64_t u = 0;
-
-	while (r->p < r->end) {
-		uint8_t b = *r->p;
-
-		rd_skip(r, 1);
-		if (shift < 64)
-			u |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (is_signed && shift < 64 && (b & 0x40))
-				u |= ~UINT64_C(0) << shift;
-			*v = u;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static int rd_fixed(struct rd *r, unsigned size, bool is_signed, uint64_t *v)
-{
-	uint64_t u = 0;
-
-	if ((size_t)(r->end - r->p) < size)
-		return -EINVAL;
-	for (unsigned i = 0; i < size; i++)
-		u |= (uint64_t)r->p[i] << (8 * i);
-	if (is_signed && size < 8 && (u >> (8 * size - 1) & 1))
-		u |= ~UINT64_C(0) << (8 * size);
-	rd_skip(r, size);
-	*v = u;
-	return 0;
-}
-
-/* A value in the format (low nibble) of a DW_EH_PE encoding. */
-static int rd_format(struct rd *r, uint8_t enc, uint64_t *v)
-{
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr:
-	case DW_EH_PE_udata8:
-	case DW_EH_PE_sdata8:
-		return rd_fixed(r, 8, false, v);
-	case DW_EH_PE_uleb128:
-		return rd_leb(r, false, v);
-	case DW_EH_PE_sleb128:
-		return rd_leb(r, true, v);
-	case DW_EH_PE_udata2:
-		return rd_fixed(r, 2, false, v);
-	case DW_EH_PE_sdata2:
-		return rd_fixed(r, 2, true, v);
-	case DW_EH_PE_udata4:
-		return rd_fixed(r, 4, false, v);
-	case DW_EH_PE_sdata4:
-		return rd_fixed(r, 4, true, v);
-	default:
-		return -ENOTSUP;
-	}
-}
-
-/*
- * A pointer in a DW_EH_PE encoding.  Only absolute and pc-relative values
- * mean something in a file not yet loaded: the other bases (text, data,
- * function) are not defined for .eh_frame on x86-64, and an indirect
- * pointer's slot is filled by the dynamic linker.
- */
-static int rd_pointer(struct rd *r, uint8_t enc, uint64_t *v)
-{
-	uint64_t field = r->vaddr;
-	int err;
-
-	if (enc & DW_EH_PE_indirect)
-		return -ENOTSUP;
-	switch (enc & 0x70) {
-	case DW_EH_PE_absptr:
-		return rd_format(r, enc, v);
-	case DW_EH_PE_pcrel:
-		err = rd_format(r, enc, v);
-		*v += field;
-		return err;
-	default:
-		return -ENOTSUP;
-	}
-}
 
 /* What an FDE needs from its CIE. */
 struct cie {
@@ -150,7 +43,7 @@ struct cie_cache {
 static int cie_parse(const Dwarf_CIE *c, struct cie *out)
 {
 	const char *a = c->augmentation;
-	struct rd r = { c->augmentation_data, c->augmentation_data + c->augmentation_data_size, 0 };
+	struct dp_ehread r = { c->augmentation_data, c->augmentation_data + c->augmentation_data_size, 0 };
 	uint64_t skip;
 	uint8_t penc;
 
@@ -165,16 +58,16 @@ static int cie_parse(const Dwarf_CIE *c, struct cie *out)
 	for (a++; *a; a++) {
 		switch (*a) {
 		case 'P':
-			if (rd_u8(&r, &penc) || (penc & 0x70) == DW_EH_PE_aligned ||
-			    rd_format(&r, penc, &skip))
+			if (dp_ehread_u8(&r, &penc) || (penc & 0x70) == DW_EH_PE_aligned ||
+			    dp_ehread_format(&r, penc, &skip))
 				return -EINVAL;
 			break;
 		case 'L':
-			if (rd_u8(&r, &out->lsda_enc))
+			if (dp_ehread_u8(&r, &out->lsda_enc))
 				return -EINVAL;
 			break;
 		case 'R':
-			if (rd_u8(&r, &out->fde_enc))
+			if (dp_ehread_u8(&r, &out->fde_enc))
 				return -EINVAL;
 			break;
 		case 'S':
@@ -254,22 +147,22 @@ static int lsda_read(struct dp_object *obj, uint64_t lsda, uint64_t pc_begin, ui
 	const struct an_scn *s = an_scn_find(obj, lsda);
 	uint64_t lpstart = pc_begin, skip, cs_len;
 	uint8_t lp_enc, tt_enc, cs_enc;
-	struct rd r, cs;
+	struct dp_ehread r, cs;
 
 	if (!s)
 		return 0;
 	r.p = s->data + (lsda - s->addr);
 	r.end = s->data + s->size;
 	r.vaddr = lsda;
-	if (rd_u8(&r, &lp_enc))
+	if (dp_ehread_u8(&r, &lp_enc))
 		return 0;
-	if (lp_enc != DW_EH_PE_omit && rd_pointer(&r, lp_enc, &lpstart))
+	if (lp_enc != DW_EH_PE_omit && dp_ehread_pointer(&r, lp_enc, &lpstart))
 		return 0;
-	if (rd_u8(&r, &tt_enc))
+	if (dp_ehread_u8(&r, &tt_enc))
 		return 0;
-	if (tt_enc != DW_EH_PE_omit && rd_leb(&r, false, &skip))
+	if (tt_enc != DW_EH_PE_omit && dp_ehread_leb(&r, false, &skip))
 		return 0;
-	if (rd_u8(&r, &cs_enc) || rd_leb(&r, false, &cs_len) || cs_len > (uint64_t)(r.end - r.p))
+	if (dp_ehread_u8(&r, &cs_enc) || dp_ehread_leb(&r, false, &cs_len) || cs_len > (uint64_t)(r.end - r.p))
 		return 0;
 	/* FDEs of a hostile file may all name one big table. */
 	if (cs_len > *budget)
@@ -281,8 +174,8 @@ static int lsda_read(struct dp_object *obj, uint64_t lsda, uint64_t pc_begin, ui
 		uint64_t start, len, pad, action;
 		int err;
 
-		if (rd_format(&cs, cs_enc, &start) || rd_format(&cs, cs_enc, &len) ||
-		    rd_format(&cs, cs_enc, &pad) || rd_leb(&cs, false, &action))
+		if (dp_ehread_format(&cs, cs_enc, &start) || dp_ehread_format(&cs, cs_enc, &len) ||
+		    dp_ehread_format(&cs, cs_enc, &pad) || dp_ehread_leb(&cs, false, &action))
 			return 0;
 		if (!pad)
 			continue;
@@ -298,7 +191,7 @@ static uint64_t fde_lsda(const Dwarf_FDE *f, const struct cie *c, const Elf_Data
 			 uint64_t scn_addr, uint64_t *pc_begin)
 {
 	const uint8_t *base = data->d_buf;
-	struct rd r = { f->start, f->end, 0 };
+	struct dp_ehread r = { f->start, f->end, 0 };
 	uint64_t range, auglen, lsda = 0;
 
 	if (c->err || !c->zaug || c->lsda_enc == DW_EH_PE_omit)
@@ -306,11 +199,11 @@ static uint64_t fde_lsda(const Dwarf_FDE *f, const struct cie *c, const Elf_Data
 	if (f->start < base || f->end > base + data->d_size || f->start > f->end)
 		return 0;
 	r.vaddr = scn_addr + (uint64_t)(f->start - base);
-	if (rd_pointer(&r, c->fde_enc, pc_begin) || rd_format(&r, c->fde_enc, &range) ||
-	    rd_leb(&r, false, &auglen) || auglen > (uint64_t)(r.end - r.p))
+	if (dp_ehread_pointer(&r, c->fde_enc, pc_begin) || dp_ehread_format(&r, c->fde_enc, &range) ||
+	    dp_ehread_leb(&r, false, &auglen) || auglen > (uint64_t)(r.end - r.p))
 		return 0;
 	r.end = r.p + auglen;
-	if (rd_pointer(&r, c->lsda_enc, &lsda))
+	if (dp_ehread_pointer(&r, c->lsda_enc, &lsda))
 		return 0;
 	return lsda;
 }
