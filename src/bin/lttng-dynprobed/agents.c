@@ -1,0 +1,506 @@
+/*
+ * Agents: the processes whose agent talks to us over the app socket, what
+ * each one holds (probes defined, patches written), and the requests we
+ * make of them.
+ *
+ * The agent is the source of truth: its HELLO lists what is installed, so a
+ * restarted daemon rebuilds a process's record from it and matches each
+ * patch to the event that owns it (by the event names of its probes).  A
+ * HELLO is served in two steps: the record and HELLO_REPLY at once (also
+ * while an install waits for an injected agent), then, from the main loop,
+ * the installs pending for that process (the probes of `lttng trace`) and
+ * GO.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+struct dpd_proc *dpd_procs;
+int dpd_app_listen_fd = -1;
+
+struct dpd_proc *dpd_proc_find(pid_t pid)
+{
+	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+/* Whether pid still runs (a zombie has exited for our purposes). */
+static bool proc_alive(pid_t pid)
+{
+	char path[64], buf[512];
+	FILE *f;
+	bool alive = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (fgets(buf, sizeof(buf), f)) {
+		char *rp = strrchr(buf, ')');
+
+		alive = rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+	}
+	fclose(f);
+	return alive;
+}
+
+void dpd_proc_forget(struct dpd_proc *p)
+{
+	struct dpd_proc **pp;
+
+	for (pp = &dpd_procs; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	}
+	dpd_info("process %d forgotten (%u sites)", (int)p->pid, p->nsites);
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p->probes);
+	free(p->sites);
+	free(p);
+}
+
+/* The agent connection is gone: forget the process if it exited, else wait
+ * for the agent to reconnect (it will, and say HELLO again). */
+static void conn_lost(struct dpd_proc *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	if (!proc_alive(p->pid))
+		dpd_proc_forget(p);
+	else
+		dpd_info("agent of process %d disconnected; it will reconnect", (int)p->pid);
+}
+
+static const struct dpd_probe *probe_by_id(const struct dpd_proc *p, uint32_t id)
+{
+	for (uint32_t i = 0; i < p->nprobes; i++)
+		if (p->probes[i].id == id)
+			return &p->probes[i];
+	return NULL;
+}
+
+/* The event that owns a recovered patch: one whose lttng names include the
+ * patch's event and whose object this process maps. */
+static struct dpd_event *owner_of(const struct dpd_proc *p, const char *name)
+{
+	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
+		if (ev->owner && ev->owner != p->uid)
+			continue;
+		for (uint32_t k = 0; k < ev->nnames; k++)
+			if (!strcmp(ev->names[k], name) && ev->obj &&
+			    dpd_object_mapped(ev->obj, p->pid))
+				return ev;
+	}
+	return NULL;
+}
+
+/* What HELLO says is installed, merged into our record of the process. */
+static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
+{
+	struct dpd_probe *probes;
+
+	if (s->nprobes) {
+		probes = realloc(p->probes, (p->nprobes + s->nprobes) * sizeof(*probes));
+		if (!probes)
+			return -ENOMEM;
+		p->probes = probes;
+	}
+	for (uint32_t i = 0; i < s->nprobes; i++) {
+		const struct dp_app_probe *ap = &s->probes[i];
+		struct dpd_probe *dp;
+
+		if (probe_by_id(p, ap->id))
+			continue;
+		dp = &p->probes[p->nprobes++];
+		memset(dp, 0, sizeof(*dp));
+		dp->id = ap->id;
+		dp->site = ap->site;
+		dp->flags = ap->flags;
+		snprintf(dp->event, sizeof(dp->event), "%s", ap->event);
+		/* Its contexts are unknown: it is never reused for a new patch,
+		 * only recognised in the patches that name it. */
+		snprintf(dp->sig, sizeof(dp->sig), "?recovered");
+		if (ap->id >= p->next_id)
+			p->next_id = ap->id + 1;
+	}
+	for (uint32_t i = 0; i < s->npatches; i++) {
+		const struct dp_app_patch *ap = &s->patches[i];
+		const struct dpd_probe *first = probe_by_id(p, ap->probes[0]);
+		struct dpd_site *site = NULL, *v;
+
+		for (uint32_t k = 0; k < p->nsites; k++)
+			if (p->sites[k].patch.site == ap->site)
+				site = &p->sites[k];
+		if (!site) {
+			v = realloc(p->sites, (p->nsites + 1) * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			p->sites = v;
+			site = &p->sites[p->nsites++];
+			memset(site, 0, sizeof(*site));
+			site->entry = ap->tramp;
+		}
+		site->patch = *ap;
+		site->installed = true;
+		if (first)
+			snprintf(site->event, sizeof(site->event), "%s", first->event);
+		if (!site->ev)
+			site->ev = owner_of(p, site->event);
+		p->recovered = true;
+	}
+	if (s->npatches)
+		dpd_info("process %d: recovered %u patches and %u probes from its agent",
+			 (int)p->pid, s->npatches, s->nprobes);
+	return 0;
+}
+
+static void refuse(int fd, uint8_t major, uint8_t minor)
+{
+	struct dp_app_msg m = { .type = DP_APP_REFUSE };
+
+	m.refuse.major = DP_APP_MAJOR;
+	m.refuse.minor = DP_APP_MINOR;
+	snprintf(m.refuse.reason, sizeof(m.refuse.reason),
+		 "lttng-dynprobed speaks protocol %u.%u, the agent %u.%u: use an agent of the "
+		 "same version", DP_APP_MAJOR, DP_APP_MINOR, major, minor);
+	dp_app_send(fd, &m, DP_APP_TIMEOUT_MS);
+}
+
+int dpd_agent_accept(void)
+{
+	struct dp_app_msg hello, rep = { .type = DP_APP_HELLO_REPLY };
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	enum dp_proto_err why;
+	struct dpd_proc *p;
+	int fd, ret;
+
+	fd = accept4(dpd_app_listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+		close(fd);
+		return 0;
+	}
+	/* The socket is ours alone (0600); this is the second lock. */
+	if (cred.uid != geteuid() && geteuid() != 0) {
+		dpd_err("agent of pid %d belongs to uid %u: refused", (int)cred.pid,
+			(unsigned)cred.uid);
+		close(fd);
+		return 0;
+	}
+	ret = dp_app_recv(fd, &hello, DP_APP_TIMEOUT_MS, &why);
+	if (ret == -EPROTO && why == DP_PROTO_ERR_VERSION) {
+		refuse(fd, hello.major, hello.minor);
+		dpd_err("agent of pid %d speaks protocol %u.%u, we %u.%u: refused", (int)cred.pid,
+			hello.major, hello.minor, DP_APP_MAJOR, DP_APP_MINOR);
+		close(fd);
+		return 0;
+	}
+	if (ret || hello.type != DP_APP_HELLO) {
+		dpd_err("agent of pid %d: no HELLO (%s)", (int)cred.pid,
+			ret == -EPROTO ? dp_proto_err_str(why) : strerror(-ret));
+		dp_app_msg_release(&hello);
+		close(fd);
+		return 0;
+	}
+	if ((pid_t)hello.hello.pid != cred.pid)
+		dpd_info("agent says pid %u, its socket says %d: using %d", hello.hello.pid,
+			 (int)cred.pid, (int)cred.pid);
+
+	p = dpd_proc_find(cred.pid);
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			dp_app_msg_release(&hello);
+			close(fd);
+			return 0;
+		}
+		p->pid = cred.pid;
+		p->fd = -1;
+		p->next_id = 1;
+		p->next = dpd_procs;
+		dpd_procs = p;
+	}
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = fd;
+	p->uid = cred.uid;
+	p->seq = 1;
+	p->probe_hit = hello.hello.probe_hit;
+	p->minor = hello.minor;
+	if (adopt_state(p, &hello.hello.state))
+		dpd_err("process %d: out of memory recording its state", (int)p->pid);
+	rep.seq = hello.seq;
+	dp_app_msg_release(&hello);
+
+	rep.hello_reply.major = DP_APP_MAJOR;
+	rep.hello_reply.minor = DP_APP_MINOR;
+	rep.hello_reply.daemon_pid = (uint32_t)getpid();
+	ret = dp_app_send(fd, &rep, DP_APP_TIMEOUT_MS);
+	if (ret) {
+		dpd_err("process %d: cannot answer HELLO: %s", (int)p->pid, strerror(-ret));
+		conn_lost(p);
+		return 0;
+	}
+	p->go_pending = true;
+	dpd_info("agent of process %d connected (protocol %u.%u)", (int)p->pid, DP_APP_MAJOR,
+		 p->minor);
+	return 0;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		struct dpd_proc *p = dpd_proc_find(pid);
+		struct pollfd pfd = { .fd = dpd_app_listen_fd, .events = POLLIN };
+		int64_t left = deadline - now_ms();
+
+		if (p && p->fd >= 0)
+			return p;
+		if (left <= 0 || !proc_alive(pid))
+			return NULL;
+		/* Short naps: a process that dies meanwhile is noticed. */
+		if (poll(&pfd, 1, left > 100 ? 100 : (int)left) > 0)
+			while (dpd_agent_accept() == 0)
+				;
+	}
+}
+
+int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg *rep,
+		   struct dpd_msg *msg)
+{
+	enum dp_proto_err why = DP_PROTO_ERR_NONE;
+	const char *name = dp_app_type_name(req->type);
+	int ret;
+
+	memset(rep, 0, sizeof(*rep));
+	if (p->fd < 0) {
+		dpd_msg_set(msg, "the agent of process %d is not connected", (int)p->pid);
+		return -ENOTCONN;
+	}
+	ret = dp_app_call(p->fd, req, &p->seq, rep, DP_APP_TIMEOUT_MS, &why);
+	if (ret == -EOPNOTSUPP) {
+		dpd_msg_set(msg, "the agent of process %d does not know %s: it is older than "
+				 "this daemon", (int)p->pid, name);
+		return ret;
+	}
+	if (ret) {
+		bool alive = proc_alive(p->pid);
+
+		if (!alive)
+			dpd_msg_set(msg, "process %d exited during the operation", (int)p->pid);
+		else
+			dpd_msg_set(msg, "the agent of process %d did not answer %s: %s",
+				    (int)p->pid, name,
+				    ret == -EPROTO ? dp_proto_err_str(why) : strerror(-ret));
+		dpd_dbg("%s to %d: %s", name, (int)p->pid, msg->text);
+		/* The stream cannot be trusted after a failed call. */
+		if (p->fd >= 0)
+			close(p->fd);
+		p->fd = -1;
+		return alive ? ret : -ESRCH;
+	}
+	switch (rep->type) {
+	case DP_APP_DEFINE_PROBE_REPLY:
+	case DP_APP_ALLOC_CODE_REPLY:
+	case DP_APP_NOTE_INSTALLED_REPLY:
+	case DP_APP_NOTE_REMOVED_REPLY:
+		if (rep->result.status) {
+			dpd_msg_set(msg, "process %d: %s", (int)p->pid, rep->result.error);
+			return rep->result.status;
+		}
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+void dpd_agent_readable(struct dpd_proc *p)
+{
+	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+	struct dp_app_msg m;
+	enum dp_proto_err why;
+	int ret;
+
+	/* The loop's readiness may be stale (the descriptor served meanwhile,
+	 * or reused by another connection): look again, without waiting. */
+	if (poll(&pfd, 1, 0) <= 0)
+		return;
+	/* Agents only answer; anything else is a closed connection or noise. */
+	ret = dp_app_recv(p->fd, &m, DP_APP_TIMEOUT_MS, &why);
+	if (ret == 0) {
+		dpd_dbg("process %d: unexpected %s", (int)p->pid,
+			dp_app_type_name(m.type) ? dp_app_type_name(m.type) : "message");
+		dp_app_msg_release(&m);
+		return;
+	}
+	if (ret == -EPROTO && !dp_proto_err_fatal(why))
+		return;
+	conn_lost(p);
+}
+
+uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *ev,
+			      uint32_t *njump, uint32_t *nint3)
+{
+	uint32_t n = 0;
+
+	*njump = *nint3 = 0;
+	for (uint32_t i = 0; i < p->nsites; i++) {
+		const struct dpd_site *s = &p->sites[i];
+
+		if (!s->installed || (ev && s->ev != ev))
+			continue;
+		n++;
+		if (s->patch.method == DP_APP_METHOD_INT3)
+			(*nint3)++;
+		else
+			(*njump)++;
+	}
+	return n;
+}
+
+/* Whether ev has any site installed in p. */
+static bool installed_in(const struct dpd_proc *p, const struct dpd_event *ev)
+{
+	uint32_t j, i;
+
+	return dpd_proc_count_sites(p, ev, &j, &i) > 0;
+}
+
+/*
+ * What the agent reports against the process's code: a patch whose site
+ * holds its original bytes is not there (a daemon died between noting an
+ * int3 and writing it, or restored a site while the agent was away): the
+ * agent is told, and the record dropped.
+ */
+static void reconcile(struct dpd_proc *p)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)p->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (uint32_t i = 0; i < p->nsites && p->fd >= 0; i++) {
+		struct dpd_site *s = &p->sites[i];
+		uint8_t cur[DP_APP_MAX_ORIG];
+		struct dp_app_msg req = { .type = DP_APP_NOTE_REMOVED }, rep;
+		struct dpd_msg msg;
+
+		if (!s->installed || pread(fd, cur, s->patch.len, (off_t)s->patch.site) !=
+					     (ssize_t)s->patch.len ||
+		    memcmp(cur, s->patch.orig, s->patch.len))
+			continue;
+		dpd_info("process %d: the patch at 0x%" PRIx64 " its agent reports is not in "
+			 "its code: forgotten", (int)p->pid, s->patch.site);
+		s->installed = false;
+		req.note_removed = s->patch.site;
+		dpd_agent_call(p, &req, &rep, &msg);
+		dp_app_msg_release(&rep);
+	}
+	close(fd);
+}
+
+static void run_pending(struct dpd_proc *p)
+{
+	struct dp_app_msg req = { .type = DP_APP_GO }, rep;
+	struct dpd_msg msg;
+	pid_t pid = p->pid;
+
+	if (p->recovered) {
+		p->recovered = false;
+		reconcile(p);
+		if (p->fd < 0)
+			return;
+	}
+
+	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
+		struct dp_client_proc rp;
+
+		/* By path: the owner's own processes, root's included (root
+		 * names other users' processes by pid). */
+		if (!ev->enabled || ev->npids || !ev->obj || ev->owner != p->uid)
+			continue;
+		if (installed_in(p, ev) || !dpd_object_mapped(ev->obj, pid))
+			continue;
+		memset(&rp, 0, sizeof(rp));
+		dpd_install(ev, pid, &rp);
+		dpd_info("process %d started with the agent: %s: %s", (int)pid, ev->names[0],
+			 rp.status ? rp.message : "installed");
+		free(rp.sites);
+		/* The process may have gone meanwhile. */
+		p = dpd_proc_find(pid);
+		if (!p || p->fd < 0)
+			return;
+	}
+	if (p->minor < 1)
+		return;	/* an agent that does not know GO does not wait for it */
+	if (dpd_agent_call(p, &req, &rep, &msg))
+		dpd_info("GO to process %d: %s", (int)pid, msg.text);
+	dp_app_msg_release(&rep);
+}
+
+void dpd_procs_reap(void)
+{
+	bool again = true;
+
+	/* Processes whose agent went away are not polled: look at them. */
+	while (again) {
+		again = false;
+		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
+			if (p->fd >= 0 || proc_alive(p->pid))
+				continue;
+			dpd_proc_forget(p);
+			again = true;
+			break;
+		}
+	}
+}
+
+void dpd_agents_run_pending(void)
+{
+	bool again = true;
+
+	/* Restart from the head after each one: installing may forget
+	 * processes, or accept new ones. */
+	while (again) {
+		again = false;
+		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
+			if (!p->go_pending || p->fd < 0)
+				continue;
+			p->go_pending = false;
+			run_pending(p);
+			again = true;
+			break;
+		}
+	}
+}

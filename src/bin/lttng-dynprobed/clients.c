@@ -1,0 +1,693 @@
+/*
+ * The client protocol's requests (proto/client.h): who may ask what
+ * (SO_PEERCRED: a client targets only processes it could ptrace itself, and
+ * sees only its own events; root everything), and what each request does to
+ * the daemon's events and the processes.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+struct dpd_client *dpd_clients;
+
+int dpd_client_accept(int listen_fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct dpd_client *c;
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		close(fd);
+		return 0;
+	}
+	/* The socket is 0600; a second check costs nothing. */
+	if (cred.uid != geteuid() && cred.uid != 0) {
+		dpd_err("client pid %d of uid %u refused", (int)cred.pid, (unsigned)cred.uid);
+		close(fd);
+		return 0;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return 0;
+	}
+	c->fd = fd;
+	c->uid = cred.uid;
+	c->pid = cred.pid;
+	c->next = dpd_clients;
+	dpd_clients = c;
+	dpd_dbg("client pid %d connected", (int)c->pid);
+	return 0;
+}
+
+void dpd_client_close(struct dpd_client *c)
+{
+	for (struct dpd_client **pp = &dpd_clients; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	close(c->fd);
+	free(c);
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static void user_name(uid_t uid, char *out, size_t size)
+{
+	struct passwd pw, *res = NULL;
+	char buf[1024];
+
+	if (!getpwuid_r(uid, &pw, buf, sizeof(buf), &res) && res)
+		snprintf(out, size, "%s (uid %u)", res->pw_name, (unsigned)uid);
+	else
+		snprintf(out, size, "uid %u", (unsigned)uid);
+}
+
+/* Real, effective and saved uids, and the thread group of pid: 0 or -ESRCH. */
+static int proc_ids(pid_t pid, uid_t uid[3], pid_t *tgid)
+{
+	char path[64], line[256];
+	unsigned long u[3];
+	bool got_uid = false;
+	long t = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Tgid: %ld", &t) == 1)
+			continue;
+		if (sscanf(line, "Uid: %lu %lu %lu", &u[0], &u[1], &u[2]) == 3)
+			got_uid = true;
+	}
+	fclose(f);
+	if (!got_uid || t < 0)
+		return -ESRCH;
+	for (int i = 0; i < 3; i++)
+		uid[i] = (uid_t)u[i];
+	*tgid = (pid_t)t;
+	return 0;
+}
+
+/* Whether the client may probe pid.  0 or -errno with a message. */
+static int check_pid(const struct dpd_client *c, pid_t pid, struct dpd_msg *msg)
+{
+	uid_t uid[3];
+	pid_t tgid;
+	char who[128], you[128];
+
+	if (pid <= 0 || proc_ids(pid, uid, &tgid)) {
+		dpd_msg_set(msg, "no process %d: give the pid of a running process (ps -e lists "
+				 "them)", (int)pid);
+		return -ESRCH;
+	}
+	if (tgid != pid) {
+		dpd_msg_set(msg, "%d is a thread of process %d: give the process id %d", (int)pid,
+			    (int)tgid, (int)tgid);
+		return -EINVAL;
+	}
+	if (pid == getpid()) {
+		dpd_msg_set(msg, "process %d is lttng-dynprobed itself: it cannot be probed",
+			    (int)pid);
+		return -EINVAL;
+	}
+	if (c->uid == 0)
+		return 0;
+	if (uid[0] != c->uid || uid[1] != c->uid || uid[2] != c->uid) {
+		user_name(uid[0] != c->uid ? uid[0] : uid[1] != c->uid ? uid[1] : uid[2], who,
+			  sizeof(who));
+		user_name(c->uid, you, sizeof(you));
+		dpd_msg_set(msg, "process %d belongs to %s, not to you (%s): only its owner or "
+				 "root may probe it", (int)pid, who, you);
+		return -EPERM;
+	}
+	return 0;
+}
+
+static bool may_see(const struct dpd_client *c, const struct dpd_event *ev)
+{
+	return c->uid == 0 || ev->owner == c->uid;
+}
+
+/* An event by (session, channel, name as typed or as lttng names it). */
+static struct dpd_event *find_event(const struct dpd_client *c, const char *session,
+				    const char *channel, const char *event)
+{
+	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
+		if (!may_see(c, ev) || strcmp(ev->session, session) ||
+		    strcmp(ev->channel, channel))
+			continue;
+		if (!strcmp(ev->event, event))
+			return ev;
+		for (uint32_t i = 0; i < ev->nnames; i++)
+			if (!strcmp(ev->names[i], event))
+				return ev;
+	}
+	return NULL;
+}
+
+static bool has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+static void set_report(struct dp_client_report *r, int status, const struct dpd_msg *msg)
+{
+	r->status = status > 0 ? -status : status;
+	snprintf(r->message, sizeof(r->message), "%s", msg->text);
+}
+
+static void add_names(struct dp_client_report *r, const struct dpd_event *ev)
+{
+	for (uint32_t i = 0; i < ev->nnames; i++)
+		if (r->nevents < DP_CLIENT_MAX_NAMES)
+			dp_client_report_add_event(r, ev->names[i]);
+}
+
+/* Installs ev in its processes (explicit pids, or every mapper).  With
+ * explicit pids, the first failure is returned (the caller rolls back). */
+static int install_all(struct dpd_event *ev, struct dp_client_report *r, struct dpd_msg *msg)
+{
+	pid_t *pids = NULL;
+	size_t n = 0;
+	int ret = 0;
+
+	if (ev->npids) {
+		for (uint32_t i = 0; i < ev->npids && !ret; i++) {
+			struct dp_client_proc *rp = dp_client_report_add_proc(r);
+			struct dp_client_proc tmp;
+
+			if (!rp) {
+				memset(&tmp, 0, sizeof(tmp));
+				rp = &tmp;
+			}
+			ret = dpd_install(ev, (pid_t)ev->pids[i], rp);
+			if (ret)
+				dpd_msg_set(msg, "%s", rp->message);
+			if (rp == &tmp)
+				free(tmp.sites);
+		}
+		return ret;
+	}
+	dpd_find_mappers(ev, &pids, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct dp_client_proc *rp = dp_client_report_add_proc(r);
+		struct dp_client_proc tmp;
+
+		if (!rp) {
+			memset(&tmp, 0, sizeof(tmp));
+			rp = &tmp;
+		}
+		dpd_install(ev, pids[i], rp);
+		if (rp == &tmp)
+			free(tmp.sites);
+	}
+	free(pids);
+	if (!n)
+		dpd_msg_set(msg, "no process maps %s now: the probes will be installed in "
+				 "processes that start with the agent preloaded (lttng trace)",
+			    ev->path);
+	return 0;
+}
+
+static bool same_spec(const struct dpd_event *ev, const struct dp_client_enable *e)
+{
+	if (ev->kind != e->kind || strcmp(ev->location, e->location) || strcmp(ev->path, e->path) ||
+	    ev->npids != e->npids)
+		return false;
+	for (uint32_t i = 0; i < e->npids; i++)
+		if (ev->pids[i] != e->pids[i])
+			return false;
+	/* Contexts added later (ADD_CONTEXT) are the event's own: an ENABLE
+	 * that repeats the first ones is the same event. */
+	if (e->nctx > ev->nctx)
+		return false;
+	for (uint32_t i = 0; i < e->nctx; i++)
+		if (strcmp(ev->ctx[i], e->ctx[i]))
+			return false;
+	return true;
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+static void do_enable(const struct dpd_client *c, const struct dp_client_enable *e,
+		      struct dp_client_report *r)
+{
+	struct dpd_msg msg = { "" };
+	struct dpd_event *ev;
+	int ret;
+
+	if (has_control(e->session) || has_control(e->channel) || has_control(e->event) ||
+	    has_control(e->location) || has_control(e->path)) {
+		dpd_msg_set(&msg, "names, locations and paths may not hold control characters");
+		set_report(r, -EINVAL, &msg);
+		return;
+	}
+	if (e->path[0] != '/') {
+		dpd_msg_set(&msg, "the path '%s' is not absolute: give the object's full path",
+			    e->path);
+		set_report(r, -EINVAL, &msg);
+		return;
+	}
+	ev = find_event(c, e->session, e->channel, e->event);
+	if (ev) {
+		if (!same_spec(ev, e)) {
+			dpd_msg_set(&msg, "event '%s' already exists in channel %s of session %s "
+					  "with another spec (%s in %s): give it another name, or "
+					  "destroy the session", e->event, e->channel, e->session,
+				    ev->location, ev->path);
+			set_report(r, -EEXIST, &msg);
+			return;
+		}
+		for (uint32_t i = 0; i < ev->npids; i++) {
+			ret = check_pid(c, (pid_t)ev->pids[i], &msg);
+			if (ret) {
+				set_report(r, ret, &msg);
+				return;
+			}
+		}
+		add_names(r, ev);
+		ev->enabled = true;
+		ret = install_all(ev, r, &msg);
+		if (ret && ev->npids)
+			dpd_remove_everywhere(ev, NULL);
+		ev->enabled = !ret;
+		dpd_state_save();
+		set_report(r, ret, &msg);
+		return;
+	}
+
+	for (uint32_t i = 0; i < e->npids; i++) {
+		ret = check_pid(c, (pid_t)e->pids[i], &msg);
+		if (ret) {
+			set_report(r, ret, &msg);
+			return;
+		}
+	}
+	ev = calloc(1, sizeof(*ev));
+	if (!ev) {
+		dpd_msg_set(&msg, "out of memory");
+		set_report(r, -ENOMEM, &msg);
+		return;
+	}
+	ev->owner = c->uid;
+	snprintf(ev->session, sizeof(ev->session), "%s", e->session);
+	snprintf(ev->channel, sizeof(ev->channel), "%s", e->channel);
+	snprintf(ev->event, sizeof(ev->event), "%s", e->event);
+	ev->kind = e->kind;
+	snprintf(ev->location, sizeof(ev->location), "%s", e->location);
+	snprintf(ev->path, sizeof(ev->path), "%s", e->path);
+	ev->npids = e->npids;
+	ev->pids = calloc(e->npids ? e->npids : 1, sizeof(*ev->pids));
+	ev->nctx = e->nctx;
+	ev->ctx = calloc(e->nctx ? e->nctx : 1, sizeof(*ev->ctx));
+	if (!ev->pids || !ev->ctx) {
+		dpd_event_free(ev);
+		dpd_msg_set(&msg, "out of memory");
+		set_report(r, -ENOMEM, &msg);
+		return;
+	}
+	if (e->npids)
+		memcpy(ev->pids, e->pids, e->npids * sizeof(*ev->pids));
+	if (e->nctx)
+		memcpy(ev->ctx, e->ctx, e->nctx * sizeof(*ev->ctx));
+	ret = dpd_event_names(ev, &msg);
+	if (!ret)
+		ret = dpd_event_resolve(ev, &msg);
+	if (ret) {
+		dpd_event_free(ev);
+		set_report(r, ret, &msg);
+		return;
+	}
+	add_names(r, ev);
+	/* Listed before installing: agents that say HELLO meanwhile (an
+	 * injected one, a process starting) find it. */
+	ev->enabled = true;
+	ev->next = dpd_events;
+	dpd_events = ev;
+	ret = install_all(ev, r, &msg);
+	if (ret) {
+		/* With explicit pids it is all or nothing. */
+		dpd_remove_everywhere(ev, NULL);
+		dpd_event_unlink(ev);
+		dpd_event_free(ev);
+		set_report(r, ret, &msg);
+		return;
+	}
+	dpd_state_save();
+	dpd_info("enabled %s (%s in %s) for session %s", ev->names[0], ev->location, ev->path,
+		 ev->session);
+	set_report(r, 0, &msg);
+}
+
+static void do_disable(const struct dpd_client *c, const struct dp_client_event_ref *d,
+		       struct dp_client_report *r)
+{
+	struct dpd_msg msg = { "" };
+	struct dpd_event *ev = find_event(c, d->session, d->channel, d->event);
+
+	if (!ev) {
+		dpd_msg_set(&msg, "no dynamic event '%s' in channel %s of session %s", d->event,
+			    d->channel, d->session);
+		set_report(r, -ENOENT, &msg);
+		return;
+	}
+	add_names(r, ev);
+	ev->enabled = false;
+	dpd_remove_everywhere(ev, r);
+	dpd_state_save();
+	set_report(r, 0, &msg);
+}
+
+static void do_add_context(const struct dpd_client *c, const struct dp_client_add_context *a,
+			   struct dp_client_report *r)
+{
+	struct dpd_msg msg = { "" };
+	struct dpd_event *match[256];
+	size_t n = 0;
+	int ret = 0;
+
+	for (struct dpd_event *ev = dpd_events; ev && n < 256; ev = ev->next) {
+		if (!may_see(c, ev) || strcmp(ev->session, a->session) ||
+		    strcmp(ev->channel, a->channel))
+			continue;
+		if (a->event[0] && ev != find_event(c, a->session, a->channel, a->event))
+			continue;
+		match[n++] = ev;
+	}
+	if (!n) {
+		if (a->event[0])
+			dpd_msg_set(&msg, "no dynamic event '%s' in channel %s of session %s",
+				    a->event, a->channel, a->session);
+		else
+			dpd_msg_set(&msg, "no dynamic event in channel %s of session %s",
+				    a->channel, a->session);
+		set_report(r, -ENOENT, &msg);
+		return;
+	}
+	/* Everything is checked before anything changes. */
+	for (size_t i = 0; i < n && !ret; i++) {
+		struct dpd_event *ev = match[i];
+
+		if (ev->nctx + a->nctx > DP_CLIENT_MAX_CTX) {
+			dpd_msg_set(&msg, "event %s would have more than %d contexts", ev->names[0],
+				    DP_CLIENT_MAX_CTX);
+			ret = -E2BIG;
+			break;
+		}
+		for (uint32_t k = 0; k < a->nctx && !ret; k++) {
+			struct dp_ctx nc, oc;
+
+			ret = dpd_resolve_ctx(ev->obj, a->ctx[k], 0, &nc, &msg);
+			for (uint32_t j = 0; j < ev->nctx + k && !ret; j++) {
+				const char *spec = j < ev->nctx ? ev->ctx[j] : a->ctx[j - ev->nctx];
+
+				if (dpd_resolve_ctx(ev->obj, spec, 0, &oc, &msg))
+					continue;
+				if (!strcmp(oc.name, nc.name) && nc.kind != DP_CTX_REGS) {
+					dpd_msg_set(&msg, "event %s already records a field '%s' "
+							  "(context '%s'): choose another name",
+						    ev->names[0], nc.name, spec);
+					ret = -EEXIST;
+				}
+			}
+		}
+	}
+	if (ret) {
+		set_report(r, ret, &msg);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct dpd_event *ev = match[i];
+		char (*v)[DP_CLIENT_CTX_MAX] = realloc(ev->ctx, (ev->nctx + a->nctx) * sizeof(*v));
+
+		if (!v) {
+			dpd_msg_set(&msg, "out of memory");
+			set_report(r, -ENOMEM, &msg);
+			return;
+		}
+		ev->ctx = v;
+		memcpy(ev->ctx + ev->nctx, a->ctx, a->nctx * sizeof(*v));
+		ev->nctx += a->nctx;
+		if (r->nevents < DP_CLIENT_MAX_NAMES)
+			add_names(r, ev);
+		/* A new field layout is a new event class: the probes are
+		 * defined again and the sites re-patched. */
+		if (ev->enabled) {
+			dpd_remove_everywhere(ev, NULL);
+			install_all(ev, r, &msg);
+		}
+	}
+	dpd_state_save();
+	set_report(r, 0, &msg);
+}
+
+static int fill_event(struct dp_client_event *out, const struct dpd_event *ev)
+{
+	snprintf(out->session, sizeof(out->session), "%s", ev->session);
+	snprintf(out->channel, sizeof(out->channel), "%s", ev->channel);
+	snprintf(out->event, sizeof(out->event), "%s", ev->event);
+	out->kind = ev->kind;
+	snprintf(out->location, sizeof(out->location), "%s", ev->location);
+	snprintf(out->path, sizeof(out->path), "%s", ev->path);
+	out->enabled = ev->enabled;
+	out->npids = ev->npids;
+	out->pids = calloc(ev->npids ? ev->npids : 1, sizeof(*out->pids));
+	out->nctx = ev->nctx;
+	out->ctx = calloc(ev->nctx ? ev->nctx : 1, sizeof(*out->ctx));
+	out->nnames = ev->nnames;
+	out->names = calloc(ev->nnames ? ev->nnames : 1, sizeof(*out->names));
+	if (!out->pids || !out->ctx || !out->names)
+		return -ENOMEM;
+	memcpy(out->pids, ev->pids, ev->npids * sizeof(*out->pids));
+	memcpy(out->ctx, ev->ctx, ev->nctx * sizeof(*out->ctx));
+	memcpy(out->names, ev->names, ev->nnames * sizeof(*out->names));
+	return 0;
+}
+
+static void add_proc_counts(struct dp_client_event *out, const struct dpd_event *ev,
+			    const char *orphan)
+{
+	for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
+		uint32_t nj = 0, ni = 0;
+		struct dp_client_proc *rp, *v;
+
+		for (uint32_t i = 0; i < p->nsites; i++) {
+			const struct dpd_site *s = &p->sites[i];
+
+			if (!s->installed || s->ev != ev || (orphan && strcmp(s->event, orphan)))
+				continue;
+			if (s->patch.method == DP_APP_METHOD_INT3)
+				ni++;
+			else
+				nj++;
+		}
+		if (!nj && !ni)
+			continue;
+		v = realloc(out->procs, (out->nprocs + 1) * sizeof(*v));
+		if (!v)
+			return;
+		out->procs = v;
+		rp = &out->procs[out->nprocs++];
+		memset(rp, 0, sizeof(*rp));
+		rp->pid = (uint32_t)p->pid;
+		rp->njump = nj;
+		rp->nint3 = ni;
+	}
+}
+
+static void do_list(const struct dpd_client *c, const char *session,
+		    struct dp_client_list_reply *l)
+{
+	size_t n = 0, cap = 0;
+
+	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next)
+		cap++;
+	/* Patches no event claims (recovered from agents) are listed by their
+	 * lttng name under an unknown session, when every session is asked. */
+	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
+		cap += p->nsites;
+	l->events = calloc(cap ? cap : 1, sizeof(*l->events));
+	if (!l->events) {
+		l->status = -ENOMEM;
+		snprintf(l->message, sizeof(l->message), "out of memory");
+		return;
+	}
+	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
+		if (!may_see(c, ev) || (session[0] && strcmp(ev->session, session)))
+			continue;
+		if (fill_event(&l->events[n], ev))
+			break;
+		add_proc_counts(&l->events[n], ev, NULL);
+		n++;
+	}
+	if (!session[0] && c->uid == 0) {
+		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
+			for (uint32_t i = 0; i < p->nsites; i++) {
+				const struct dpd_site *s = &p->sites[i];
+				bool seen = false;
+
+				if (!s->installed || s->ev || !s->event[0])
+					continue;
+				for (size_t k = 0; k < n && !seen; k++)
+					seen = !strcmp(l->events[k].session, "(unknown)") &&
+					       !strcmp(l->events[k].event, s->event);
+				if (seen)
+					continue;
+				struct dp_client_event *out = &l->events[n++];
+
+				snprintf(out->session, sizeof(out->session), "(unknown)");
+				snprintf(out->channel, sizeof(out->channel), "(unknown)");
+				snprintf(out->event, sizeof(out->event), "%s", s->event);
+				out->kind = DP_CLIENT_KIND_PROBE;
+				out->enabled = true;
+				add_proc_counts(out, NULL, s->event);
+			}
+		}
+	}
+	l->nevents = (uint32_t)n;
+}
+
+void dpd_session_drop(const char *session, uid_t uid, struct dp_client_report *rep)
+{
+	struct dpd_event *ev, *next;
+	bool changed = false;
+
+	for (ev = dpd_events; ev; ev = next) {
+		next = ev->next;
+		if (strcmp(ev->session, session) || (uid && ev->owner != uid))
+			continue;
+		dpd_info("session %s: removing %s", session, ev->names[0]);
+		dpd_remove_everywhere(ev, rep);
+		dpd_event_unlink(ev);
+		dpd_event_free(ev);
+		changed = true;
+	}
+	if (changed)
+		dpd_state_save();
+}
+
+/* ---- dispatch --------------------------------------------------------- */
+
+static bool reply(struct dpd_client *c, struct dp_client_msg *rep)
+{
+	int ret = dp_client_send(c->fd, rep, DP_CLIENT_TIMEOUT_MS);
+
+	if (ret)
+		dpd_info("client pid %d: cannot send %s: %s", (int)c->pid,
+			 dp_client_type_name(rep->type), strerror(-ret));
+	dp_client_msg_release(rep);
+	return ret == 0;
+}
+
+bool dpd_client_serve(struct dpd_client *c)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	struct dp_client_msg req, rep;
+	enum dp_proto_err why;
+	int ret;
+
+	/* The loop's readiness may be stale (see dpd_agent_readable). */
+	if (poll(&pfd, 1, 0) <= 0)
+		return true;
+	ret = dp_client_recv(c->fd, &req, DP_CLIENT_TIMEOUT_MS, &why);
+	if (ret == -ECONNRESET)
+		return false;
+	memset(&rep, 0, sizeof(rep));
+	rep.seq = req.seq;
+	if (ret == -EPROTO && why == DP_PROTO_ERR_VERSION) {
+		rep.type = DP_CLIENT_REFUSE;
+		rep.refuse.major = DP_CLIENT_MAJOR;
+		rep.refuse.minor = DP_CLIENT_MINOR;
+		snprintf(rep.refuse.reason, sizeof(rep.refuse.reason),
+			 "lttng-dynprobed speaks protocol %u.%u, the client %u.%u: use a CLI of "
+			 "the same version", DP_CLIENT_MAJOR, DP_CLIENT_MINOR, req.major,
+			 req.minor);
+		reply(c, &rep);
+		return false;
+	}
+	if (ret == -EPROTO && !dp_proto_err_fatal(why) && !(req.type & DP_FRAME_REPLY)) {
+		dpd_info("client pid %d: bad %s: %s", (int)c->pid,
+			 dp_client_type_name(req.type) ? dp_client_type_name(req.type) : "request",
+			 dp_proto_err_str(why));
+		rep.type = req.type | DP_FRAME_REPLY;
+		if (why == DP_PROTO_ERR_TYPE || req.type == DP_CLIENT_PING) {
+			rep.type = DP_CLIENT_UNSUPPORTED;
+			rep.unsupported = req.type;
+		} else if (req.type == DP_CLIENT_LIST) {
+			rep.list_reply.status = -EBADMSG;
+			snprintf(rep.list_reply.message, sizeof(rep.list_reply.message), "%s",
+				 dp_proto_err_str(why));
+		} else if (req.type == DP_CLIENT_SITES) {
+			rep.sites_reply.status = -EBADMSG;
+			snprintf(rep.sites_reply.message, sizeof(rep.sites_reply.message), "%s",
+				 dp_proto_err_str(why));
+		} else {
+			rep.report.status = -EBADMSG;
+			snprintf(rep.report.message, sizeof(rep.report.message), "%s",
+				 dp_proto_err_str(why));
+		}
+		return reply(c, &rep);
+	}
+	if (ret)
+		return false;
+
+	dpd_dbg("client pid %d: %s", (int)c->pid, dp_client_type_name(req.type));
+	rep.type = req.type | DP_FRAME_REPLY;
+	switch (req.type) {
+	case DP_CLIENT_ENABLE:
+		do_enable(c, &req.enable, &rep.report);
+		break;
+	case DP_CLIENT_DISABLE:
+		do_disable(c, &req.disable, &rep.report);
+		break;
+	case DP_CLIENT_ADD_CONTEXT:
+		do_add_context(c, &req.add_context, &rep.report);
+		break;
+	case DP_CLIENT_LIST:
+		do_list(c, req.list, &rep.list_reply);
+		break;
+	case DP_CLIENT_SITES:
+		dpd_sites(req.sites.path, req.sites.function, &rep.sites_reply);
+		break;
+	case DP_CLIENT_SESSION_DESTROYED:
+		dpd_session_drop(req.session_destroyed, c->uid, &rep.report);
+		break;
+	case DP_CLIENT_PING:
+		rep.ping_reply.cookie = req.ping;
+		rep.ping_reply.daemon_pid = (uint32_t)getpid();
+		snprintf(rep.ping_reply.version, sizeof(rep.ping_reply.version), "%s",
+			 PACKAGE_VERSION);
+		break;
+	default:
+		/* A reply sent to us, or a type this version knows but serves
+		 * not: either way, not understood. */
+		rep.type = DP_CLIENT_UNSUPPORTED;
+		rep.unsupported = req.type;
+		break;
+	}
+	if (rep.type == DP_CLIENT_ENABLE_REPLY || rep.type == DP_CLIENT_DISABLE_REPLY ||
+	    rep.type == DP_CLIENT_ADD_CONTEXT_REPLY)
+		dpd_dbg("client pid %d: %s: %d %s", (int)c->pid, dp_client_type_name(rep.type),
+			rep.report.status, rep.report.message);
+	dp_client_msg_release(&req);
+	return reply(c, &rep);
+}

@@ -1,0 +1,279 @@
+/*
+ * lttng-dynprobed's state and the contract between its files.
+ *
+ *   main.c      options, the pid file, sockets, signals, the event loop
+ *   log.c       messages on stderr or a log file
+ *   state.c     dynamic events (sessions -> events -> specs), their file
+ *   resolve.c   specs against objects: locations, symbols, contexts, plans,
+ *               where an object is mapped in a process
+ *   agents.c    agent connections: HELLO, requests, what each process holds
+ *   install.c   patching and unpatching one event in one process
+ *   clients.c   the client protocol's requests
+ *   sessions.c  noticing destroyed sessions (liblttng-ctl)
+ *
+ * One thread does everything: requests are served one at a time, so that
+ * nothing here needs a lock, and ptrace (tied to the tracing thread) is
+ * always used from the same thread.
+ */
+#ifndef DPD_DAEMON_H
+#define DPD_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "patch/plan.h"
+#include "proto/app.h"
+#include "proto/client.h"
+
+/* ---- log.c ---- */
+
+enum dpd_level { DPD_ERR, DPD_INFO, DPD_DEBUG };
+
+extern int dpd_verbosity;	/* messages above it are dropped */
+int dpd_log_open(const char *path);
+void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define dpd_err(...) dpd_log(DPD_ERR, __VA_ARGS__)
+#define dpd_info(...) dpd_log(DPD_INFO, __VA_ARGS__)
+#define dpd_dbg(...) dpd_log(DPD_DEBUG, __VA_ARGS__)
+
+/* ---- main.c: settings ---- */
+
+struct dpd_config {
+	const char *agent_path;		/* the agent injected into processes */
+	int poll_ms;			/* session polling period (0: none) */
+	int test_pause_ms;		/* tests: pause in the middle of each install */
+	char run_dir[DP_CLIENT_PATH_MAX];
+	char state_path[DP_CLIENT_PATH_MAX + 32];
+};
+extern struct dpd_config dpd_cfg;
+
+/* Set by SIGTERM/SIGINT: the loop ends, every site is restored. */
+extern volatile int dpd_quit;
+
+/* ---- messages ---- */
+
+/* A user message buffer, one line. */
+struct dpd_msg {
+	char text[DP_CLIENT_MSG_MAX];
+};
+void dpd_msg_set(struct dpd_msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- resolve.c ---- */
+
+/* A cached, analysed object file (never closed while the daemon runs). */
+struct dpd_object {
+	char path[DP_CLIENT_PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	int64_t mtime_ns;
+	struct dp_object *obj;
+	uint64_t first_vaddr;		/* of the first loadable segment, page-aligned */
+	bool pie;			/* ET_DYN: loaded with a bias */
+	struct dpd_object *next;
+};
+
+/* The object at path (opened and cached; reopened when the file changed).
+ * NULL with a message. */
+struct dpd_object *dpd_object_get(const char *path, struct dpd_msg *msg);
+
+/* Roles of a probe point. */
+enum dpd_role {
+	DPD_ROLE_PROBE,		/* --probe */
+	DPD_ROLE_ENTRY,		/* --function: entry */
+	DPD_ROLE_RETURN,	/* --function: a return site */
+};
+
+struct dpd_point {
+	uint64_t vaddr;
+	uint8_t role;		/* enum dpd_role */
+};
+
+/*
+ * Resolves an ENABLE's location in an object into points: one for a probe,
+ * the entry and the return sites for a function.  0, or -errno with a
+ * one-line message (symbol not found with close names, not a boundary with
+ * the neighbours, not executable, ...).
+ */
+int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kind,
+			 struct dpd_point **points, uint32_t *npoints, struct dpd_msg *msg);
+
+/* Parses a number as typed: 0NNN octal, decimal, 0xNNN hex.  0 or -EINVAL. */
+int dpd_parse_number(const char *s, uint64_t *out);
+
+/*
+ * A context spec for one process: symbols of the object in ADDR replaced by
+ * their run-time address (bias added), then parsed.  0, or -errno with a
+ * message.
+ */
+int dpd_resolve_ctx(struct dpd_object *o, const char *spec, uint64_t bias, struct dp_ctx *out,
+		    struct dpd_msg *msg);
+
+/*
+ * Where the object is loaded in pid: its load bias (0 for a non-PIE
+ * executable).  The mapping must be the same file (device and inode).
+ * 0, -ENOENT when pid does not map it, -ESRCH when pid is gone.
+ */
+int dpd_object_bias(struct dpd_object *o, pid_t pid, uint64_t *bias);
+
+/* Whether pid maps the object (same file). */
+bool dpd_object_mapped(struct dpd_object *o, pid_t pid);
+
+/* Fills a SITES reply. */
+void dpd_sites(const char *path, const char *function, struct dp_client_sites_reply *rep);
+
+/* How a planned patch installs, in the client protocol's words. */
+void dpd_plan_method(const struct dp_patch *pl, struct dp_client_site *s);
+
+/* ---- state.c ---- */
+
+struct dpd_event {
+	struct dpd_event *next;
+	uid_t owner;
+	char session[DP_CLIENT_NAME_MAX];
+	char channel[DP_CLIENT_NAME_MAX];
+	char event[DP_CLIENT_EVENT_MAX];	/* as given */
+	uint8_t kind;
+	char location[DP_CLIENT_LOCATION_MAX];
+	char path[DP_CLIENT_PATH_MAX];
+	uint32_t npids;
+	uint32_t *pids;
+	uint32_t nctx;
+	char (*ctx)[DP_CLIENT_CTX_MAX];
+	uint32_t nnames;
+	char names[DP_CLIENT_MAX_NAMES][DP_CLIENT_EVENT_MAX];	/* lttng event names */
+	bool enabled;
+
+	/* Resolved at ENABLE (and when loaded from the state file). */
+	struct dpd_object *obj;
+	uint32_t npoints;
+	struct dpd_point *points;
+	size_t nplan;
+	struct dp_patch *plan;		/* dp_plan_sites of the points */
+};
+
+extern struct dpd_event *dpd_events;
+
+struct dpd_event *dpd_event_find(const char *session, const char *channel, const char *event);
+/* The lttng name a point records. */
+const char *dpd_event_point_name(const struct dpd_event *ev, const struct dpd_point *pt);
+/* Frees an event unlinked from the list. */
+void dpd_event_free(struct dpd_event *ev);
+void dpd_event_unlink(struct dpd_event *ev);
+/* The event's lttng names from its name as typed and its kind.  0 or -errno
+ * with a message. */
+int dpd_event_names(struct dpd_event *ev, struct dpd_msg *msg);
+/* Resolves the event's spec: object, points, contexts, plan.  0 or -errno
+ * with a message. */
+int dpd_event_resolve(struct dpd_event *ev, struct dpd_msg *msg);
+/* Writes every event to the state file (a restarted daemon reads it back). */
+void dpd_state_save(void);
+/* Reads the state file at start.  Events whose object is gone are dropped. */
+void dpd_state_load(void);
+
+/* ---- agents.c ---- */
+
+/* A probe defined in a process's agent. */
+struct dpd_probe {
+	uint32_t id;
+	uint64_t site;
+	uint32_t flags;
+	char event[DP_CLIENT_EVENT_MAX];
+	char sig[DP_CLIENT_CTX_MAX * 4];	/* its contexts, canonical, to reuse it */
+	uint64_t handle;			/* the agent's probe (0 when recovered) */
+};
+
+/* A patch this daemon (or a previous one) wrote in a process. */
+struct dpd_site {
+	struct dp_app_patch patch;	/* as noted to the agent */
+	struct dpd_event *ev;		/* NULL: recovered, no event claims it */
+	char event[DP_CLIENT_EVENT_MAX];	/* the lttng name of its first probe */
+	uint64_t entry;			/* trampoline entry (jump) */
+	uint8_t ninsns;
+	uint8_t off[DP_WINDOW_MAX_INSNS];	/* the window's instructions */
+	uint64_t insn_at[DP_WINDOW_MAX_INSNS];
+	bool installed;			/* false: removed, trampoline kept for reuse */
+};
+
+struct dpd_proc {
+	struct dpd_proc *next;
+	pid_t pid;
+	uid_t uid;
+	int fd;				/* agent connection, -1 when none */
+	uint32_t seq;
+	uint64_t probe_hit;
+	uint8_t minor;			/* the agent's protocol minor */
+	bool go_pending;		/* HELLO seen, pending installs and GO to do */
+	bool recovered;			/* its HELLO reported patches */
+	uint32_t next_id;
+	uint32_t nprobes;
+	struct dpd_probe *probes;
+	uint32_t nsites;
+	struct dpd_site *sites;
+};
+
+extern struct dpd_proc *dpd_procs;
+extern int dpd_app_listen_fd;
+
+struct dpd_proc *dpd_proc_find(pid_t pid);
+/* Accepts one agent and reads its HELLO.  0 or -errno. */
+int dpd_agent_accept(void);
+/* Waits (serving other agents' HELLO) until pid's agent says HELLO.
+ * The process, or NULL (timeout, or the process exited). */
+struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms);
+/* A request to a process's agent: 0, or -errno with a message; the
+ * connection is dropped (and the process forgotten) when it fails. */
+int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg *rep,
+		   struct dpd_msg *msg);
+/* Data on an agent connection outside a call: it closed, or spoke out of turn. */
+void dpd_agent_readable(struct dpd_proc *p);
+/* Forgets a process (its agent closed, or it exited). */
+void dpd_proc_forget(struct dpd_proc *p);
+/* Forgets the processes without an agent connection that exited. */
+void dpd_procs_reap(void);
+/* For every process whose HELLO is waiting: installs what is pending, GO. */
+void dpd_agents_run_pending(void);
+/* Sites of an event in a process. */
+uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *ev,
+			      uint32_t *njump, uint32_t *nint3);
+
+/* ---- install.c ---- */
+
+/*
+ * Installs ev's plan in pid (injecting the agent when needed), filling rp's
+ * sites.  0 or -errno with rp->message.  Nothing stays half-done: a failure
+ * leaves the sites installed before it, and rp says which.
+ */
+int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
+/* Removes ev's installed sites from p (ev NULL: every site).  0 or -errno. */
+int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp);
+/* Removes ev everywhere, adding a report entry per process when rep is set. */
+void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep);
+/* Every process of uid (root: any) that maps ev's object now. */
+int dpd_find_mappers(struct dpd_event *ev, pid_t **pids, size_t *n);
+
+/* ---- clients.c ---- */
+
+struct dpd_client {
+	struct dpd_client *next;
+	int fd;
+	uid_t uid;
+	pid_t pid;
+};
+extern struct dpd_client *dpd_clients;
+int dpd_client_accept(int listen_fd);
+/* Serves one request; false when the connection ended. */
+bool dpd_client_serve(struct dpd_client *c);
+void dpd_client_close(struct dpd_client *c);
+
+/* Drops an event everywhere (session gone, SESSION_DESTROYED). */
+void dpd_session_drop(const char *session, uid_t uid, struct dp_client_report *rep);
+
+/* ---- sessions.c ---- */
+
+/* Checks that the sessions of our events still exist. */
+void dpd_sessions_poll(void);
+
+#endif /* DPD_DAEMON_H */

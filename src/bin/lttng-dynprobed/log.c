@@ -1,0 +1,69 @@
+/*
+ * The daemon's messages: one line each, with a time and a level, on stderr
+ * or in a log file (-v: what it does, -vv: every request and reply).
+ * Errors are always written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+int dpd_verbosity = DPD_ERR;
+static int log_fd = STDERR_FILENO;
+
+int dpd_log_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	log_fd = fd;
+	return 0;
+}
+
+void dpd_log(enum dpd_level level, const char *fmt, ...)
+{
+	static const char *const names[] = { "error", "info", "debug" };
+	char buf[2048];
+	struct timespec ts;
+	struct tm tm;
+	va_list ap;
+	int n, m;
+
+	if ((int)level > dpd_verbosity)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	n = snprintf(buf, sizeof(buf), "lttng-dynprobed[%d] %02d:%02d:%02d.%03ld %s: ", (int)getpid(),
+		     tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
+	va_start(ap, fmt);
+	m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	n += m;
+	if ((size_t)n > sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	/* One write per line: lines of a log file shared by restarts do not mix. */
+	if (write(log_fd, buf, (size_t)n) < 0)
+		return;
+}
+
+void dpd_msg_set(struct dpd_msg *msg, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg->text, sizeof(msg->text), fmt, ap);
+	va_end(ap);
+	/* One line, always: the CLI prints it after "Error: ". */
+	for (char *p = msg->text; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+}

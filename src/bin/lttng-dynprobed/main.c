@@ -1,0 +1,488 @@
+/*
+ * lttng-dynprobed: options, the pid file that keeps it to one daemon per
+ * user, the client and app sockets, signals, and the event loop.
+ *
+ * Exit statuses: 0 after SIGTERM/SIGINT (every patched site restored),
+ * 1 on a start-up failure, DP_DAEMON_EXIT_RUNNING when a daemon of this user
+ * runs already (its pid named).  --daemonize returns once the sockets accept
+ * connections, with the daemon's own start-up status.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+#ifndef DP_AGENT_PATH
+#define DP_AGENT_PATH "/usr/local/lib/liblttng-ust-dynprobe.so"
+#endif
+
+struct dpd_config dpd_cfg = {
+	.agent_path = DP_AGENT_PATH,
+	.poll_ms = 1000,
+};
+volatile int dpd_quit;
+
+static char client_sock[DP_CLIENT_PATH_MAX], app_sock[DP_CLIENT_PATH_MAX];
+static char pid_path[DP_CLIENT_PATH_MAX];
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: lttng-dynprobed [OPTION]...\n"
+		"The companion of lttng-sessiond that installs dynamic userspace probes.\n"
+		"\n"
+		"  -d, --daemonize        run in the background; return once ready\n"
+		"  -v, --verbose          say what it does (-vv: every request)\n"
+		"      --log FILE         write messages to FILE instead of stderr\n"
+		"      --agent PATH       the agent library injected into processes\n"
+		"                         (default %s, or $LTTNG_DYNPROBE_AGENT)\n"
+		"      --poll-ms MS       how often to check that sessions exist (0: never)\n"
+		"  -h, --help             this help\n"
+		"  -V, --version          the version\n"
+		"\n"
+		"Sockets and the pid file live in $LTTNG_HOME/.lttng (root: /var/run/lttng).\n",
+		DP_AGENT_PATH);
+}
+
+/* A positive number of milliseconds (0 allowed), or -1. */
+static int parse_ms(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 0 || v > 3600000)
+		return -1;
+	return (int)v;
+}
+
+/* mkdir -p, new directories with `mode`. */
+static int make_dirs(const char *path, mode_t mode)
+{
+	char buf[DP_CLIENT_PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static void dir_of(const char *path, char *out, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (n >= size)
+		n = size - 1;
+	memcpy(out, path, n);
+	out[n] = '\0';
+	if (!n)
+		snprintf(out, size, ".");
+}
+
+/*
+ * Takes the pid file's lock: the descriptor, or -1 after printing why (and
+ * *running set when another daemon holds it).
+ */
+static int pidfile_lock(bool *running)
+{
+	char buf[32] = "";
+	int fd = open(pid_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ssize_t n;
+
+	*running = false;
+	if (fd < 0) {
+		fprintf(stderr, "lttng-dynprobed: cannot open the pid file %s: %s\n", pid_path,
+			strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	fprintf(stderr,
+		"lttng-dynprobed: a daemon already runs for this user (pid %s, pid file %s): "
+		"use it, or stop it first (kill %s)\n",
+		*buf ? buf : "?", pid_path, *buf ? buf : "PID");
+	close(fd);
+	*running = true;
+	return -1;
+}
+
+static int pidfile_write(int fd)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+		return -errno;
+	return 0;
+}
+
+/* A listening socket at path, mode 0600.  The descriptor or -errno. */
+static int listen_at(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, ret;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* We hold the pid file: a socket file left there is a dead daemon's. */
+	unlink(path);
+	/* Created with no access at all for others, then opened to the owner:
+	 * no moment where another user could connect. */
+	mode_t old = umask(0177);
+
+	ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (ret < 0 || chmod(path, 0600) < 0 || listen(fd, 64) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* A daemon holds no terminal: messages go to the log file, if any. */
+static void redirect_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (fd < 0)
+		return;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Every site of every process back to its original bytes. */
+static void restore_everything(void)
+{
+	struct dpd_proc *p, *next;
+
+	for (p = dpd_procs; p; p = next) {
+		next = p->next;
+		if (p->nsites)
+			dpd_remove(NULL, p, NULL);
+	}
+}
+
+static void loop(int sig_fd, int client_fd)
+{
+	int64_t next_poll = now_ms() + dpd_cfg.poll_ms;
+
+	while (!dpd_quit) {
+		struct dpd_client *c, *cnext;
+		struct dpd_proc *p, *pnext;
+		struct pollfd *pfd;
+		size_t n = 3, i;
+		int timeout = -1, ret;
+
+		dpd_agents_run_pending();
+		for (c = dpd_clients; c; c = c->next)
+			n++;
+		for (p = dpd_procs; p; p = p->next)
+			n += p->fd >= 0;
+		pfd = calloc(n, sizeof(*pfd));
+		if (!pfd) {
+			dpd_err("out of memory");
+			sleep(1);
+			continue;
+		}
+		pfd[0] = (struct pollfd){ .fd = sig_fd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = client_fd, .events = POLLIN };
+		pfd[2] = (struct pollfd){ .fd = dpd_app_listen_fd, .events = POLLIN };
+		i = 3;
+		for (c = dpd_clients; c; c = c->next)
+			pfd[i++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+		for (p = dpd_procs; p; p = p->next)
+			if (p->fd >= 0)
+				pfd[i++] = (struct pollfd){ .fd = p->fd, .events = POLLIN };
+		if (dpd_cfg.poll_ms > 0) {
+			int64_t d = next_poll - now_ms();
+
+			timeout = d < 0 ? 0 : (int)d;
+		}
+		ret = poll(pfd, n, timeout);
+		if (ret < 0 && errno != EINTR) {
+			dpd_err("poll: %s", strerror(errno));
+			free(pfd);
+			break;
+		}
+		if (ret > 0 && (pfd[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			if (read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
+				dpd_info("signal %u: restoring every site and exiting", si.ssi_signo);
+				dpd_quit = 1;
+			}
+		}
+		if (ret > 0 && !dpd_quit) {
+			/* Descriptors are matched again by value: serving one may
+			 * have closed others (a process forgotten). */
+			for (i = 3; i < n; i++) {
+				if (!pfd[i].revents)
+					continue;
+				for (c = dpd_clients; c; c = cnext) {
+					cnext = c->next;
+					if (c->fd == pfd[i].fd && !dpd_client_serve(c))
+						dpd_client_close(c);
+				}
+				for (p = dpd_procs; p; p = pnext) {
+					pnext = p->next;
+					if (p->fd >= 0 && p->fd == pfd[i].fd)
+						dpd_agent_readable(p);
+				}
+			}
+			if (pfd[2].revents & POLLIN)
+				while (dpd_agent_accept() == 0)
+					;
+			if (pfd[1].revents & POLLIN)
+				while (dpd_client_accept(client_fd) == 0)
+					;
+		}
+		free(pfd);
+		if (dpd_cfg.poll_ms > 0 && now_ms() >= next_poll && !dpd_quit) {
+			dpd_procs_reap();
+			dpd_sessions_poll();
+			next_poll = now_ms() + dpd_cfg.poll_ms;
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "daemonize", no_argument, NULL, 'd' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "agent", required_argument, NULL, 'a' },
+		{ "poll-ms", required_argument, NULL, 'p' },
+		/* Not in --help: a pause between preparing an install and
+		 * writing it, so that tests can kill the daemon or the target
+		 * right there. */
+		{ "test-pause-ms", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool daemonize = false, running;
+	const char *log_path = NULL, *env;
+	int ready[2] = { -1, -1 };
+	int c, ret, lock_fd, client_fd, sig_fd;
+	char dir[DP_CLIENT_PATH_MAX];
+	sigset_t mask;
+
+	env = getenv("LTTNG_DYNPROBE_AGENT");
+	if (env && *env)
+		dpd_cfg.agent_path = env;
+	while ((c = getopt_long(argc, argv, "dvhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			daemonize = true;
+			break;
+		case 'v':
+			dpd_verbosity++;
+			break;
+		case 'l':
+			log_path = optarg;
+			break;
+		case 'a':
+			dpd_cfg.agent_path = optarg;
+			break;
+		case 'p':
+			dpd_cfg.poll_ms = parse_ms(optarg);
+			if (dpd_cfg.poll_ms < 0) {
+				fprintf(stderr, "lttng-dynprobed: --poll-ms takes milliseconds, "
+						"not '%s'\n", optarg);
+				return 1;
+			}
+			break;
+		case 't':
+			dpd_cfg.test_pause_ms = parse_ms(optarg);
+			if (dpd_cfg.test_pause_ms < 0)
+				return 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("lttng-dynprobed %s\n", PACKAGE_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "lttng-dynprobed: unexpected argument '%s' (see --help)\n",
+			argv[optind]);
+		return 1;
+	}
+	if (dpd_cfg.agent_path[0] != '/') {
+		fprintf(stderr, "lttng-dynprobed: the agent's path must be absolute, not '%s'\n",
+			dpd_cfg.agent_path);
+		return 1;
+	}
+
+	ret = dp_client_socket_path(client_sock, sizeof(client_sock));
+	if (!ret)
+		ret = dp_app_socket_path(app_sock, sizeof(app_sock));
+	if (!ret)
+		ret = dp_client_pidfile_path(pid_path, sizeof(pid_path));
+	if (ret) {
+		fprintf(stderr, "lttng-dynprobed: no place for the sockets (%s): set LTTNG_HOME "
+				"or HOME\n", strerror(-ret));
+		return 1;
+	}
+	dir_of(client_sock, dpd_cfg.run_dir, sizeof(dpd_cfg.run_dir));
+	if (snprintf(dpd_cfg.state_path, sizeof(dpd_cfg.state_path), "%s/lttng-dynprobed.state",
+		     dpd_cfg.run_dir) >= (int)sizeof(dpd_cfg.state_path)) {
+		fprintf(stderr, "lttng-dynprobed: %s: path too long\n", dpd_cfg.run_dir);
+		return 1;
+	}
+	/* A user's directories are private; root's is shared with lttng-sessiond. */
+	ret = make_dirs(dpd_cfg.run_dir, geteuid() ? 0700 : 0755);
+	if (!ret) {
+		dir_of(app_sock, dir, sizeof(dir));
+		ret = make_dirs(dir, geteuid() ? 0700 : 0755);
+	}
+	if (ret) {
+		fprintf(stderr, "lttng-dynprobed: cannot create %s: %s\n", dpd_cfg.run_dir,
+			strerror(-ret));
+		return 1;
+	}
+	if (log_path && dpd_log_open(log_path)) {
+		fprintf(stderr, "lttng-dynprobed: cannot open the log file %s: %s\n", log_path,
+			strerror(errno));
+		return 1;
+	}
+
+	lock_fd = pidfile_lock(&running);
+	if (lock_fd < 0)
+		return running ? DP_DAEMON_EXIT_RUNNING : 1;
+
+	if (daemonize) {
+		pid_t child;
+		char st = 1;
+
+		if (pipe2(ready, O_CLOEXEC) < 0) {
+			perror("lttng-dynprobed: pipe");
+			return 1;
+		}
+		child = fork();
+		if (child < 0) {
+			perror("lttng-dynprobed: fork");
+			return 1;
+		}
+		if (child > 0) {
+			/* The parent only reports how the start went. */
+			close(ready[1]);
+			if (read(ready[0], &st, 1) != 1)
+				st = 1;
+			return st;
+		}
+		close(ready[0]);
+		setsid();
+	}
+	if (pidfile_write(lock_fd)) {
+		fprintf(stderr, "lttng-dynprobed: cannot write %s: %s\n", pid_path,
+			strerror(errno));
+		goto fail;
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	client_fd = listen_at(client_sock);
+	if (client_fd < 0) {
+		fprintf(stderr, "lttng-dynprobed: cannot listen on %s: %s\n", client_sock,
+			strerror(-client_fd));
+		goto fail;
+	}
+	dpd_app_listen_fd = listen_at(app_sock);
+	if (dpd_app_listen_fd < 0 || sig_fd < 0) {
+		fprintf(stderr, "lttng-dynprobed: cannot listen on %s: %s\n", app_sock,
+			strerror(dpd_app_listen_fd < 0 ? -dpd_app_listen_fd : errno));
+		unlink(client_sock);
+		goto fail;
+	}
+	dpd_info("pid %d, client socket %s, app socket %s, agent %s", (int)getpid(), client_sock,
+		 app_sock, dpd_cfg.agent_path);
+	dpd_state_load();
+
+	if (daemonize) {
+		char st = 0;
+
+		if (write(ready[1], &st, 1) < 0)
+			dpd_err("cannot tell the parent we are ready");
+		close(ready[1]);
+		redirect_stdio();
+	}
+
+	loop(sig_fd, client_fd);
+
+	restore_everything();
+	/* Nothing is installed any more: a later daemon has nothing to recover. */
+	unlink(dpd_cfg.state_path);
+	/* Still ours: we hold the pid file. */
+	unlink(client_sock);
+	unlink(app_sock);
+	unlink(pid_path);
+	dpd_info("exiting");
+	return 0;
+
+fail:
+	if (daemonize && ready[1] >= 0) {
+		char st = 1;
+
+		if (write(ready[1], &st, 1) < 0)
+			return 1;
+	}
+	unlink(pid_path);
+	return 1;
+}

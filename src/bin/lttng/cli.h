@@ -1,0 +1,110 @@
+/*
+ * The extended lttng CLI: what the commands share.
+ *
+ * Our `lttng` is a superset of the stock one.  main() reads the general
+ * options, finds the command and, for the commands we extend, calls its
+ * function (one file per command in commands/).  A command that finds nothing of ours in its
+ * arguments returns DP_CMD_PASS, and main() executes the stock lttng with
+ * the very same arguments: same output, same exit code.
+ */
+#ifndef DP_CLI_H
+#define DP_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/client.h"
+#include "spec/spec.h"
+
+/* Exit codes, as the stock lttng's. */
+#define DP_CMD_SUCCESS 0
+#define DP_CMD_ERROR 1
+/* Not a real exit code: run the stock lttng with the same arguments. */
+#define DP_CMD_PASS (-1)
+
+/* The general options (before the command), as the stock lttng reads them. */
+struct dp_cli {
+	int argc;
+	char **argv;			/* the whole command line */
+	int cmd_index;			/* argv[cmd_index] is the command */
+	const char *group;		/* -g: the tracing group */
+	const char *sessiond_path;	/* --sessiond-path */
+	const char *mi;			/* -m: machine interface (not for ours) */
+	bool no_sessiond;		/* -n: spawn no daemon */
+	bool quiet;			/* -q */
+	int verbose;			/* -v, -vv, -vvv */
+};
+
+typedef int (*dp_cmd_fn)(struct dp_cli *cli, int argc, const char **argv);
+
+int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv);
+int dp_cmd_disable_event(struct dp_cli *cli, int argc, const char **argv);
+int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv);
+int dp_cmd_destroy(struct dp_cli *cli, int argc, const char **argv);
+int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv);
+int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv);
+int dp_cmd_help(struct dp_cli *cli, int argc, const char **argv);
+
+/* Messages, in the stock lttng's style: "Error: ...", "Warning: ...". */
+__attribute__((format(printf, 1, 2))) void dp_err(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void dp_warn(const char *fmt, ...);
+/* A line on stdout, unless -q. */
+__attribute__((format(printf, 2, 3))) void dp_msg(const struct dp_cli *cli, const char *fmt, ...);
+
+/*
+ * The stock lttng: $LTTNG_DYNPROBE_STOCK_LTTNG, else the one configure
+ * found.  NULL (with a message) when it is this very program, which would
+ * run itself forever.
+ */
+const char *dp_stock_lttng(void);
+/* Executes the stock lttng with cli's arguments; returns only on failure. */
+int dp_stock_exec(const struct dp_cli *cli);
+/* Runs the stock lttng with cli's general options and args (NULL-ended),
+ * waits, and returns its exit code (or DP_CMD_ERROR). */
+int dp_stock_run(const struct dp_cli *cli, const char *const *args);
+
+/* Whether this program runs from its build tree (then it uses the daemon,
+ * agent and man pages of the tree). */
+bool dp_in_build_tree(void);
+/* Paths of the companions: env override, else build tree, else installed. */
+const char *dp_daemon_path(void);
+const char *dp_agent_path(void);
+/* Shows the man page of an extended command ("enable-event", "trace") or
+ * of lttng-dynprobe(7) ("dynprobe"); returns an exit code. */
+int dp_show_man(const char *page);
+
+/* The session named by -s, else the current one (~/.lttngrc); NULL (with
+ * a message if `complain`) when there is none.  Returns a malloc'd name. */
+char *dp_session_pick(const char *opt_session, bool complain);
+/* Makes sure a session daemon runs (spawning one unless -n); 0 or -1. */
+int dp_sessiond_ensure(const struct dp_cli *cli);
+/* Whether a session of that name exists: 1, 0, or -1 (with a message). */
+int dp_session_exists(const char *name);
+/* Applies -g; to call before any other liblttng-ctl call. */
+void dp_lttng_setup(const struct dp_cli *cli);
+
+/*
+ * The daemon.  dp_daemon_connect: a connection to lttng-dynprobed,
+ * spawning it when absent and `spawn` (and not -n); -errno with a message
+ * printed when `spawn`, silently otherwise.
+ */
+int dp_daemon_connect(const struct dp_cli *cli, bool spawn);
+/* One request and its reply; 0, or -errno with a message printed.
+ * The reply's own status is for the caller to check. */
+int dp_daemon_call(int fd, struct dp_client_msg *req, struct dp_client_msg *reply);
+/* Prints a report's per-process lines (sites by method, refusals, per
+ * process errors); with `verbose`, every site. */
+void dp_report_print(const struct dp_cli *cli, const struct dp_client_report *r, bool verbose);
+
+/* Splits "A,B,C" pids; 0 or -1 with a message. */
+int dp_parse_pids(const char *s, uint32_t **pids, uint32_t *npids);
+/* An absolute path for a user's path (made absolute, symlinks kept as the
+ * kernel maps the file under its real name: resolved). */
+char *dp_abs_path(const char *path);
+/* Checks, before anything is touched, that path is an ELF object we can
+ * analyse and the location resolves in it; prints the error. 0 or -1. */
+int dp_check_location(const char *path, const char *location, bool function);
+
+#endif /* DP_CLI_H */

@@ -1,0 +1,207 @@
+/*
+ * lttng add-context -u with dynamic context types (regs, reg:NAME,
+ * TYPE:NAME:ADDR, string:NAME:ADDR[:MAX], backtrace[:DEPTH]), for one
+ * dynamic event (-e EVENT) or every dynamic event of the channel.  Standard
+ * context types on the same line go to the stock add-context, for the
+ * whole channel as always; a line without dynamic types is the stock one's.
+ */
+#include <popt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+enum {
+	OPT_TYPE = 1,
+};
+
+static int add_dynamic(struct dp_cli *cli, const char *session, const char *channel,
+		       const char *event, char (*ctx)[DP_CLIENT_CTX_MAX], uint32_t nctx)
+{
+	struct dp_client_msg req = { .type = DP_CLIENT_ADD_CONTEXT }, reply;
+	struct dp_client_add_context *a = &req.add_context;
+	int fd, ret = DP_CMD_ERROR;
+
+	snprintf(a->session, sizeof(a->session), "%s", session);
+	snprintf(a->channel, sizeof(a->channel), "%s", channel);
+	snprintf(a->event, sizeof(a->event), "%s", event ? event : "");
+	a->nctx = nctx;
+	a->ctx = ctx;
+	/* No daemon means no dynamic event: say so rather than start one. */
+	fd = dp_daemon_connect(cli, false);
+	if (fd < 0) {
+		dp_err("session '%s' has no dynamic event to add %s to (lttng-dynprobed is not "
+		       "running): enable one first with lttng enable-event -u --path PATH "
+		       "--probe LOC NAME", session, ctx[0]);
+		return DP_CMD_ERROR;
+	}
+	if (dp_daemon_call(fd, &req, &reply))
+		goto out;
+	if (reply.report.status) {
+		dp_err("%s", reply.report.message);
+	} else {
+		for (uint32_t i = 0; i < nctx; i++)
+			for (uint32_t e = 0; e < reply.report.nevents; e++)
+				dp_msg(cli, "Context %s added to dynamic UST event %s in channel %s",
+				       ctx[i], reply.report.events[e], channel);
+		dp_report_print(cli, &reply.report, cli->verbose > 0);
+		ret = DP_CMD_SUCCESS;
+	}
+	dp_client_msg_release(&reply);
+out:
+	close(fd);
+	return ret;
+}
+
+int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
+{
+	char *session = NULL, *channel = NULL, *event = NULL, *sname = NULL;
+	int u = 0, k = 0, j = 0, l = 0, p = 0, list = 0, help = 0, list_options = 0;
+	int opt, ret = DP_CMD_ERROR;
+	struct poptOption options[] = {
+		{ "session", 's', POPT_ARG_STRING, &session, 0, NULL, NULL },
+		{ "channel", 'c', POPT_ARG_STRING, &channel, 0, NULL, NULL },
+		{ "userspace", 'u', POPT_ARG_NONE, &u, 0, NULL, NULL },
+		{ "kernel", 'k', POPT_ARG_NONE, &k, 0, NULL, NULL },
+		{ "jul", 'j', POPT_ARG_NONE, &j, 0, NULL, NULL },
+		{ "log4j", 'l', POPT_ARG_NONE, &l, 0, NULL, NULL },
+		{ "python", 'p', POPT_ARG_NONE, &p, 0, NULL, NULL },
+		{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
+		{ "event", 'e', POPT_ARG_STRING, &event, 0, NULL, NULL },
+		{ "list", 0, POPT_ARG_NONE, &list, 0, NULL, NULL },
+		{ "help", 'h', POPT_ARG_NONE, &help, 0, NULL, NULL },
+		{ "list-options", 0, POPT_ARG_NONE, &list_options, 0, NULL, NULL },
+		POPT_TABLEEND,
+	};
+	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
+	char **types = NULL;
+	size_t ntypes = 0, nstd = 0;
+	char (*dyn)[DP_CLIENT_CTX_MAX] = NULL;
+	uint32_t ndyn = 0;
+	struct dp_spec_err err;
+
+	while ((opt = poptGetNextOpt(pc)) > 0) {
+		if (opt == OPT_TYPE) {
+			char **grown = realloc(types, (ntypes + 1) * sizeof(*types));
+
+			if (!grown)
+				goto out;
+			types = grown;
+			types[ntypes++] = poptGetOptArg(pc);
+		}
+	}
+	for (size_t i = 0; i < ntypes; i++) {
+		if (types[i] && dp_spec_context_is_dynamic(types[i]))
+			ndyn++;
+		else
+			nstd++;
+	}
+	if (opt < -1 || list || list_options) {
+		if (!ndyn && !event) {
+			ret = DP_CMD_PASS;
+			goto out;
+		}
+		if (opt < -1)
+			dp_err("%s: %s", poptBadOption(pc, POPT_BADOPTION_NOALIAS), poptStrerror(opt));
+		else
+			dp_err("--list shows the standard context types: use it alone");
+		goto out;
+	}
+	if (help) {
+		ret = dp_show_man("add-context");
+		goto out;
+	}
+	if (!ndyn && !event) {
+		ret = DP_CMD_PASS;
+		goto out;
+	}
+	if (!ndyn) {
+		dp_err("-e (--event) selects a dynamic event for dynamic context types (regs, "
+		       "reg:NAME, TYPE:NAME:ADDR, string:NAME:ADDR, backtrace); standard types "
+		       "apply to the whole channel: drop -e");
+		goto out;
+	}
+	if (!u || k || j || l || p) {
+		dp_err("dynamic context types (%s) are for dynamic userspace probes: use -u "
+		       "(--userspace) alone", types[0]);
+		goto out;
+	}
+	if (cli->mi) {
+		dp_err("the machine interface (--mi) does not cover dynamic probes: run without it");
+		goto out;
+	}
+	if (ndyn > DP_CLIENT_MAX_CTX) {
+		dp_err("too many context types (at most %d)", DP_CLIENT_MAX_CTX);
+		goto out;
+	}
+	dyn = calloc(ndyn, sizeof(*dyn));
+	if (!dyn)
+		goto out;
+	ndyn = 0;
+	for (size_t i = 0; i < ntypes; i++) {
+		if (!dp_spec_context_is_dynamic(types[i]))
+			continue;
+		if (dp_spec_context_check(types[i], &err)) {
+			dp_err("%s", err.msg);
+			goto out;
+		}
+		if (strlen(types[i]) >= DP_CLIENT_CTX_MAX) {
+			dp_err("'%.40s...': a context type is at most %d bytes", types[i],
+			       DP_CLIENT_CTX_MAX - 1);
+			goto out;
+		}
+		snprintf(dyn[ndyn++], DP_CLIENT_CTX_MAX, "%s", types[i]);
+	}
+	if (event) {
+		char full[DP_SPEC_EVENT_MAX];
+
+		if (dp_spec_event_name(event, "", full, sizeof(full), &err)) {
+			dp_err("-e: %s", err.msg);
+			goto out;
+		}
+	}
+	sname = dp_session_pick(session, true);
+	if (!sname)
+		goto out;
+	ret = add_dynamic(cli, sname, channel ? channel : "channel0", event, dyn, ndyn);
+	if (ret == DP_CMD_SUCCESS && nstd) {
+		/* The standard types, as the stock add-context takes them. */
+		const char **args = calloc(2 * nstd + 8, sizeof(*args));
+		size_t n = 0;
+
+		if (!args) {
+			ret = DP_CMD_ERROR;
+			goto out;
+		}
+		args[n++] = "add-context";
+		args[n++] = "-u";
+		args[n++] = "-s";
+		args[n++] = sname;
+		if (channel) {
+			args[n++] = "-c";
+			args[n++] = channel;
+		}
+		for (size_t i = 0; i < ntypes; i++) {
+			if (dp_spec_context_is_dynamic(types[i]))
+				continue;
+			args[n++] = "-t";
+			args[n++] = types[i];
+		}
+		args[n] = NULL;
+		ret = dp_stock_run(cli, args);
+		free(args);
+	}
+out:
+	poptFreeContext(pc);
+	for (size_t i = 0; i < ntypes; i++)
+		free(types[i]);
+	free(types);
+	free(dyn);
+	free(sname);
+	free(session);
+	free(channel);
+	free(event);
+	return ret;
+}

@@ -1,0 +1,76 @@
+/*
+ * lttng destroy: the session's dynamic probes come out of every process
+ * first (when lttng-dynprobed runs), then the stock destroy does the rest,
+ * with the same arguments, output and exit code.
+ */
+#include <popt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lttng/lttng.h>
+
+#include "cli.h"
+
+static void session_destroyed(int fd, const char *name)
+{
+	struct dp_client_msg req = { .type = DP_CLIENT_SESSION_DESTROYED }, reply;
+
+	snprintf(req.session_destroyed, sizeof(req.session_destroyed), "%s", name);
+	if (dp_daemon_call(fd, &req, &reply))
+		return;
+	/* The stock destroy goes on whatever happened: the daemon also
+	 * notices destroyed sessions by itself. */
+	if (reply.report.status)
+		dp_warn("removing the dynamic probes of session '%s': %s", name,
+			reply.report.message);
+	dp_client_msg_release(&reply);
+}
+
+int dp_cmd_destroy(struct dp_cli *cli, int argc, const char **argv)
+{
+	int all = 0, no_wait = 0, help = 0, list_options = 0, opt, fd;
+	struct poptOption options[] = {
+		{ "all", 'a', POPT_ARG_NONE, &all, 0, NULL, NULL },
+		{ "no-wait", 'n', POPT_ARG_NONE, &no_wait, 0, NULL, NULL },
+		{ "help", 'h', POPT_ARG_NONE, &help, 0, NULL, NULL },
+		{ "list-options", 0, POPT_ARG_NONE, &list_options, 0, NULL, NULL },
+		POPT_TABLEEND,
+	};
+	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
+	const char **args;
+
+	while ((opt = poptGetNextOpt(pc)) > 0)
+		;
+	if (opt < -1 || help || list_options)
+		goto out;
+	/* Without a daemon there is no probe to remove: nothing to connect to,
+	 * nothing to start. */
+	fd = dp_daemon_connect(cli, false);
+	if (fd < 0)
+		goto out;
+	args = poptGetArgs(pc);
+	if (all) {
+		struct lttng_session *sessions = NULL;
+		int n = lttng_list_sessions(&sessions);
+
+		for (int i = 0; i < n; i++)
+			session_destroyed(fd, sessions[i].name);
+		free(sessions);
+	} else if (args && args[0]) {
+		session_destroyed(fd, args[0]);
+	} else {
+		/* The current session; the stock destroy says what is wrong if
+		 * there is none. */
+		char *name = dp_session_pick(NULL, false);
+
+		if (name)
+			session_destroyed(fd, name);
+		free(name);
+	}
+	close(fd);
+out:
+	poptFreeContext(pc);
+	return DP_CMD_PASS;
+}

@@ -1,0 +1,286 @@
+/*
+ * lttng list, extended:
+ *   list -u --path PATH --sites FUNCTION   every instruction of FUNCTION with
+ *       its offset, bytes, mnemonic and how a probe there would be installed
+ *       (jump, int3 and why, or refused and why).  No session, no daemon: the
+ *       analysis and the planner of libdynprobe run here, on the file.
+ *   list -u, list SESSION   the stock listing, then the dynamic events
+ *       (lttng-dynprobed's, when it runs): specs and sites per process.
+ * Everything else is the stock list.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <popt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "elf/elf.h"
+#include "patch/analysis.h"
+#include "patch/plan.h"
+#include "x86/insn.h"
+
+#define BYTES_SHOWN 8
+#define BYTES_WIDTH (3 * BYTES_SHOWN + 2)
+
+static const struct dp_function *find_function(struct dp_object *obj, const char *path,
+					       const char *what)
+{
+	struct dp_location loc;
+	struct dp_spec_err err;
+	const struct dp_function *fn;
+	uint64_t vaddr;
+
+	if (dp_spec_location_parse(what, &loc, &err)) {
+		dp_err("--sites: %s", err.msg);
+		return NULL;
+	}
+	if (loc.kind == DP_LOC_SYMBOL && loc.has_offset) {
+		dp_err("--sites takes a function (a name, or an address inside it), not %s", what);
+		return NULL;
+	}
+	if (loc.kind == DP_LOC_ADDR) {
+		/* Any address inside the function will do here. */
+		fn = dp_object_function_at(obj, loc.addr);
+		if (!fn)
+			dp_err("0x%" PRIx64 " is not inside any function of %s (addresses are the "
+			       "file's, as nm prints them)", loc.addr, path);
+		return fn;
+	}
+	if (dp_spec_location_resolve(obj, path, &loc, &vaddr, &fn, &err)) {
+		dp_err("%s", err.msg);
+		return NULL;
+	}
+	return fn;
+}
+
+/* The first bytes of an instruction, in hex ("f3 0f 1e fa", ".." past
+ * BYTES_SHOWN). */
+static void format_bytes(const uint8_t *b, size_t len, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < len && i < BYTES_SHOWN && n < size; i++)
+		n += snprintf(buf + n, size - n, "%s%02x", i ? " " : "", b[i]);
+	if (len > BYTES_SHOWN && n < size)
+		snprintf(buf + n, size - n, " ..");
+}
+
+static int list_sites(struct dp_cli *cli, const char *upath, const char *function)
+{
+	char *path = dp_abs_path(upath);
+	struct dp_object *obj = NULL;
+	const struct dp_function *fn;
+	const uint8_t *code;
+	unsigned counts[3] = { 0 };
+	char fname[DP_SPEC_SYMBOL_MAX + 32];
+	int ret = DP_CMD_ERROR;
+
+	if (!path)
+		return DP_CMD_ERROR;
+	obj = dp_object_open(path);
+	if (!obj) {
+		dp_err("%s: %s", path, dp_elf_strerror(errno));
+		goto out;
+	}
+	fn = find_function(obj, path, function);
+	if (!fn)
+		goto out;
+	code = dp_elf_code(dp_object_elf(obj), fn->start, fn->size);
+	if (!code) {
+		dp_err("%s: the code of %s is not in the file (%s)", path, function,
+		       strerror(errno));
+		goto out;
+	}
+	dp_spec_function_format(fn, fname, sizeof(fname));
+	printf("Sites of %s in %s: 0x%" PRIx64 ", %" PRIu64 " bytes, %" PRIu32 " instructions\n\n",
+	       fname, path, fn->start, fn->size, fn->ninsns);
+	printf("  %-8s  %-12s  %-*s  %-12s  %s\n", "OFFSET", "ADDRESS", BYTES_WIDTH, "BYTES",
+	       "INSTRUCTION", "PROBE");
+	for (uint32_t i = 0; i < fn->ninsns; i++) {
+		uint64_t off = fn->insn_off[i], addr = fn->start + off;
+		uint64_t end = i + 1 < fn->ninsns ? fn->insn_off[i + 1] : fn->size;
+		struct dp_insn insn;
+		struct dp_patch patch;
+		char offs[24], bytes[BYTES_WIDTH + 1];
+		int r;
+
+		r = dp_insn_decode(code + off, fn->size - off, &insn);
+		snprintf(offs, sizeof(offs), "+0x%" PRIx64, off);
+		format_bytes(code + off, r ? end - off : insn.len, bytes, sizeof(bytes));
+		printf("  %-8s  0x%-10" PRIx64 "  %-*s  %-12s  ", offs, addr, BYTES_WIDTH, bytes,
+		       r ? "(undecoded)" : insn.mnemonic ? insn.mnemonic : "?");
+		r = dp_plan_site(obj, addr, &patch);
+		if (r) {
+			printf("error: %s\n", strerror(-r));
+			continue;
+		}
+		counts[patch.method < 3 ? patch.method : DP_SITE_REFUSED]++;
+		if (patch.method == DP_SITE_JUMP)
+			printf("jump\n");
+		else
+			printf("%s: %s\n", dp_site_method_str(patch.method),
+			       dp_reason_str(patch.reason));
+	}
+	if ((fn->flags & DP_FN_UNDECODED) && fn->ninsns) {
+		uint64_t last = fn->insn_off[fn->ninsns - 1];
+		struct dp_insn insn;
+
+		if (!dp_insn_decode(code + last, fn->size - last, &insn) &&
+		    last + insn.len < fn->size)
+			printf("  (0x%" PRIx64 " bytes from +0x%" PRIx64 " do not decode: no probe "
+			       "there)\n", fn->size - last - insn.len, last + insn.len);
+	}
+	printf("\nSites: %u by jump, %u by int3, %u refused\n", counts[DP_SITE_JUMP],
+	       counts[DP_SITE_INT3], counts[DP_SITE_REFUSED]);
+	ret = DP_CMD_SUCCESS;
+	(void)cli;
+out:
+	dp_object_close(obj);
+	free(path);
+	return ret;
+}
+
+static void print_event(const struct dp_client_event *ev, bool with_session)
+{
+	printf("  %s (%s)%s%s, channel %s\n", ev->event,
+	       ev->enabled ? "enabled" : "disabled", with_session ? ", session " : "",
+	       with_session ? ev->session : "", ev->channel);
+	printf("    %s %s in %s", ev->kind == DP_CLIENT_KIND_FUNCTION ? "function" : "probe",
+	       ev->location, ev->path);
+	if (ev->npids) {
+		printf(", pid%s", ev->npids > 1 ? "s" : "");
+		for (uint32_t i = 0; i < ev->npids; i++)
+			printf("%s%" PRIu32, i ? "," : " ", ev->pids[i]);
+	}
+	printf("\n    events:");
+	for (uint32_t i = 0; i < ev->nnames; i++)
+		printf(" %s", ev->names[i]);
+	printf("\n");
+	if (ev->nctx) {
+		printf("    contexts:");
+		for (uint32_t i = 0; i < ev->nctx; i++)
+			printf("%s %s", i ? "," : "", ev->ctx[i]);
+		printf("\n");
+	}
+	if (!ev->nprocs && ev->enabled)
+		printf("    no process has its probes now\n");
+	for (uint32_t i = 0; i < ev->nprocs; i++) {
+		const struct dp_client_proc *p = &ev->procs[i];
+
+		if (p->status)
+			printf("    process %" PRIu32 ": %s\n", p->pid, p->message);
+		else
+			printf("    process %" PRIu32 ": %" PRIu32 " site%s by jump, %" PRIu32
+			       " by int3\n", p->pid, p->njump, p->njump == 1 ? "" : "s", p->nint3);
+	}
+}
+
+/* The stock listing (argv: "list" and its arguments), then the dynamic
+ * events of `session` ("": all). */
+static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int argc,
+			const char **argv)
+{
+	struct dp_client_msg req = { .type = DP_CLIENT_LIST }, reply;
+	const char **args = calloc(argc + 1, sizeof(*args));
+	int ret;
+
+	if (!args)
+		return DP_CMD_ERROR;
+	for (int i = 0; i < argc; i++)
+		args[i] = argv[i];
+	ret = dp_stock_run(cli, args);
+	free(args);
+	snprintf(req.list, sizeof(req.list), "%s", session);
+	if (dp_daemon_call(fd, &req, &reply))
+		return ret ? ret : DP_CMD_ERROR;
+	if (reply.list_reply.status) {
+		dp_err("%s", reply.list_reply.message);
+		ret = ret ? ret : DP_CMD_ERROR;
+	} else if (reply.list_reply.nevents) {
+		printf("\nDynamic probe events (lttng-dynprobed):\n");
+		for (uint32_t i = 0; i < reply.list_reply.nevents; i++)
+			print_event(&reply.list_reply.events[i], !*session);
+	}
+	dp_client_msg_release(&reply);
+	fflush(stdout);
+	return ret;
+}
+
+int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
+{
+	char *channel = NULL, *path = NULL, *sites = NULL;
+	int u = 0, k = 0, j = 0, l = 0, p = 0, domain = 0, fields = 0, syscall = 0;
+	int help = 0, list_options = 0, opt, ret = DP_CMD_PASS, fd;
+	struct poptOption options[] = {
+		{ "userspace", 'u', POPT_ARG_NONE, &u, 0, NULL, NULL },
+		{ "kernel", 'k', POPT_ARG_NONE, &k, 0, NULL, NULL },
+		{ "jul", 'j', POPT_ARG_NONE, &j, 0, NULL, NULL },
+		{ "log4j", 'l', POPT_ARG_NONE, &l, 0, NULL, NULL },
+		{ "python", 'p', POPT_ARG_NONE, &p, 0, NULL, NULL },
+		{ "channel", 'c', POPT_ARG_STRING, &channel, 0, NULL, NULL },
+		{ "domain", 'd', POPT_ARG_NONE, &domain, 0, NULL, NULL },
+		{ "fields", 'f', POPT_ARG_NONE, &fields, 0, NULL, NULL },
+		{ "syscall", 0, POPT_ARG_NONE, &syscall, 0, NULL, NULL },
+		{ "path", 0, POPT_ARG_STRING, &path, 0, NULL, NULL },
+		{ "sites", 0, POPT_ARG_STRING, &sites, 0, NULL, NULL },
+		{ "help", 'h', POPT_ARG_NONE, &help, 0, NULL, NULL },
+		{ "list-options", 0, POPT_ARG_NONE, &list_options, 0, NULL, NULL },
+		POPT_TABLEEND,
+	};
+	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
+	const char **args;
+
+	while ((opt = poptGetNextOpt(pc)) > 0)
+		;
+	if (opt < -1) {
+		if (path || sites) {
+			dp_err("%s: %s", poptBadOption(pc, POPT_BADOPTION_NOALIAS), poptStrerror(opt));
+			ret = DP_CMD_ERROR;
+		}
+		goto out;
+	}
+	if (help) {
+		ret = dp_show_man("list");
+		goto out;
+	}
+	if (list_options)
+		goto out;
+	args = poptGetArgs(pc);
+	if (path || sites) {
+		ret = DP_CMD_ERROR;
+		if (!path || !sites) {
+			dp_err(path ? "--path lists nothing alone: add --sites FUNCTION" :
+			       "--sites FUNCTION needs --path PATH (the executable or shared library)");
+		} else if (k || j || l || p || domain || fields || syscall || channel ||
+			   (args && args[0])) {
+			dp_err("--sites goes with -u and --path only: lttng list -u --path PATH "
+			       "--sites FUNCTION");
+		} else if (cli->mi) {
+			dp_err("the machine interface (--mi) does not cover --sites: run without it");
+		} else {
+			ret = list_sites(cli, path, sites);
+		}
+		goto out;
+	}
+	/* The listings that can show dynamic events: `list -u` (all of them)
+	 * and `list SESSION`. */
+	if (cli->mi || domain || fields || syscall || k || j || l || p)
+		goto out;
+	if (!(args && args[0]) && !u)
+		goto out;
+	fd = dp_daemon_connect(cli, false);
+	if (fd < 0)
+		goto out;
+	ret = list_dynamic(cli, fd, args && args[0] ? args[0] : "", argc, argv);
+	close(fd);
+out:
+	poptFreeContext(pc);
+	free(channel);
+	free(path);
+	free(sites);
+	return ret;
+}

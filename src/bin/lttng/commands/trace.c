@@ -1,0 +1,757 @@
+/*
+ * lttng trace -c "CMD ARGS": one command, traced with dynamic probes from
+ * its first instruction to its exit.
+ *
+ * A session of its own is created (with its trace directory), the event
+ * names enabled and the session started; then CMD starts with the agent
+ * preloaded, and is held at its entry point while lttng-dynprobed installs
+ * the probes in that process, so that main and everything after it is
+ * probed:
+ *   - the CLI traces the exec and writes a two-byte `jmp .` over the entry
+ *     point, then lets go;
+ *   - the loader and the constructors run; the agent's constructor waits
+ *     until it is connected to the daemon (LTTNG_DYNPROBE_WAIT, proto/app.h);
+ *   - once the main thread spins at the entry point, the probes are enabled
+ *     for that pid (the daemon finds the agent there), and the CLI puts the
+ *     entry point's bytes back.
+ * The probes go into CMD's process only (and what it forks): not into other
+ * processes that map the same file, as `enable-event` without --pid would.
+ * CMD runs with the terminal's stdin, stdout and stderr; the CLI waits,
+ * stops and destroys the session, shows the events with babeltrace2 (unless
+ * --no-view), names the trace directory, and exits with CMD's exit code.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <popt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+#include <lttng/lttng.h>
+
+#include "cli.h"
+#include "proto/app.h"
+
+#ifndef DP_BABELTRACE2
+#define DP_BABELTRACE2 "babeltrace2"
+#endif
+
+/* How long CMD may take to reach its entry point (its constructors, the
+ * agent's connection, lttng-ust's registration). */
+#define HOLD_TIMEOUT_MS 30000
+#define POLL_MS 2
+/* The agent's wait for the daemon in its constructor (DP_APP_ENV_WAIT). */
+#define WAIT_MS "10000"
+
+/* The two bytes of `jmp .` (jmp rel8 -2). */
+static const uint8_t spin[2] = { 0xeb, 0xfe };
+
+enum {
+	OPT_PROBE = 1,
+	OPT_FUNCTION,
+	OPT_TYPE,
+};
+
+struct probe_arg {
+	int kind;				/* enum dp_client_kind */
+	char *location;
+	char name[DP_SPEC_EVENT_MAX];		/* the event name sent (no provider) */
+};
+
+struct trace {
+	struct dp_cli *cli;
+	char session[DP_CLIENT_NAME_MAX];
+	char output[PATH_MAX];
+	bool output_made;			/* the directory is ours to remove on failure */
+	bool created, daemon_used;
+	int fd;					/* the daemon */
+	char *path;				/* the object probed */
+	struct probe_arg *probes;
+	size_t nprobes;
+	char **types;
+	size_t ntypes;
+};
+
+/* Appends an argument of a repeated option. */
+static int push(char ***v, size_t *n, char *s)
+{
+	char **grown = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!grown || !s) {
+		free(s);
+		return -1;
+	}
+	*v = grown;
+	(*v)[(*n)++] = s;
+	return 0;
+}
+
+/* argv[0] found as execvp would find it. */
+static char *find_program(const char *name)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(name, '/'))
+		return realpath(name, NULL);
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", name);
+		if (!access(buf, X_OK))
+			return realpath(buf, NULL);
+		path += len;
+		if (*path == ':')
+			path++;
+	}
+	return NULL;
+}
+
+static void session_name(struct trace *t, const char *prog)
+{
+	char base[64], stamp[32];
+	const char *slash = strrchr(prog, '/');
+	time_t now = time(NULL);
+	struct tm tm;
+
+	snprintf(base, sizeof(base), "%s", slash ? slash + 1 : prog);
+	for (char *p = base; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+			*p = '-';
+	localtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	snprintf(t->session, sizeof(t->session), "trace-%s-%s-%d", base, stamp, (int)getpid());
+}
+
+static int default_output(struct trace *t)
+{
+	const char *home = getenv("LTTNG_HOME");
+
+	if (!home || !*home)
+		home = getenv("HOME");
+	if (!home) {
+		dp_err("no home for the trace directory: give one with -o DIR");
+		return -1;
+	}
+	snprintf(t->output, sizeof(t->output), "%s/lttng-traces/%s", home, t->session);
+	return 0;
+}
+
+static int create_session(struct trace *t)
+{
+	struct lttng_session_descriptor *d;
+	enum lttng_error_code code;
+	struct stat st;
+
+	t->output_made = stat(t->output, &st) < 0;
+	d = lttng_session_descriptor_local_create(t->session, t->output);
+	if (!d) {
+		dp_err("bad session name '%s' or trace directory '%s'", t->session, t->output);
+		return -1;
+	}
+	code = lttng_create_session_ext(d);
+	lttng_session_descriptor_destroy(d);
+	if (code != LTTNG_OK) {
+		dp_err("cannot create session '%s': %s", t->session, lttng_strerror(-(int)code));
+		return -1;
+	}
+	t->created = true;
+	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* Takes everything down: after a failure, or once CMD has run (the trace
+ * directory is then kept). */
+static void rollback(struct trace *t)
+{
+	if (t->daemon_used && t->fd >= 0) {
+		struct dp_client_msg req = { .type = DP_CLIENT_SESSION_DESTROYED }, reply;
+
+		snprintf(req.session_destroyed, sizeof(req.session_destroyed), "%s", t->session);
+		if (!dp_daemon_call(t->fd, &req, &reply))
+			dp_client_msg_release(&reply);
+	}
+	if (t->created) {
+		lttng_destroy_session(t->session);
+		t->created = false;
+		/* A directory this run made, and that holds no trace of CMD. */
+		if (t->output_made)
+			nftw(t->output, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+}
+
+static int enable_names(struct trace *t, char (*names)[DP_CLIENT_EVENT_MAX], uint32_t n)
+{
+	struct lttng_domain dom = { .type = LTTNG_DOMAIN_UST, .buf_type = LTTNG_BUFFER_PER_UID };
+	struct lttng_handle *h = lttng_create_handle(t->session, &dom);
+	int ret = 0;
+
+	for (uint32_t i = 0; h && i < n && !ret; i++) {
+		struct lttng_event ev;
+
+		memset(&ev, 0, sizeof(ev));
+		ev.type = LTTNG_EVENT_TRACEPOINT;
+		ev.loglevel_type = LTTNG_EVENT_LOGLEVEL_ALL;
+		ev.loglevel = -1;
+		snprintf(ev.name, sizeof(ev.name), "%s", names[i]);
+		ret = lttng_enable_event_with_exclusions(h, &ev, NULL, NULL, 0, NULL);
+		if (ret == -LTTNG_ERR_UST_EVENT_ENABLED)
+			ret = 0;	/* the name the daemon gave, already enabled */
+		if (ret < 0)
+			dp_err("cannot enable %s in session '%s': %s", names[i], t->session,
+			       lttng_strerror(ret));
+	}
+	lttng_destroy_handle(h);
+	return h && ret >= 0 ? 0 : -1;
+}
+
+/* The lttng names of every probe, as the daemon will name them (spec.h):
+ * enabled before CMD starts, so that nothing it records is missed. */
+static int enable_expected_names(struct trace *t)
+{
+	char names[2][DP_CLIENT_EVENT_MAX];
+	struct dp_spec_err err;
+
+	for (size_t i = 0; i < t->nprobes; i++) {
+		bool fn = t->probes[i].kind == DP_CLIENT_KIND_FUNCTION;
+
+		if (dp_spec_event_name(t->probes[i].name, fn ? "_entry" : "", names[0],
+				       sizeof(names[0]), &err) ||
+		    (fn && dp_spec_event_name(t->probes[i].name, "_return", names[1],
+					      sizeof(names[1]), &err))) {
+			dp_err("%s", err.msg);
+			return -1;
+		}
+		if (enable_names(t, names, fn ? 2 : 1))
+			return -1;
+	}
+	return 0;
+}
+
+/* Installs every probe in the process pid, held at its entry point. */
+static int enable_probes(struct trace *t, pid_t pid)
+{
+	char (*ctx)[DP_CLIENT_CTX_MAX] = NULL;
+	uint32_t nctx = 0, upid = (uint32_t)pid;
+	int ret = -1;
+
+	if (t->ntypes) {
+		ctx = calloc(t->ntypes, sizeof(*ctx));
+		if (!ctx)
+			return -1;
+	}
+	for (size_t i = 0; i < t->ntypes; i++)
+		if (dp_spec_context_is_dynamic(t->types[i]))
+			snprintf(ctx[nctx++], DP_CLIENT_CTX_MAX, "%s", t->types[i]);
+	for (size_t i = 0; i < t->nprobes; i++) {
+		struct dp_client_msg req = { .type = DP_CLIENT_ENABLE }, reply;
+		struct dp_client_enable *e = &req.enable;
+		const struct dp_client_report *r = &reply.report;
+
+		snprintf(e->session, sizeof(e->session), "%s", t->session);
+		snprintf(e->channel, sizeof(e->channel), "channel0");
+		snprintf(e->event, sizeof(e->event), "%s", t->probes[i].name);
+		snprintf(e->location, sizeof(e->location), "%s", t->probes[i].location);
+		snprintf(e->path, sizeof(e->path), "%s", t->path);
+		e->kind = t->probes[i].kind;
+		e->npids = 1;
+		e->pids = &upid;
+		e->nctx = nctx;
+		e->ctx = ctx;
+		if (dp_daemon_call(t->fd, &req, &reply))
+			goto out;
+		if (r->status) {
+			dp_err("%s", r->message[0] ? r->message : strerror(-r->status));
+			for (uint32_t p = 0; p < r->nprocs; p++)
+				if (r->procs[p].status && strcmp(r->procs[p].message, r->message))
+					dp_err("process %u: %s", r->procs[p].pid, r->procs[p].message);
+			dp_client_msg_release(&reply);
+			goto out;
+		}
+		/* Names of the daemon's other than expected: enabled too. */
+		if (enable_names(t, reply.report.events, reply.report.nevents)) {
+			dp_client_msg_release(&reply);
+			goto out;
+		}
+		if (!t->cli->quiet) {
+			for (uint32_t k = 0; k < r->nevents; k++)
+				fprintf(stderr, "Dynamic UST event %s: %s %s in %s\n", r->events[k],
+					e->kind == DP_CLIENT_KIND_FUNCTION ? "function" : "probe",
+					e->location, t->path);
+			for (uint32_t p = 0; p < r->nprocs; p++) {
+				const struct dp_client_proc *pr = &r->procs[p];
+
+				/* Only what is not a plain jump is worth a line. */
+				for (uint32_t k = 0; k < pr->nsites; k++) {
+					const struct dp_client_site *st = &pr->sites[k];
+
+					if (st->method == DP_CLIENT_METHOD_REFUSED)
+						dp_warn("%s: no probe at 0x%" PRIx64 ": %s", st->event,
+							st->vaddr, st->text[0] ? st->text : st->reason);
+					else if (st->method == DP_CLIENT_METHOD_INT3)
+						fprintf(stderr, "  %s at 0x%" PRIx64 " by int3: %s\n",
+							st->event, st->vaddr,
+							st->text[0] ? st->text : st->reason);
+				}
+			}
+		}
+		dp_client_msg_release(&reply);
+	}
+	ret = 0;
+out:
+	free(ctx);
+	return ret;
+}
+
+/* The standard context types, added by the stock add-context. */
+static int add_standard_contexts(struct trace *t)
+{
+	const char **args = calloc(2 * t->ntypes + 6, sizeof(*args));
+	size_t n = 0, nstd = 0;
+	int ret;
+
+	if (!args)
+		return -1;
+	args[n++] = "add-context";
+	args[n++] = "-u";
+	args[n++] = "-s";
+	args[n++] = t->session;
+	for (size_t i = 0; i < t->ntypes; i++) {
+		if (dp_spec_context_is_dynamic(t->types[i]))
+			continue;
+		args[n++] = "-t";
+		args[n++] = t->types[i];
+		nstd++;
+	}
+	args[n] = NULL;
+	ret = nstd ? dp_stock_run(t->cli, args) : 0;
+	free(args);
+	return ret ? -1 : 0;
+}
+
+/* AT_ENTRY of a process. */
+static int entry_point(pid_t pid, uint64_t *entry)
+{
+	char path[64];
+	uint64_t av[2];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (read(fd, av, sizeof(av)) == sizeof(av) && av[0] != AT_NULL) {
+		if (av[0] == AT_ENTRY) {
+			close(fd);
+			*entry = av[1];
+			return 0;
+		}
+	}
+	close(fd);
+	return -ENOENT;
+}
+
+static int poke_bytes(pid_t pid, uint64_t addr, const uint8_t *bytes, size_t n)
+{
+	long word;
+
+	errno = 0;
+	word = ptrace(PTRACE_PEEKTEXT, pid, (void *)addr, NULL);
+	if (errno)
+		return -errno;
+	memcpy(&word, bytes, n);
+	if (ptrace(PTRACE_POKETEXT, pid, (void *)addr, (void *)word) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * The child: LD_PRELOAD with the agent, whose constructor waits until it is
+ * connected to the daemon, and traced across the exec so that the parent
+ * can hold it at its entry point.
+ */
+static void child_exec(char **argv)
+{
+	const char *agent = dp_agent_path();
+	const char *old = getenv("LD_PRELOAD");
+	char *preload;
+
+	if (old && *old) {
+		if (asprintf(&preload, "%s:%s", agent, old) < 0)
+			_exit(127);
+	} else {
+		preload = (char *)agent;
+	}
+	setenv("LD_PRELOAD", preload, 1);
+	setenv(DP_APP_ENV_WAIT, WAIT_MS, 0);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0)
+		_exit(127);
+	execvp(argv[0], argv);
+	fprintf(stderr, "Error: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/*
+ * Waits until the main thread spins at the entry point: 0, 1 when the
+ * process ended first (its status in *wstatus), -1 on error or timeout.
+ */
+static int wait_at_entry(pid_t pid, uint64_t entry, int *wstatus)
+{
+	for (int ms = 0; ms < HOLD_TIMEOUT_MS; ms += POLL_MS) {
+		struct user_regs_struct regs;
+		int status, got = 0;
+
+		if (waitpid(pid, wstatus, WNOHANG) == pid)
+			return 1;
+		if (!ptrace(PTRACE_SEIZE, pid, NULL, NULL)) {
+			if (!ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) &&
+			    waitpid(pid, &status, __WALL) == pid && WIFSTOPPED(status) &&
+			    !ptrace(PTRACE_GETREGS, pid, NULL, &regs))
+				got = regs.rip == entry;
+			ptrace(PTRACE_DETACH, pid, NULL, NULL);
+			if (got)
+				return 0;
+		}
+		usleep(POLL_MS * 1000);
+	}
+	return -1;
+}
+
+
+/* Puts the entry point's bytes back under the spinning main thread. */
+static int release_entry(pid_t pid, uint64_t entry, const uint8_t *orig)
+{
+	int status, ret = -1;
+
+	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) < 0 ||
+	    ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0 ||
+	    waitpid(pid, &status, __WALL) < 0) {
+		dp_err("cannot stop process %d at its entry point: %s", (int)pid, strerror(errno));
+		return -1;
+	}
+	if (WIFSTOPPED(status) && !poke_bytes(pid, entry, orig, sizeof(spin)))
+		ret = 0;
+	else
+		dp_err("cannot restore the entry point of process %d", (int)pid);
+	ptrace(PTRACE_DETACH, pid, NULL, NULL);
+	return ret;
+}
+
+/* Ends a child that must not run on. */
+static void kill_child(pid_t pid)
+{
+	int status;
+
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
+/*
+ * Runs CMD with its probes; its wait status in *wstatus.  0, or -1 when it
+ * could not be started, held or probed (then it is killed before main).
+ */
+static int run_command(struct trace *t, char **argv, int *wstatus)
+{
+	uint8_t orig[sizeof(spin)];
+	uint64_t entry = 0;
+	int status, r;
+	long word;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		dp_err("fork: %s", strerror(errno));
+		return -1;
+	}
+	if (!pid)
+		child_exec(argv);
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	if (!WIFSTOPPED(status)) {
+		/* The exec failed: the child said why. */
+		*wstatus = status;
+		return 0;
+	}
+	errno = 0;
+	if (entry_point(pid, &entry) ||
+	    (word = ptrace(PTRACE_PEEKTEXT, pid, (void *)entry, NULL), errno) ||
+	    (memcpy(orig, &word, sizeof(orig)), poke_bytes(pid, entry, spin, sizeof(spin)))) {
+		dp_err("cannot hold %s at its entry point: %s", argv[0], strerror(errno));
+		kill_child(pid);
+		return -1;
+	}
+	ptrace(PTRACE_DETACH, pid, NULL, NULL);
+
+	r = wait_at_entry(pid, entry, wstatus);
+	if (r > 0) {
+		dp_err("%s ended before its entry point (%s %d)", argv[0],
+		       WIFEXITED(*wstatus) ? "exit status" : "signal",
+		       WIFEXITED(*wstatus) ? WEXITSTATUS(*wstatus) : WTERMSIG(*wstatus));
+		return -1;
+	}
+	if (r < 0) {
+		dp_err("%s did not reach its entry point within %d s", argv[0],
+		       HOLD_TIMEOUT_MS / 1000);
+		kill_child(pid);
+		return -1;
+	}
+	if (enable_probes(t, pid) || release_entry(pid, entry, orig)) {
+		kill_child(pid);
+		return -1;
+	}
+	while (waitpid(pid, wstatus, 0) < 0) {
+		if (errno != EINTR)
+			return -1;
+	}
+	return 0;
+}
+
+static void view(struct trace *t)
+{
+	pid_t pid;
+	int status;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		execlp(DP_BABELTRACE2, DP_BABELTRACE2, t->output, (char *)NULL);
+		dp_err("cannot run babeltrace2 (%s): view the trace with `babeltrace2 %s`",
+		       strerror(errno), t->output);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+}
+
+static int parse_command(const char *cmd, const char **rest, wordexp_t *we, char ***argv)
+{
+	if (cmd) {
+		int r = wordexp(cmd, we, WRDE_NOCMD | WRDE_SHOWERR);
+
+		if (r || !we->we_wordc) {
+			dp_err(r == WRDE_CMDSUB ? "-c: command substitution is not run here: give the "
+			       "command and its arguments" : "-c: cannot read the command '%s'", cmd);
+			if (!r)
+				wordfree(we);
+			return -1;
+		}
+		*argv = we->we_wordv;
+		return 0;
+	}
+	if (!rest || !rest[0]) {
+		dp_err("no command: lttng trace -c \"CMD ARGS\" --function FUNCTION");
+		return -1;
+	}
+	*argv = (char **)rest;
+	return 0;
+}
+
+int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
+{
+	char *cmd = NULL, *session = NULL, *output = NULL, *path = NULL, *arg;
+	int no_view = 0, help = 0, opt, ret = DP_CMD_ERROR, wstatus = 0;
+	struct poptOption options[] = {
+		{ "command", 'c', POPT_ARG_STRING, &cmd, 0, NULL, NULL },
+		{ "session", 's', POPT_ARG_STRING, &session, 0, NULL, NULL },
+		{ "output", 'o', POPT_ARG_STRING, &output, 0, NULL, NULL },
+		{ "path", 0, POPT_ARG_STRING, &path, 0, NULL, NULL },
+		{ "probe", 0, POPT_ARG_STRING, NULL, OPT_PROBE, NULL, NULL },
+		{ "function", 0, POPT_ARG_STRING, NULL, OPT_FUNCTION, NULL, NULL },
+		{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
+		{ "no-view", 0, POPT_ARG_NONE, &no_view, 0, NULL, NULL },
+		{ "help", 'h', POPT_ARG_NONE, &help, 0, NULL, NULL },
+		POPT_TABLEEND,
+	};
+	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
+	struct trace t = { .cli = cli, .fd = -1 };
+	wordexp_t we = { 0 };
+	bool have_we = false;
+	char **cmd_argv = NULL;
+	struct dp_spec_err err;
+	const char **rest;
+
+	while ((opt = poptGetNextOpt(pc)) > 0) {
+		arg = poptGetOptArg(pc);
+		if (opt == OPT_TYPE) {
+			if (push(&t.types, &t.ntypes, arg))
+				goto out;
+			continue;
+		}
+		{
+			struct probe_arg *grown = realloc(t.probes, (t.nprobes + 1) * sizeof(*grown));
+
+			if (!grown || !arg) {
+				free(arg);
+				goto out;
+			}
+			t.probes = grown;
+			memset(&t.probes[t.nprobes], 0, sizeof(*t.probes));
+			t.probes[t.nprobes].kind = opt == OPT_PROBE ? DP_CLIENT_KIND_PROBE :
+								      DP_CLIENT_KIND_FUNCTION;
+			t.probes[t.nprobes++].location = arg;
+		}
+	}
+	if (opt < -1) {
+		dp_err("%s: %s (see lttng trace --help)", poptBadOption(pc, POPT_BADOPTION_NOALIAS),
+		       poptStrerror(opt));
+		goto out;
+	}
+	if (help) {
+		ret = dp_show_man("trace");
+		goto out;
+	}
+	if (cli->mi) {
+		dp_err("the machine interface (--mi) does not cover lttng trace: run without it");
+		goto out;
+	}
+	rest = poptGetArgs(pc);
+	if (cmd && rest && rest[0]) {
+		dp_err("give the command once: -c \"CMD ARGS\", or after the options alone");
+		goto out;
+	}
+	if (parse_command(cmd, rest, &we, &cmd_argv))
+		goto out;
+	have_we = cmd != NULL;
+	if (!t.nprobes) {
+		dp_err("nothing to probe: add --function FUNCTION or --probe LOC (for example "
+		       "lttng trace -c \"%s\" --function main)", cmd ? cmd : cmd_argv[0]);
+		goto out;
+	}
+
+	/* Everything is checked before anything is created. */
+	if (path) {
+		t.path = dp_abs_path(path);
+	} else {
+		t.path = find_program(cmd_argv[0]);
+		if (!t.path)
+			dp_err("%s: command not found (give its path, or --path)", cmd_argv[0]);
+	}
+	if (!t.path)
+		goto out;
+	for (size_t i = 0; i < t.nprobes; i++) {
+		struct dp_location loc;
+
+		if (dp_check_location(t.path, t.probes[i].location,
+				      t.probes[i].kind == DP_CLIENT_KIND_FUNCTION))
+			goto out;
+		dp_spec_location_parse(t.probes[i].location, &loc, &err);
+		if (dp_spec_location_event_name(&loc, t.probes[i].name, sizeof(t.probes[i].name))) {
+			dp_err("%s: no event name can be made of it", t.probes[i].location);
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < t.ntypes; i++) {
+		if (dp_spec_context_is_dynamic(t.types[i]) &&
+		    dp_spec_context_check(t.types[i], &err)) {
+			dp_err("%s", err.msg);
+			goto out;
+		}
+	}
+	if (access(dp_agent_path(), R_OK)) {
+		dp_err("the agent %s: %s (install lttng-dynprobe, or set LTTNG_DYNPROBE_AGENT)",
+		       dp_agent_path(), strerror(errno));
+		goto out;
+	}
+	if (session)
+		snprintf(t.session, sizeof(t.session), "%s", session);
+	else
+		session_name(&t, cmd_argv[0]);
+	if (output) {
+		/* The session daemon wants an absolute path. */
+		char *abs = realpath(output, NULL), cwd[PATH_MAX];
+		int n;
+
+		if (abs)
+			n = snprintf(t.output, sizeof(t.output), "%s", abs);
+		else if (output[0] != '/' && getcwd(cwd, sizeof(cwd)))
+			n = snprintf(t.output, sizeof(t.output), "%s/%s", cwd, output);
+		else
+			n = snprintf(t.output, sizeof(t.output), "%s", output);
+		free(abs);
+		if (n < 0 || (size_t)n >= sizeof(t.output)) {
+			fprintf(stderr, "Error: the output directory's path is longer than %zu bytes: %s\n",
+				sizeof(t.output) - 1, output);
+			goto out;
+		}
+	} else if (default_output(&t)) {
+		goto out;
+	}
+
+	if (dp_sessiond_ensure(cli) || create_session(&t) || enable_expected_names(&t) ||
+	    add_standard_contexts(&t))
+		goto fail;
+	t.fd = dp_daemon_connect(cli, true);
+	if (t.fd < 0)
+		goto fail;
+	t.daemon_used = true;
+	ret = lttng_start_tracing(t.session);
+	if (ret < 0) {
+		dp_err("cannot start session '%s': %s", t.session, lttng_strerror(ret));
+		goto fail;
+	}
+	/* As system(3) does: the terminal's ^C is for CMD; we clean up after. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	if (run_command(&t, cmd_argv, &wstatus))
+		goto fail;
+	lttng_stop_tracing(t.session);
+	t.output_made = false;	/* it holds the trace now */
+	rollback(&t);	/* the session's probes out, the session destroyed */
+	if (!no_view)
+		view(&t);
+	if (!cli->quiet)
+		fprintf(stderr, "Trace directory: %s\n", t.output);
+	if (WIFEXITED(wstatus))
+		ret = WEXITSTATUS(wstatus);
+	else if (WIFSIGNALED(wstatus))
+		ret = 128 + WTERMSIG(wstatus);
+	goto out;
+fail:
+	ret = DP_CMD_ERROR;
+	rollback(&t);
+out:
+	if (t.fd >= 0)
+		close(t.fd);
+	if (have_we)
+		wordfree(&we);
+	poptFreeContext(pc);
+	for (size_t i = 0; i < t.nprobes; i++)
+		free(t.probes[i].location);
+	free(t.probes);
+	for (size_t i = 0; i < t.ntypes; i++)
+		free(t.types[i]);
+	free(t.types);
+	free(t.path);
+	free(cmd);
+	free(session);
+	free(output);
+	free(path);
+	return ret;
+}

@@ -1,0 +1,164 @@
+/*
+ * The CLI's side of lttng-dynprobed: connecting (and starting the daemon
+ * when none runs, as lttng starts lttng-sessiond), one request at a time,
+ * and how a report reads for users.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static int spawn_daemon(const struct dp_cli *cli)
+{
+	const char *path = dp_daemon_path();
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		dp_err("fork: %s", strerror(errno));
+		return -1;
+	}
+	if (!pid) {
+		execl(path, path, "--daemonize", (char *)NULL);
+		dp_err("cannot run lttng-dynprobed (%s): %s (install lttng-dynprobe, or set "
+		       "LTTNG_DYNPROBE_DAEMON)", path, strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			dp_err("waiting for lttng-dynprobed: %s", strerror(errno));
+			return -1;
+		}
+	}
+	/* A daemon started by someone else meanwhile is as good as ours. */
+	if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 ||
+				  WEXITSTATUS(status) == DP_DAEMON_EXIT_RUNNING))
+		return 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		return -1;
+	dp_err("lttng-dynprobed (%s) did not start (%s %d): run it with -v to see why", path,
+	       WIFEXITED(status) ? "exit status" : "signal",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	return -1;
+}
+
+int dp_daemon_connect(const struct dp_cli *cli, bool spawn)
+{
+	char sock[256];
+	int fd = dp_client_connect();
+
+	if (fd >= 0 || !spawn)
+		return fd;
+	if (fd != -ENOENT && fd != -ECONNREFUSED) {
+		if (dp_client_socket_path(sock, sizeof(sock)))
+			snprintf(sock, sizeof(sock), "its socket");
+		dp_err("cannot connect to lttng-dynprobed (%s): %s", sock, strerror(-fd));
+		return fd;
+	}
+	if (cli->no_sessiond) {
+		dp_err("lttng-dynprobed is not running, and --no-sessiond forbids starting it: "
+		       "start `lttng-dynprobed --daemonize` first");
+		return -ECONNREFUSED;
+	}
+	if (spawn_daemon(cli))
+		return -ECONNREFUSED;
+	for (int i = 0; i < 50; i++) {
+		fd = dp_client_connect();
+		if (fd >= 0)
+			return fd;
+		usleep(20000);
+	}
+	dp_err("lttng-dynprobed started but does not accept connections: %s", strerror(-fd));
+	return fd;
+}
+
+int dp_daemon_call(int fd, struct dp_client_msg *req, struct dp_client_msg *reply)
+{
+	static uint32_t seq = 1;
+	enum dp_proto_err why = DP_PROTO_ERR_NONE;
+	int ret;
+
+	memset(reply, 0, sizeof(*reply));
+	ret = dp_client_call(fd, req, &seq, reply, DP_CLIENT_CALL_TIMEOUT_MS, &why);
+	if (!ret)
+		return 0;
+	switch (ret) {
+	case -EOPNOTSUPP:
+		dp_err("lttng-dynprobed does not know the request %s: it is older than this "
+		       "lttng (restart it)", dp_client_type_name(req->type));
+		break;
+	case -ECONNREFUSED:
+		dp_err("lttng-dynprobed refused the connection: %s", reply->refuse.reason);
+		break;
+	case -EPROTO:
+		dp_err("bad reply from lttng-dynprobed: %s", dp_proto_err_str(why));
+		break;
+	case -ETIMEDOUT:
+		dp_err("lttng-dynprobed did not answer within %d s", DP_CLIENT_CALL_TIMEOUT_MS / 1000);
+		break;
+	default:
+		dp_err("talking to lttng-dynprobed: %s", strerror(-ret));
+		break;
+	}
+	dp_client_msg_release(reply);
+	return ret;
+}
+
+/* The distinct reasons of a process' sites of one method, as "text (n)". */
+static void print_reasons(const struct dp_client_proc *p, uint8_t method, const char *indent)
+{
+	for (uint32_t i = 0; i < p->nsites; i++) {
+		const struct dp_client_site *s = &p->sites[i];
+		unsigned n = 0;
+		bool seen = false;
+
+		if (s->method != method)
+			continue;
+		for (uint32_t j = 0; j < i; j++)
+			seen |= p->sites[j].method == method && !strcmp(p->sites[j].reason, s->reason);
+		if (seen)
+			continue;
+		for (uint32_t j = i; j < p->nsites; j++)
+			n += p->sites[j].method == method && !strcmp(p->sites[j].reason, s->reason);
+		printf("%s%s %u site%s: %s\n", indent, dp_client_method_str(method), n,
+		       n == 1 ? "" : "s", s->text[0] ? s->text : s->reason);
+	}
+}
+
+void dp_report_print(const struct dp_cli *cli, const struct dp_client_report *r, bool verbose)
+{
+	if (cli->quiet)
+		return;
+	if (!r->status && r->message[0])
+		printf("  %s\n", r->message);
+	for (uint32_t i = 0; i < r->nprocs; i++) {
+		const struct dp_client_proc *p = &r->procs[i];
+
+		if (p->status) {
+			printf("  process %" PRIu32 ": %s\n", p->pid, p->message);
+			continue;
+		}
+		printf("  process %" PRIu32 ": %" PRIu32 " site%s by jump, %" PRIu32 " by int3, %"
+		       PRIu32 " refused%s%s\n", p->pid, p->njump, p->njump == 1 ? "" : "s",
+		       p->nint3, p->nrefused, p->message[0] ? ": " : "", p->message);
+		print_reasons(p, DP_CLIENT_METHOD_INT3, "    ");
+		print_reasons(p, DP_CLIENT_METHOD_REFUSED, "    ");
+		if (!verbose)
+			continue;
+		for (uint32_t j = 0; j < p->nsites; j++) {
+			const struct dp_client_site *s = &p->sites[j];
+
+			printf("    %-8s 0x%-12" PRIx64 " (file 0x%" PRIx64 ") %s%s%s\n",
+			       dp_client_method_str(s->method), s->addr, s->vaddr, s->event,
+			       s->reason[0] ? ": " : "", s->reason);
+		}
+	}
+	fflush(stdout);
+}

@@ -1,0 +1,368 @@
+/*
+ * What every command of the CLI needs: messages in the stock lttng's style,
+ * the stock lttng itself (executed or run), where the companions live (the
+ * daemon, the agent, the man pages), and small parsers of arguments.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "patch/analysis.h"
+#include "elf/elf.h"
+
+#ifndef DP_STOCK_LTTNG
+#define DP_STOCK_LTTNG "/usr/bin/lttng"
+#endif
+
+static void vmsg(FILE *f, const char *prefix, const char *fmt, va_list ap)
+{
+	fputs(prefix, f);
+	vfprintf(f, fmt, ap);
+	fputc('\n', f);
+}
+
+void dp_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(stderr, "Error: ", fmt, ap);
+	va_end(ap);
+}
+
+void dp_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(stderr, "Warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void dp_msg(const struct dp_cli *cli, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cli->quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg(stdout, "", fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+/* Whether two paths name the same file. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+const char *dp_stock_lttng(void)
+{
+	const char *path = getenv("LTTNG_DYNPROBE_STOCK_LTTNG");
+
+	if (!path || !*path)
+		path = DP_STOCK_LTTNG;
+	if (same_file(path, "/proc/self/exe")) {
+		dp_err("the stock lttng (%s) is this program: set LTTNG_DYNPROBE_STOCK_LTTNG to "
+		       "the lttng of lttng-tools (usually /usr/bin/lttng)", path);
+		return NULL;
+	}
+	return path;
+}
+
+int dp_stock_exec(const struct dp_cli *cli)
+{
+	const char *stock = dp_stock_lttng();
+	char **argv;
+
+	if (!stock)
+		return DP_CMD_ERROR;
+	argv = calloc(cli->argc + 1, sizeof(*argv));
+	if (!argv)
+		return DP_CMD_ERROR;
+	for (int i = 0; i < cli->argc; i++)
+		argv[i] = cli->argv[i];
+	argv[0] = (char *)stock;
+	fflush(NULL);
+	execv(stock, argv);
+	dp_err("cannot run the stock lttng %s: %s (install lttng-tools, or set "
+	       "LTTNG_DYNPROBE_STOCK_LTTNG)", stock, strerror(errno));
+	free(argv);
+	return DP_CMD_ERROR;
+}
+
+int dp_stock_run(const struct dp_cli *cli, const char *const *args)
+{
+	const char *stock = dp_stock_lttng();
+	const char **argv;
+	size_t n = 0, nargs = 0;
+	int status;
+	pid_t pid;
+
+	if (!stock)
+		return DP_CMD_ERROR;
+	while (args[nargs])
+		nargs++;
+	argv = calloc(cli->cmd_index + nargs + 1, sizeof(*argv));
+	if (!argv)
+		return DP_CMD_ERROR;
+	argv[n++] = stock;
+	/* The general options, exactly as given. */
+	for (int i = 1; i < cli->cmd_index; i++)
+		argv[n++] = cli->argv[i];
+	for (size_t i = 0; i < nargs; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		dp_err("fork: %s", strerror(errno));
+		free(argv);
+		return DP_CMD_ERROR;
+	}
+	if (!pid) {
+		execv(stock, (char **)argv);
+		dp_err("cannot run the stock lttng %s: %s", stock, strerror(errno));
+		_exit(127);
+	}
+	free(argv);
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return DP_CMD_ERROR;
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return DP_CMD_ERROR;
+}
+
+bool dp_in_build_tree(void)
+{
+	static int known = -1;
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (known >= 0)
+		return known;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	known = 0;
+	if (n > 0) {
+		char *slash;
+
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			/* libtool may run the real program from .libs. */
+			if (!strcmp(slash + 1, "lttng") || !strcmp(slash + 1, "lt-lttng")) {
+				char *dot = strrchr(self, '/');
+
+				if (dot && !strcmp(dot, "/.libs"))
+					*dot = '\0';
+			}
+			known = same_file(self, DP_BUILDDIR);
+		}
+	}
+	return known;
+}
+
+static const char *env_or(const char *name, const char *build, const char *installed)
+{
+	const char *v = getenv(name);
+
+	if (v && *v)
+		return v;
+	return dp_in_build_tree() ? build : installed;
+}
+
+const char *dp_daemon_path(void)
+{
+	return env_or("LTTNG_DYNPROBE_DAEMON",
+		      DP_TOP_BUILDDIR "/src/bin/lttng-dynprobed/lttng-dynprobed",
+		      DP_BINDIR "/lttng-dynprobed");
+}
+
+const char *dp_agent_path(void)
+{
+	return env_or("LTTNG_DYNPROBE_AGENT",
+		      DP_TOP_BUILDDIR "/src/lib/lttng-ust-dynprobe/.libs/liblttng-ust-dynprobe.so.0",
+		      DP_LIBDIR "/liblttng-ust-dynprobe.so.0");
+}
+
+int dp_show_man(const char *page)
+{
+	static const struct {
+		const char *page, *file;
+		char section;
+	} pages[] = {
+		{ "enable-event", "lttng-dynprobe-enable-event", '1' },
+		{ "add-context", "lttng-dynprobe-add-context", '1' },
+		{ "list", "lttng-dynprobe-list", '1' },
+		{ "trace", "lttng-trace", '1' },
+		{ "dynprobe", "lttng-dynprobe", '7' },
+	};
+	char src[PATH_MAX], inst[PATH_MAX];
+	const char *file = NULL;
+
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+		if (strcmp(pages[i].page, page))
+			continue;
+		snprintf(src, sizeof(src), "%s/doc/man/%s.%c", DP_TOP_SRCDIR, pages[i].file,
+			 pages[i].section);
+		snprintf(inst, sizeof(inst), "%s/man%c/%s.%c", DP_MANDIR, pages[i].section,
+			 pages[i].file, pages[i].section);
+		if (dp_in_build_tree() && !access(src, R_OK))
+			file = src;
+		else if (!access(inst, R_OK))
+			file = inst;
+		else if (!access(src, R_OK))
+			file = src;
+		break;
+	}
+	if (!file) {
+		dp_err("no man page for '%s' is installed (expected under %s)", page, DP_MANDIR);
+		return DP_CMD_ERROR;
+	}
+	fflush(NULL);
+	execlp("man", "man", "-l", file, (char *)NULL);
+	dp_err("cannot run man (%s): read %s with `man -l`", strerror(errno), file);
+	return DP_CMD_ERROR;
+}
+
+char *dp_session_pick(const char *opt_session, bool complain)
+{
+	const char *home = getenv("LTTNG_HOME");
+	char path[PATH_MAX], line[512];
+	char *name = NULL;
+	FILE *f;
+
+	if (opt_session)
+		return strdup(opt_session);
+	if (!home || !*home)
+		home = getenv("HOME");
+	if (!home) {
+		if (complain)
+			dp_err("no session given, and no home to find the current one: use -s SESSION");
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "%s/.lttngrc", home);
+	f = fopen(path, "r");
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			if (!strncmp(line, "session=", 8)) {
+				line[strcspn(line, "\r\n")] = '\0';
+				free(name);
+				name = strdup(line + 8);
+			}
+		}
+		fclose(f);
+	}
+	if (!name || !*name) {
+		free(name);
+		if (complain)
+			dp_err("no current session: create one with `lttng create NAME`, or name one "
+		       "with -s SESSION");
+		return NULL;
+	}
+	return name;
+}
+
+int dp_parse_pids(const char *s, uint32_t **pids, uint32_t *npids)
+{
+	const char *p = s;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		char buf[32];
+		uint64_t v;
+		struct dp_spec_err err;
+		uint32_t *grown;
+
+		if (!len || len >= sizeof(buf)) {
+			dp_err("bad --pid '%s': expected PID[,PID]...", s);
+			return -1;
+		}
+		memcpy(buf, p, len);
+		buf[len] = '\0';
+		if (dp_spec_number(buf, &v, &err) || !v || v > INT32_MAX) {
+			dp_err("bad --pid '%s': '%s' is not a process id", s, buf);
+			return -1;
+		}
+		if (*npids >= DP_CLIENT_MAX_PIDS) {
+			dp_err("too many --pid values (at most %d)", DP_CLIENT_MAX_PIDS);
+			return -1;
+		}
+		grown = realloc(*pids, (*npids + 1) * sizeof(**pids));
+		if (!grown) {
+			dp_err("out of memory");
+			return -1;
+		}
+		*pids = grown;
+		(*pids)[(*npids)++] = (uint32_t)v;
+		p += len;
+		if (*p == ',') {
+			p++;
+			if (!*p) {
+				dp_err("bad --pid '%s': a pid is missing after the last ','", s);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+char *dp_abs_path(const char *path)
+{
+	char *real = realpath(path, NULL);
+
+	if (!real)
+		dp_err("%s: %s (--path names the executable or shared library to probe)", path,
+		       strerror(errno));
+	return real;
+}
+
+int dp_check_location(const char *path, const char *location, bool function)
+{
+	struct dp_location loc;
+	struct dp_spec_err err;
+	struct dp_object *obj;
+	const struct dp_function *fn;
+	uint64_t vaddr;
+	int ret;
+
+	if (dp_spec_location_parse(location, &loc, &err)) {
+		dp_err("%s", err.msg);
+		return -1;
+	}
+	obj = dp_object_open(path);
+	if (!obj) {
+		dp_err("%s: %s", path, dp_elf_strerror(errno));
+		return -1;
+	}
+	ret = dp_spec_location_resolve(obj, path, &loc, &vaddr, &fn, &err);
+	if (!ret && function && vaddr != fn->start) {
+		char what[DP_SPEC_SYMBOL_MAX + 32], fname[DP_SPEC_SYMBOL_MAX + 32];
+
+		dp_spec_location_format(&loc, what, sizeof(what));
+		dp_spec_function_format(fn, fname, sizeof(fname));
+		dp_err("--function %s is not the start of a function (it is inside %s): name the "
+		       "function, or use --probe", what, fname);
+		dp_object_close(obj);
+		return -1;
+	}
+	dp_object_close(obj);
+	if (ret) {
+		dp_err("%s", err.msg);
+		return -1;
+	}
+	return 0;
+}

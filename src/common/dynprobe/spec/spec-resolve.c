@@ -1,0 +1,229 @@
+/*
+ * Locations resolved against an ELF object: the file address of ADDR |
+ * SYMBOL | SYMBOL+OFFSET, checked to be an instruction boundary of a known
+ * function.  Errors name the file and say what would work instead: close
+ * symbol names for a typo, the neighbouring boundaries for an offset that
+ * falls inside an instruction.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "patch/analysis.h"
+#include "spec/spec.h"
+
+#define SUGGEST_MAX 3
+
+/* The message of a failure (vsnprintf: a long path is cut, not overrun). */
+__attribute__((format(printf, 2, 3)))
+static void say(struct dp_spec_err *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+}
+
+int dp_spec_function_format(const struct dp_function *fn, char *buf, size_t size)
+{
+	if (fn->name)
+		return snprintf(buf, size, "%s", fn->name);
+	return snprintf(buf, size, "the function at 0x%" PRIx64, fn->start);
+}
+
+/* Edit distance of a and b, or more than `bound` (cut short: only whether a
+ * name is close matters). */
+static size_t distance(const char *a, const char *b, size_t bound)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t row[DP_SPEC_SYMBOL_MAX + 1];
+
+	if (la > DP_SPEC_SYMBOL_MAX || lb > DP_SPEC_SYMBOL_MAX)
+		return bound + 1;
+	if ((la > lb ? la - lb : lb - la) > bound)
+		return bound + 1;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0], best;
+
+		row[0] = i;
+		best = row[0];
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t v = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < v)
+				v = up + 1;
+			if (row[j - 1] + 1 < v)
+				v = row[j - 1] + 1;
+			row[j] = v;
+			diag = up;
+			if (v < best)
+				best = v;
+		}
+		if (best > bound)
+			return bound + 1;
+	}
+	return row[lb];
+}
+
+/* Appends " (did you mean 'a', 'b'?)" for names close to `name`. */
+static void suggest(struct dp_object *obj, const char *name, char *buf, size_t size)
+{
+	const struct dp_function *fns;
+	const char *best[SUGGEST_MAX];
+	size_t bestd[SUGGEST_MAX], nbest = 0, n, len = strlen(name);
+	size_t bound = len < 4 ? 1 : len < 8 ? 2 : 3;
+	int used;
+
+	buf[0] = '\0';
+	if (dp_object_functions(obj, &fns, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const char *cand = fns[i].name;
+		size_t d, k;
+		bool dup = false;
+
+		if (!cand || !(fns[i].flags & DP_FN_NAMED))
+			continue;
+		d = distance(name, cand, bound);
+		/* A prefix match counts as close: "deflate" for "deflate_fast". */
+		if (d > bound && !strncmp(cand, name, len) && strlen(cand) - len <= 12)
+			d = bound;
+		if (d > bound)
+			continue;
+		for (k = 0; k < nbest; k++)
+			dup |= !strcmp(best[k], cand);
+		if (dup)
+			continue;
+		for (k = nbest; k > 0 && bestd[k - 1] > d; k--) {
+			if (k < SUGGEST_MAX) {
+				best[k] = best[k - 1];
+				bestd[k] = bestd[k - 1];
+			}
+		}
+		if (k < SUGGEST_MAX) {
+			best[k] = cand;
+			bestd[k] = d;
+			if (nbest < SUGGEST_MAX)
+				nbest++;
+		}
+	}
+	if (!nbest)
+		return;
+	used = snprintf(buf, size, " (did you mean");
+	for (size_t k = 0; k < nbest && used > 0 && (size_t)used < size; k++)
+		used += snprintf(buf + used, size - used, "%s '%s'", k ? "," : "", best[k]);
+	if (used > 0 && (size_t)used < size)
+		snprintf(buf + used, size - used, "?)");
+}
+
+/* "foo+0x4" or "0x401134" for an address inside fn. */
+static void format_in(const struct dp_function *fn, uint64_t vaddr, char *buf, size_t size)
+{
+	if (fn->name)
+		snprintf(buf, size, "%s+0x%" PRIx64, fn->name, vaddr - fn->start);
+	else
+		snprintf(buf, size, "0x%" PRIx64, vaddr);
+}
+
+static int check_boundary(const struct dp_function *fn, const char *what, uint64_t vaddr,
+			  struct dp_spec_err *err)
+{
+	char fname[DP_SPEC_SYMBOL_MAX + 32], prev[DP_SPEC_SYMBOL_MAX + 32];
+	char next[DP_SPEC_SYMBOL_MAX + 32];
+	uint64_t off = vaddr - fn->start;
+	uint32_t lo = 0, hi = fn->ninsns;
+
+	if (dp_function_insn_index(fn, vaddr) >= 0)
+		return 0;
+	dp_spec_function_format(fn, fname, sizeof(fname));
+	/* Past the first byte that did not decode, nothing is known. */
+	if (!fn->ninsns ||
+	    ((fn->flags & DP_FN_UNDECODED) && off > fn->insn_off[fn->ninsns - 1])) {
+		say(err, "%s is in a part of %s that does not "
+			 "decode as instructions: no probe can go there", what, fname);
+		return -EINVAL;
+	}
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (fn->insn_off[mid] < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* insn_off[lo] is the first boundary after off (lo > 0: off 0 is one). */
+	format_in(fn, fn->start + fn->insn_off[lo - 1], prev, sizeof(prev));
+	if (lo < fn->ninsns) {
+		format_in(fn, fn->start + fn->insn_off[lo], next, sizeof(next));
+		say(err, "%s is inside an instruction of %s: the "
+			 "nearest instructions start at %s and %s", what, fname, prev, next);
+	} else {
+		say(err, "%s is inside the last instruction of %s, "
+			 "which starts at %s", what, fname, prev);
+	}
+	return -EINVAL;
+}
+
+int dp_spec_location_resolve(struct dp_object *obj, const char *path,
+			     const struct dp_location *loc, uint64_t *vaddr,
+			     const struct dp_function **fnp, struct dp_spec_err *err)
+{
+	char what[DP_SPEC_SYMBOL_MAX + 32], fname[DP_SPEC_SYMBOL_MAX + 32];
+	const struct dp_function *fn;
+	uint64_t addr;
+
+	dp_spec_location_format(loc, what, sizeof(what));
+	if (loc->kind == DP_LOC_SYMBOL) {
+		fn = dp_object_function_by_name(obj, loc->symbol);
+		if (!fn) {
+			char hint[3 * DP_SPEC_SYMBOL_MAX];
+			int e = errno;
+
+			if (e != ENOENT) {
+				say(err, "cannot analyse %s: %s", path,
+					 strerror(e));
+				return -e;
+			}
+			suggest(obj, loc->symbol, hint, sizeof(hint));
+			say(err, "no function '%s' in %s%s",
+				 loc->symbol, path, hint);
+			return -ENOENT;
+		}
+		if (loc->offset >= fn->size) {
+			dp_spec_function_format(fn, fname, sizeof(fname));
+			say(err, "%s is past the end of %s (%" PRIu64
+				 " bytes: offsets 0 to 0x%" PRIx64 ")", what, fname, fn->size,
+				 fn->size - 1);
+			return -ERANGE;
+		}
+		addr = fn->start + loc->offset;
+	} else {
+		addr = loc->addr;
+		fn = dp_object_function_at(obj, addr);
+		if (!fn) {
+			int e = errno;
+
+			if (e != ENOENT) {
+				say(err, "cannot analyse %s: %s", path,
+					 strerror(e));
+				return -e;
+			}
+			say(err, "%s is not inside any function of %s "
+				 "(addresses are the file's, as nm prints them)", what, path);
+			return -ENOENT;
+		}
+	}
+	if (check_boundary(fn, what, addr, err))
+		return -EINVAL;
+	*vaddr = addr;
+	if (fnp)
+		*fnp = fn;
+	return 0;
+}

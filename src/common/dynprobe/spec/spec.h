@@ -1,0 +1,122 @@
+/*
+ * Specs: what users type to name dynamic probes, parsed and checked before
+ * any session, daemon or process is touched.  The CLI and lttng-dynprobed
+ * both read user input through this file, so that a location, an event name
+ * or a context type means the same thing everywhere.
+ *
+ *   location   ADDR | SYMBOL | SYMBOL+OFFSET
+ *              numbers: octal 0NNN, decimal, hex 0xNNN (no sign);
+ *              ADDR is a virtual address of the ELF file (as nm prints it)
+ *   event      NAME -> dynprobe:NAME; PROVIDER:EVENT is kept;
+ *              --function gives NAME_entry and NAME_return
+ *   context    regs | reg:NAME | TYPE:NAME:ADDR | string:NAME:ADDR[:MAX] |
+ *              backtrace[:DEPTH][:fp|:cfi] | retval: a dynamic context;
+ *              anything else is a standard LTTng context type
+ *
+ * Contexts.  This file only tells a dynamic context from a standard one and
+ * checks its outer syntax (kind, field name, depth).  The one parser of a
+ * context's address expression is the agent's dp_ctx_parse (context.h),
+ * which lttng-dynprobed runs after it has turned symbols into addresses:
+ * before that, "buf_name+8" and "rbp-0x14" cannot be told apart.
+ *
+ * Every function returning int gives 0 or -errno and, on failure, a one-line
+ * message in err->msg for users: what was wrong and what would be right,
+ * without the "Error: " prefix.
+ */
+#ifndef DP_SPEC_H
+#define DP_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DP_SPEC_SYMBOL_MAX 256
+#define DP_SPEC_EVENT_MAX 128		/* provider:event, with its suffix */
+#define DP_SPEC_PROVIDER_DEFAULT "dynprobe"
+#define DP_SPEC_ERR_MAX 512
+
+struct dp_spec_err {
+	char msg[DP_SPEC_ERR_MAX];
+};
+
+/*
+ * A number as a whole string: "0x1f", "017", "42".  -EINVAL for a string
+ * that is not one (the message names the bad digit and the base it was
+ * read in), -ERANGE above 2^64 - 1.
+ */
+int dp_spec_number(const char *s, uint64_t *out, struct dp_spec_err *err);
+
+enum dp_loc_kind {
+	DP_LOC_ADDR,		/* an address of the file */
+	DP_LOC_SYMBOL,		/* a function's name, plus an offset (maybe 0) */
+};
+
+struct dp_location {
+	enum dp_loc_kind kind;
+	char symbol[DP_SPEC_SYMBOL_MAX];	/* DP_LOC_SYMBOL */
+	uint64_t addr;				/* DP_LOC_ADDR */
+	uint64_t offset;			/* DP_LOC_SYMBOL */
+	bool has_offset;			/* "foo+0" was written as such */
+};
+
+/* Parses ADDR | SYMBOL | SYMBOL+OFFSET.  -EINVAL or -ERANGE. */
+int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_spec_err *err);
+
+/* The location as users write it ("foo+0x6", "0x401136"); snprintf's return. */
+int dp_spec_location_format(const struct dp_location *loc, char *buf, size_t size);
+
+/*
+ * LTTng's own spelling of a userspace probe, "elf:PATH:SYMBOL" (SYMBOL may
+ * carry +OFFSET here).  PATH is copied into path (-ENAMETOOLONG if it does
+ * not fit).  "sdt:..." is refused (-ENOTSUP): dynamic probes go on code.
+ */
+int dp_spec_userspace_probe_parse(const char *s, char *path, size_t path_size,
+				  struct dp_location *loc, struct dp_spec_err *err);
+
+/*
+ * The full event name of a user's NAME, with a suffix ("" or "_entry",
+ * "_return") appended to its event part: "aname" -> "dynprobe:aname",
+ * "app:main" + "_entry" -> "app:main_entry".  Provider and event are C
+ * identifiers; no wildcard (a dynamic event has one exact name).  -EINVAL,
+ * or -ENAMETOOLONG past DP_SPEC_EVENT_MAX - 1 bytes.
+ */
+int dp_spec_event_name(const char *name, const char *suffix, char *out, size_t size,
+		       struct dp_spec_err *err);
+
+/*
+ * A NAME for a probe that has none (lttng trace): the symbol, with the
+ * offset in hex after an underscore ("foo_6" for foo+0x6), or "addr_401136".
+ * Characters a C identifier does not allow become '_'.
+ */
+int dp_spec_location_event_name(const struct dp_location *loc, char *out, size_t size);
+
+/* Whether a context type string names a dynamic context (see above). */
+bool dp_spec_context_is_dynamic(const char *type);
+
+/*
+ * Checks a dynamic context's outer syntax: the kind, the integer type, the
+ * field name, that an address is there, a string's MAX and a backtrace's
+ * DEPTH and walker.  -EINVAL with the reason.
+ */
+int dp_spec_context_check(const char *type, struct dp_spec_err *err);
+
+/*
+ * Resolution against an ELF object (spec-resolve.c).  The address in the
+ * file of a location: a symbol is found by dp_object_function_by_name (so
+ * "main" works in a stripped executable), an address by the function that
+ * contains it.  The address must be an instruction boundary of that
+ * function.  -ENOENT (no such function: the message suggests close names),
+ * -ERANGE (an offset past the function's end), -EINVAL (inside an
+ * instruction: the message shows the neighbouring boundaries), or the
+ * analysis' -errno.  *fn may be NULL.
+ */
+struct dp_object;
+struct dp_function;
+int dp_spec_location_resolve(struct dp_object *obj, const char *path,
+			     const struct dp_location *loc, uint64_t *vaddr,
+			     const struct dp_function **fn, struct dp_spec_err *err);
+
+/* How users see a function: its name, or "the function at 0xADDR". */
+int dp_spec_function_format(const struct dp_function *fn, char *buf, size_t size);
+
+#endif /* DP_SPEC_H */

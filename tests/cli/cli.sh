@@ -1,0 +1,56 @@
+# What the CLI tests share (sourced after tap.sh and sessiond.sh).
+#
+#   LTTNG     our lttng (the build's), STOCK the stock one, TARGET the test
+#             program (cli-target), FOO_OFF foo's address in it (hex, as nm)
+#   run_cli ARGS...     our lttng with --no-sessiond: $out, $err, $status
+#   run_stock ARGS...   the same with the stock lttng: $sout, $serr, $sstatus
+#   state               what must not change when a command fails: the
+#                       sessions and the events of session s (stock listing)
+#   no_daemon           passes if no lttng-dynprobed runs (in our namespace),
+#                       or if DP_DAEMON_RUNS is set (a test that started one)
+#   check_refused DESC REGEX ARGS...   our lttng fails with exit code 1, one
+#                       stderr line matching REGEX, and `state` unchanged
+
+: "${top_builddir:=../..}"
+LTTNG=$top_builddir/src/bin/lttng/lttng
+: "${STOCK:=/usr/bin/lttng}"
+TARGET=$top_builddir/tests/cli/cli-target
+export LTTNG_DYNPROBE_STOCK_LTTNG=$STOCK
+
+run_cli() {
+	out=$("$LTTNG" --no-sessiond "$@" 2>"$DP_TMP/err")
+	status=$?
+	err=$(cat "$DP_TMP/err")
+}
+
+run_stock() {
+	sout=$("$STOCK" --no-sessiond "$@" 2>"$DP_TMP/err")
+	sstatus=$?
+	serr=$(cat "$DP_TMP/err")
+}
+
+state() {
+	"$STOCK" --no-sessiond list 2>&1 | sed 's/ \[.*\]$//'
+	"$STOCK" --no-sessiond list s 2>&1
+}
+
+no_daemon() {
+	[ -n "${DP_DAEMON_RUNS:-}" ] || ! pgrep -x lttng-dynprobed >/dev/null
+}
+
+check_refused() {
+	local desc=$1 regex=$2 before after ok=0
+	shift 2
+	before=$(state)
+	run_cli "$@"
+	after=$(state)
+	[ "$status" -eq 1 ] || ok=1
+	grep -Eq -- "^Error: .*$regex" <<<"$err" || ok=1
+	[ "$before" = "$after" ] || ok=1
+	no_daemon || ok=1
+	tap_ok "$ok" "$desc"
+	if [ "$ok" -ne 0 ]; then
+		tap_diag "lttng $* -> $status" "stdout: $out" "stderr: $err"
+		[ "$before" = "$after" ] || tap_diag "state changed:" "$before" "---" "$after"
+	fi
+}

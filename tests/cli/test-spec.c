@@ -1,0 +1,207 @@
+/*
+ * The spec layer (spec/spec.h) on its own: numbers in every base and their
+ * errors, locations, event names, context types, and resolution against
+ * cli-target, whose foo and bar have known bytes (cli-target.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "patch/analysis.h"
+#include "spec/spec.h"
+#include "tap.h"
+
+static void number(const char *s, int want, uint64_t value, const char *msg)
+{
+	struct dp_spec_err err = { "" };
+	uint64_t v = 0;
+	int ret = dp_spec_number(s, &v, &err);
+
+	if (!want)
+		tap_ok(!ret && v == value, "number '%s' = %llu", s, (unsigned long long)value);
+	else
+		tap_ok(ret == want && strstr(err.msg, msg), "number '%s' refused: %s", s, err.msg);
+}
+
+static void location(const char *s, int want, enum dp_loc_kind kind, const char *sym,
+		     uint64_t n, const char *msg)
+{
+	struct dp_spec_err err = { "" };
+	struct dp_location loc;
+	int ret = dp_spec_location_parse(s, &loc, &err);
+
+	if (want) {
+		tap_ok(ret == want && strstr(err.msg, msg), "location '%s' refused: %s", s, err.msg);
+		return;
+	}
+	if (kind == DP_LOC_ADDR)
+		tap_ok(!ret && loc.kind == kind && loc.addr == n, "location '%s' is address %#llx", s,
+		       (unsigned long long)n);
+	else
+		tap_ok(!ret && loc.kind == kind && !strcmp(loc.symbol, sym) && loc.offset == n,
+		       "location '%s' is %s + %llu", s, sym, (unsigned long long)n);
+}
+
+static void event(const char *name, const char *suffix, const char *want)
+{
+	struct dp_spec_err err = { "" };
+	char out[DP_SPEC_EVENT_MAX];
+	int ret = dp_spec_event_name(name, suffix, out, sizeof(out), &err);
+
+	if (want[0] == '!')
+		tap_ok(ret && strstr(err.msg, want + 1), "event name '%s' refused: %s", name, err.msg);
+	else
+		tap_ok(!ret && !strcmp(out, want), "event name '%s'%s is %s", name, suffix, want);
+}
+
+static void context(const char *type, bool dynamic, const char *msg)
+{
+	struct dp_spec_err err = { "" };
+
+	tap_ok(dp_spec_context_is_dynamic(type) == dynamic, "'%s' is %s", type,
+	       dynamic ? "dynamic" : "standard");
+	if (!dynamic)
+		return;
+	if (msg)
+		tap_ok(dp_spec_context_check(type, &err) == -EINVAL && strstr(err.msg, msg),
+		       "'%s' refused: %s", type, err.msg);
+	else
+		tap_ok(!dp_spec_context_check(type, &err), "'%s' accepted", type);
+}
+
+static void resolve(struct dp_object *obj, const char *s, int want, uint64_t off, const char *msg)
+{
+	struct dp_spec_err err = { "" };
+	const struct dp_function *fn = NULL, *foo = dp_object_function_by_name(obj, "foo");
+	struct dp_location loc;
+	uint64_t vaddr = 0;
+	int ret;
+
+	dp_spec_location_parse(s, &loc, &err);
+	ret = dp_spec_location_resolve(obj, "cli-target", &loc, &vaddr, &fn, &err);
+	if (want)
+		tap_ok(ret == want && strstr(err.msg, msg), "resolve '%s' refused: %s", s, err.msg);
+	else
+		tap_ok(!ret && foo && vaddr == foo->start + off && fn == foo,
+		       "resolve '%s' = foo+%#llx", s, (unsigned long long)off);
+}
+
+int main(int argc, char **argv)
+{
+	struct dp_object *obj;
+	char name[DP_SPEC_EVENT_MAX];
+	struct dp_location loc;
+	struct dp_spec_err err;
+
+	number("0", 0, 0, NULL);
+	number("42", 0, 42, NULL);
+	number("052", 0, 42, NULL);
+	number("0x2a", 0, 42, NULL);
+	number("0X2A", 0, 42, NULL);
+	number("0xffffffffffffffff", 0, UINT64_MAX, NULL);
+	number("18446744073709551615", 0, UINT64_MAX, NULL);
+	number("18446744073709551616", -ERANGE, 0, "does not fit in 64 bits");
+	number("0x10000000000000000", -ERANGE, 0, "does not fit in 64 bits");
+	number("", -EINVAL, 0, "missing");
+	number("0x", -EINVAL, 0, "hex digits must follow 0x");
+	number("0x1g", -EINVAL, 0, "'g' is not a hex digit");
+	number("089", -EINVAL, 0, "a leading 0 makes it octal");
+	number("12a", -EINVAL, 0, "'a' is not a decimal digit (hex numbers start with 0x)");
+	number("-1", -EINVAL, 0, "no sign");
+
+	location("foo", 0, DP_LOC_SYMBOL, "foo", 0, NULL);
+	location("foo+0x6", 0, DP_LOC_SYMBOL, "foo", 6, NULL);
+	location("foo+010", 0, DP_LOC_SYMBOL, "foo", 8, NULL);
+	location("memcpy@@GLIBC_2.14+4", 0, DP_LOC_SYMBOL, "memcpy@@GLIBC_2.14", 4, NULL);
+	location("foo.cold", 0, DP_LOC_SYMBOL, "foo.cold", 0, NULL);
+	location("0xdeadbeef", 0, DP_LOC_ADDR, NULL, 0xdeadbeef, NULL);
+	location("4198710", 0, DP_LOC_ADDR, NULL, 4198710, NULL);
+	location("", -EINVAL, 0, NULL, 0, "empty location");
+	location("foo+", -EINVAL, 0, NULL, 0, "a number is missing");
+	location("foo-4", -EINVAL, 0, NULL, 0, "offsets go forward");
+	location("+4", -EINVAL, 0, NULL, 0, "a symbol is missing");
+	location("foo+1+2", -EINVAL, 0, NULL, 0, "one offset at most");
+	location("0x10+4", -EINVAL, 0, NULL, 0, "an address takes no offset");
+	location("fo o", -EINVAL, 0, NULL, 0, "cannot be part of a symbol");
+	location("foo+0x1z", -EINVAL, 0, NULL, 0, "'z' is not a hex digit");
+
+	tap_ok(!dp_spec_userspace_probe_parse("elf:/usr/bin/app:foo+4", name, sizeof(name), &loc,
+					      &err) && !strcmp(name, "/usr/bin/app") &&
+	       !strcmp(loc.symbol, "foo") && loc.offset == 4, "elf:/usr/bin/app:foo+4");
+	tap_ok(dp_spec_userspace_probe_parse("sdt:/usr/bin/app:p:n", name, sizeof(name), &loc,
+					     &err) == -ENOTSUP, "sdt: refused: %s", err.msg);
+	tap_ok(dp_spec_userspace_probe_parse("elf:/usr/bin/app", name, sizeof(name), &loc,
+					     &err) == -EINVAL, "elf:PATH alone refused: %s", err.msg);
+
+	event("aname", "", "dynprobe:aname");
+	event("app:stuff6", "", "app:stuff6");
+	event("zdef", "_entry", "dynprobe:zdef_entry");
+	event("app:main", "_return", "app:main_return");
+	event("", "", "!empty");
+	event("a:b:c", "", "!one ':' at most");
+	event(":x", "", "!provider name is empty");
+	event("1x", "", "!C identifier");
+	event("ev*", "", "!no wildcard");
+	event("a,b", "", "!not a list");
+	memset(name, 'x', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	event(name, "", "!too long");
+
+	dp_spec_location_parse("foo+0x6", &loc, &err);
+	tap_ok(!dp_spec_location_event_name(&loc, name, sizeof(name)) && !strcmp(name, "foo_6"),
+	       "trace's event name of foo+0x6: foo_6");
+	dp_spec_location_parse("0x401136", &loc, &err);
+	tap_ok(!dp_spec_location_event_name(&loc, name, sizeof(name)) &&
+	       !strcmp(name, "addr_401136"), "trace's event name of 0x401136: addr_401136");
+	dp_spec_location_parse("foo.cold", &loc, &err);
+	tap_ok(!dp_spec_location_event_name(&loc, name, sizeof(name)) && !strcmp(name, "foo_cold"),
+	       "trace's event name of foo.cold: foo_cold");
+
+	context("regs", true, NULL);
+	context("reg:rax", true, NULL);
+	context("int:hits:0x601040", true, NULL);
+	context("hex32:flags:[rbp-0x14]", true, NULL);
+	context("string:name:buf_name", true, NULL);
+	context("string:name:*rdi:128", true, NULL);
+	context("backtrace", true, NULL);
+	context("backtrace:8:cfi", true, NULL);
+	context("vpid", false, NULL);
+	context("perf:cpu:cache-misses", false, NULL);
+	context("$app.myprovider:mytype", false, NULL);
+	context("regs:x", true, "takes no argument");
+	context("reg", true, "expected reg:NAME");
+	context("int:hits", true, "the address is missing");
+	context("uint64:2x:0x10", true, "C identifier");
+	context("int:hits:0x10:4", true, "only string takes a maximum length");
+	context("string:s:buf:5000", true, "1 to 4096");
+	context("backtrace:0", true, "1 to 128");
+	context("backtrace:fp:cfi", true, "one walker at most");
+	context("backtrace:8:8", true, "expected backtrace");
+
+	if (argc < 2)
+		return tap_done();
+	obj = dp_object_open(argv[1]);
+	tap_ok(obj != NULL, "open %s", argv[1]);
+	if (!obj)
+		return tap_done();
+	resolve(obj, "foo", 0, 0, NULL);
+	resolve(obj, "foo+0x6", 0, 6, NULL);
+	resolve(obj, "foo+015", 0, 0xd, NULL);
+	resolve(obj, "foo+5", -EINVAL, 0,
+		"foo+0x5 is inside an instruction of foo: the nearest instructions start at foo+0x4 "
+		"and foo+0x6");
+	resolve(obj, "foo+0xe", -ERANGE, 0, "past the end of foo (14 bytes");
+	resolve(obj, "fooo", -ENOENT, 0, "did you mean 'foo'");
+	resolve(obj, "0x1", -ENOENT, 0, "not inside any function");
+	{
+		const struct dp_function *foo = dp_object_function_by_name(obj, "foo");
+		char addr[32];
+
+		snprintf(addr, sizeof(addr), "%#llx", (unsigned long long)(foo->start + 9));
+		resolve(obj, addr, 0, 9, NULL);
+		snprintf(addr, sizeof(addr), "%#llx", (unsigned long long)(foo->start + 10));
+		resolve(obj, addr, -EINVAL, 0, "inside an instruction of foo");
+	}
+	dp_object_close(obj);
+	return tap_done();
+}

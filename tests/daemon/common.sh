@@ -1,0 +1,119 @@
+# Shared by the daemon's shell tests (sourced, bash, after dp_isolate):
+# starting and stopping lttng-dynprobed, the test client, the targets.
+#
+#   start_dynprobed [OPTS...]  the daemon, daemonized, logging to
+#                              $DP_TMP/dynprobed.log; its pid in DPD_PID
+#   stop_dynprobed             SIGTERM, and wait for it to be gone
+#   dpctl ARGS...              the test client; its output in $DP_TMP/out
+#                              (and the log), its status returned
+#   start_target NAME CMD...   a target in the background, once it printed
+#                              "ready"; its pid in TARGET_PID
+#   out_has REGEX              whether the last dpctl output matches
+#   site_bytes PID ADDR LEN    hex of LEN bytes of PID's memory at ADDR
+
+DPD=$abs_top_builddir/src/bin/lttng-dynprobed/lttng-dynprobed
+AGENT=$abs_top_builddir/src/lib/lttng-ust-dynprobe/.libs/liblttng-ust-dynprobe.so
+DPCTL=$builddir/dpctl
+DPD_PID=
+DP_TARGETS=
+
+dpd_run_dir() {
+	if [ "$(id -u)" -eq 0 ]; then echo /var/run/lttng; else echo "$LTTNG_HOME/.lttng"; fi
+}
+
+start_dynprobed() {
+	"$DPD" --daemonize -vv --log "$DP_TMP/dynprobed.log" --agent "$AGENT" "$@" \
+		>"$DP_TMP/dynprobed.start" 2>&1 || return 1
+	DPD_PID=$(cat "$(dpd_run_dir)/lttng-dynprobed.pid")
+	[ -n "$DPD_PID" ]
+}
+
+stop_dynprobed() {
+	local i
+	[ -n "$DPD_PID" ] || return 0
+	kill -TERM "$DPD_PID" 2>/dev/null
+	for i in $(seq 200); do
+		kill -0 "$DPD_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -0 "$DPD_PID" 2>/dev/null && return 1
+	DPD_PID=
+	return 0
+}
+
+dpctl() {
+	local status
+	"$DPCTL" "$@" >"$DP_TMP/out" 2>&1
+	status=$?
+	{ echo "\$ dpctl $*"; cat "$DP_TMP/out"; } >>"$DP_TMP/dpctl.log"
+	return "$status"
+}
+
+out_has() {
+	grep -qE -- "$1" "$DP_TMP/out"
+}
+
+start_target() {
+	local name=$1 i
+	shift
+	"$@" >"$DP_TMP/$name.out" 2>&1 &
+	TARGET_PID=$!
+	DP_TARGETS="$DP_TARGETS $TARGET_PID"
+	for i in $(seq 100); do
+		grep -q '^ready' "$DP_TMP/$name.out" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+site_bytes() {
+	dd if=/proc/"$1"/mem bs=1 skip=$(($2)) count="$3" 2>/dev/null | od -An -tx1 | tr -d ' \n'
+}
+
+# The bytes of the file at a virtual address (as nm prints it) of PATH.
+file_bytes() {
+	local path=$1 vaddr=$2 len=$3 off
+	off=$(readelf -lW "$path" | awk -v a=$(($2)) '$1 == "LOAD" {
+		o = strtonum($2); v = strtonum($3); s = strtonum($5)
+		if (a >= v && a < v + s) { printf "%d\n", a - v + o; exit } }')
+	dd if="$path" bs=1 skip="$off" count="$len" 2>/dev/null | od -An -tx1 | tr -d ' \n'
+}
+
+dpd_cleanup() {
+	local status=$? pid
+	[ -n "$DPD_PID" ] && kill -KILL "$DPD_PID" 2>/dev/null
+	for pid in $DP_TARGETS; do
+		kill -KILL "$pid" 2>/dev/null
+	done
+	if [ "$status" -ne 0 ] || [ -n "${DP_SHOW_LOG:-}" ]; then
+		tap_diag "daemon log (tail):"
+		[ -f "$DP_TMP/dynprobed.log" ] && tail -n 40 "$DP_TMP/dynprobed.log" | sed 's/^/# /'
+	fi
+	(exit "$status")
+	dp_cleanup
+}
+
+# sym_vaddr PATH SYMBOL: the symbol's address in the file (nm, then nm -D).
+sym_vaddr() {
+	local a
+	a=$(nm "$1" 2>/dev/null | awk -v s="$2" '$3 == s { print $1; exit }')
+	[ -n "$a" ] || a=$(nm -D --defined-only "$1" | awk -v s="$2" '$3 == s { print $1; exit }')
+	echo $((0x$a))
+}
+
+# runtime_addr PID PATH VADDR: where VADDR of PATH is in PID.
+runtime_addr() {
+	local real start first
+	real=$(realpath "$2")
+	start=$(awk -v p="$real" '$6 == p && $3 == "00000000" { split($1, a, "-"); print a[1]; exit }' \
+		/proc/"$1"/maps)
+	first=$(readelf -lW "$real" | awk '$1 == "LOAD" { print $3; exit }')
+	echo $((0x$start - (first & ~0xfff) + $3))
+}
+
+# same_as_file PID PATH SYMBOL: the symbol's first 16 bytes in PID are the file's.
+same_as_file() {
+	local v
+	v=$(sym_vaddr "$2" "$3")
+	[ "$(site_bytes "$1" "$(runtime_addr "$1" "$2" "$v")" 16)" = "$(file_bytes "$(realpath "$2")" "$v" 16)" ]
+}

@@ -1,0 +1,137 @@
+#!/bin/bash
+# Every refusal of lttng-dynprobed, each one line that says what was wrong
+# and what would be right, and none leaving anything behind: no event, no
+# patched byte.  Also: a target killed in the middle of an install (the
+# daemon stays up and consistent), a request type the daemon does not know,
+# and a user's daemon (private directory and sockets, another user's
+# process refused).
+. "$top_srcdir/tests/utils/tap.sh"
+. "$top_srcdir/tests/utils/sessiond.sh"
+dp_isolate "$0" "$@"
+. "$top_srcdir/tests/daemon/common.sh"
+trap dpd_cleanup EXIT
+
+PIE=$builddir/target-pie
+
+start_sessiond || tap_bail "no session daemon"
+start_dynprobed --test-pause-ms 1500 || tap_bail "lttng-dynprobed does not start"
+dp_lttng create s --output="$DP_TMP/trace" >/dev/null
+start_target t env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm" 2 5 2000
+pid=$TARGET_PID
+start_target z "$builddir/zlib-user"
+zpid=$TARGET_PID
+
+# refused NAME STATUS REGEX DPCTL-ARGS...: the request fails with STATUS and
+# a message matching REGEX, and leaves no event and no patch.
+refused() {
+	local name=$1 status=$2 re=$3 st msg
+	shift 3
+	dpctl "$@"
+	st=$?
+	msg=$(head -n1 "$DP_TMP/out")
+	[ "$st" -eq 1 ] && grep -qE "^status=$status message=.*$re" "$DP_TMP/out"
+	tap_ok $? "$name: $msg"
+	dpctl list
+	! out_has '^dyn' && same_as_file "$pid" "$PIE" dp_work && same_as_file "$pid" "$PIE" dp_never
+	tap_ok $? "$name: nothing left behind"
+}
+
+refused "no such pid" -3 "no process 4194000: give the pid of a running process" \
+	enable s channel0 e probe dp_work "$PIE" -p 4194000
+refused "not mapped" -2 "$PIE is not mapped in process $zpid: give the path of an object it has loaded" \
+	enable s channel0 e probe dp_work "$PIE" -p "$zpid"
+refused "symbol not found" -2 "symbol 'dp_wrok' not found in $PIE; did you mean 'dp_work'" \
+	enable s channel0 e probe dp_wrok "$PIE" -p "$pid"
+refused "mid-instruction offset" -22 "dp_work\\+0x2 \\(0x[0-9a-f]+\\) is not an instruction boundary in $PIE: the nearest are dp_work\\+0x1 \\(0x[0-9a-f]+\\) and dp_work\\+0x4" \
+	enable s channel0 e probe dp_work+2 "$PIE" -p "$pid"
+refused "data symbol" -22 "symbol 'stop' of $PIE is not executable" \
+	enable s channel0 e probe stop "$PIE" -p "$pid"
+refused "data address" -22 "address 0x$(printf %x "$(sym_vaddr "$PIE" stop)") is not executable in $PIE" \
+	enable s channel0 e probe "$(sym_vaddr "$PIE" stop)" "$PIE" -p "$pid"
+refused "site refused" -95 "is refused: .*(int3|ud)" \
+	enable s channel0 e probe dp_never "$PIE" -p "$pid"
+refused "offset past the end" -22 "offset 0x1000 is past the end of dp_work" \
+	enable s channel0 e probe dp_work+0x1000 "$PIE" -p "$pid"
+refused "--function with an offset" -22 "not the start of a function: --function takes a function" \
+	enable s channel0 e function dp_work+4 "$PIE" -p "$pid"
+refused "bad number" -22 "bad offset '0xzz' in 'dp_work\\+0xzz'" \
+	enable s channel0 e probe dp_work+0xzz "$PIE" -p "$pid"
+refused "relative path" -22 "the path 'target-pie' is not absolute" \
+	enable s channel0 e probe dp_work target-pie -p "$pid"
+refused "missing file" -2 "cannot open /nonexistent/x" \
+	enable s channel0 e probe dp_work /nonexistent/x -p "$pid"
+refused "bad event name" -22 "bad event name 'a:b:c'" \
+	enable s channel0 a:b:c probe dp_work "$PIE" -p "$pid"
+refused "bad context" -22 "context 'reg:foo'" \
+	enable s channel0 e probe dp_work "$PIE" -p "$pid" -c reg:foo
+refused "context symbol" -2 "context 'int:x:nosuch': symbol 'nosuch' not found" \
+	enable s channel0 e probe dp_work "$PIE" -p "$pid" -c int:x:nosuch
+refused "a thread's id" -22 "is a thread of process $pid: give the process id $pid" \
+	enable s channel0 e probe dp_work "$PIE" -p "$(ls /proc/"$pid"/task | sort -n | tail -n1)"
+
+dpctl disable s channel0 nosuch
+[ $? -eq 1 ] && out_has "^status=-2 message=no dynamic event 'nosuch' in channel channel0 of session s"
+tap_ok $? "DISABLE of an unknown event: $(head -n1 "$DP_TMP/out")"
+dpctl add-context s channel0 "" reg:rax
+[ $? -eq 1 ] && out_has "^status=-2 message=no dynamic event in channel channel0 of session s"
+tap_ok $? "ADD_CONTEXT with no event to add to: $(head -n1 "$DP_TMP/out")"
+dpctl sites "$PIE" dp_work && out_has "^function name=dp_work start=0x[0-9a-f]+ size=58$" &&
+	[ "$(grep -c '^insn ' "$DP_TMP/out")" -eq 21 ] &&
+	out_has "^insn off=0 len=1 bytes=53 mnemonic=push method=jump reason=-$" &&
+	out_has "^insn off=57 len=1 bytes=c3 mnemonic=ret method=int3 reason=[a-z-]+$"
+tap_ok $? "SITES lists dp_work's 21 instructions and how each would be probed"
+dpctl sites "$PIE" dp_never && out_has "^insn off=0 len=2 bytes=0f0b mnemonic=ud2 method=refused reason=trap$"
+tap_ok $? "SITES shows dp_never's ud2 refused: $(grep '^insn' "$DP_TMP/out")"
+dpctl raw-type 0x0042 && out_has "reply=UNSUPPORTED unsupported=0x0042 seq=77"
+tap_ok $? "a request of an unknown type gets UNSUPPORTED, and the daemon goes on"
+
+# ---- the target exits in the middle of an install ----
+start_target victim env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-victim" 2 5 2000
+victim=$TARGET_PID
+"$DPCTL" enable s channel0 v function dp_work "$PIE" -p "$victim" >"$DP_TMP/victim-enable" 2>&1 &
+client=$!
+for i in $(seq 100); do
+	grep -q "test pause: .* process $victim" "$DP_TMP/dynprobed.log" && break
+	sleep 0.05
+done
+kill -KILL "$victim"
+wait "$client"
+st=$?
+[ $st -eq 1 ] && grep -qE "^status=-3 message=process $victim exited during the operation" \
+	"$DP_TMP/victim-enable"
+tap_ok $? "a target killed during an install: $(head -n1 "$DP_TMP/victim-enable")"
+dpctl ping
+tap_ok $? "the daemon is still up"
+dpctl list
+! out_has '^dyn'
+tap_ok $? "and consistent: no event was kept"
+dpctl enable s channel0 after function dp_work "$PIE" -p "$pid" && ! same_as_file "$pid" "$PIE" dp_work
+tap_ok $? "and still installs probes in other processes"
+dpctl disable s channel0 after
+
+# ---- a user's daemon ----
+if dp_test_user; then
+	uhome=$DP_TMP/uhome
+	mkdir -p "$uhome" && chown "$DP_TEST_USER" "$uhome"
+	asuser() {
+		setpriv --reuid="$DP_TEST_USER" --regid="$DP_TEST_USER" --clear-groups \
+			env HOME="$uhome" LTTNG_HOME="$uhome" "$@"
+	}
+	asuser "$DPD" --daemonize --agent "$AGENT" --poll-ms 0 >"$DP_TMP/user-start" 2>&1
+	tap_ok $? "a user's daemon starts: $(cat "$DP_TMP/user-start")"
+	upid=$(cat "$uhome/.lttng/lttng-dynprobed.pid" 2>/dev/null)
+	DP_TARGETS="$DP_TARGETS $upid"
+	[ "$(stat -c %a "$uhome/.lttng")" = 700 ] &&
+		[ "$(stat -c %a "$uhome/.lttng/dynprobe-client.sock")" = 600 ] &&
+		[ "$(stat -c %a "$uhome/.lttng/dynprobe-app.sock")" = 600 ]
+	tap_ok $? "in its own 0700 directory, with 0600 sockets"
+	asuser "$DPCTL" enable s channel0 e probe dp_work "$PIE" -p "$pid" >"$DP_TMP/out" 2>&1
+	[ $? -eq 1 ] && out_has "^status=-1 message=process $pid belongs to root \\(uid 0\\), not to you \\($DP_TEST_USER \\(uid [0-9]+\\)\\): only its owner or root may probe it"
+	tap_ok $? "a process of another user is refused: $(head -n1 "$DP_TMP/out")"
+	same_as_file "$pid" "$PIE" dp_work
+	tap_ok $? "and left untouched"
+	kill -TERM "$upid"
+else
+	tap_diag "no test user: the user daemon's checks were not run"
+fi
+tap_done
