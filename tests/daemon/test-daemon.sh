@@ -82,6 +82,15 @@ tap_ok $? "libz: installed: $(grep '^proc' "$DP_TMP/out")"
 ! same_as_file "$zpid" "$LIBZ" deflate
 tap_ok $? "libz: deflate's first bytes in the process are patched"
 
+# A path alone never reaches lttng's own programs: lttng-sessiond maps libz.
+dp_lttng create zonly --output="$DP_TMP/trace-zonly" >/dev/null
+grep -q "$LIBZ" "/proc/$DP_SESSIOND_PID/maps" &&
+	dpctl enable zonly channel0 zall function deflate "$LIBZ" &&
+	! out_has "^proc pid=$DP_SESSIOND_PID "
+tap_ok $? "a path alone leaves lttng-sessiond (which maps libz) alone: $(grep '^proc' "$DP_TMP/out" | tr '\n' ' ')"
+dpctl destroyed zonly
+dp_lttng destroy zonly >/dev/null
+
 # ---- LIST ----
 dpctl list s
 grep -q "^dyn session=s channel=channel0 event=wpie kind=function location=dp_work path=$PIE enabled=1 names=dynprobe:wpie_entry,dynprobe:wpie_return ctx=reg:rdi procs=$pid_pie:[1-9]" "$DP_TMP/out"

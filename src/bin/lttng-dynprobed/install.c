@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -792,6 +793,39 @@ static long proc_uid(pid_t pid)
 	return uid;
 }
 
+/*
+ * Whether pid runs one of lttng's own programs.  A path alone must not
+ * reach into them: the agent brings liblttng-ust, and a session or consumer
+ * daemon that traced itself could deadlock on its own buffers.  (Naming
+ * such a process with --pid is still the user's choice.)
+ */
+static bool is_lttng_program(pid_t pid)
+{
+	static const char *const names[] = {
+		"lttng", "lttng-sessiond", "lttng-consumerd", "lttng-relayd",
+		"lttng-dynprobed", "babeltrace2",
+	};
+	char link[64], exe[PATH_MAX];
+	const char *base;
+	ssize_t len;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	len = readlink(link, exe, sizeof(exe) - 1);
+	if (len <= 0)
+		return false;
+	exe[len] = '\0';
+	base = strrchr(exe, '/');
+	base = base ? base + 1 : exe;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t n = strlen(names[i]);
+
+		/* An executable replaced on disk reads "NAME (deleted)". */
+		if (!strncmp(base, names[i], n) && (!base[n] || !strcmp(base + n, " (deleted)")))
+			return true;
+	}
+	return false;
+}
+
 int dpd_find_mappers(struct dpd_event *ev, pid_t **pids, size_t *n)
 {
 	DIR *d = opendir("/proc");
@@ -813,6 +847,8 @@ int dpd_find_mappers(struct dpd_event *ev, pid_t **pids, size_t *n)
 		/* The owner's processes only, for root too: a path alone never
 		 * reaches into every process of the machine. */
 		if (uid < 0 || (uid_t)uid != ev->owner)
+			continue;
+		if (is_lttng_program((pid_t)pid))
 			continue;
 		if (!dpd_object_mapped(ev->obj, (pid_t)pid))
 			continue;
