@@ -1,6 +1,8 @@
 /* The bounded .eh_frame / LSDA reader (ehread.h). */
 #include <dwarf.h>
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "dynprobe/elf/ehread.h"
 
@@ -97,4 +99,103 @@ int dp_ehread_pointer(struct dp_ehread *r, uint8_t enc, uint64_t *v)
 	default:
 		return -ENOTSUP;
 	}
+}
+
+/* Past this many CIEs, see struct dp_eh_cie_cache. */
+#define CIE_CACHED 4096
+
+static int cie_parse(const Dwarf_CIE *c, struct dp_eh_cie *out)
+{
+	struct dp_ehread r = {
+		c->augmentation_data, c->augmentation_data + c->augmentation_data_size, 0,
+	};
+	const char *a = c->augmentation;
+	uint64_t skip;
+	uint8_t penc;
+
+	out->fde_enc = DW_EH_PE_absptr;
+	out->lsda_enc = DW_EH_PE_omit;
+	out->zaug = false;
+	out->signal_frame = false;
+	if (!a || !*a)
+		return 0;
+	/* Without 'z' the layout of what follows is unknowable. */
+	if (*a != 'z' || !c->augmentation_data)
+		return -ENOTSUP;
+	out->zaug = true;
+	for (a++; *a; a++) {
+		switch (*a) {
+		case 'P':
+			if (dp_ehread_u8(&r, &penc) || (penc & 0x70) == DW_EH_PE_aligned ||
+			    dp_ehread_format(&r, penc, &skip))
+				return -EINVAL;
+			break;
+		case 'L':
+			if (dp_ehread_u8(&r, &out->lsda_enc))
+				return -EINVAL;
+			break;
+		case 'R':
+			if (dp_ehread_u8(&r, &out->fde_enc))
+				return -EINVAL;
+			break;
+		case 'S':	/* signal frame */
+			out->signal_frame = true;
+			break;
+		case 'B':	/* branch protection */
+		case 'G':	/* memory tagging */
+			break;
+		default:
+			/* Unknown data may sit before 'L' or 'R': nothing after it is readable. */
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
+const struct dp_eh_cie *dp_eh_cie_get(struct dp_eh_cie_cache *cc, const unsigned char *ident,
+				      Elf_Data *data, Dwarf_Off off)
+{
+	struct dp_eh_cie c = { .off = off };
+	size_t lo = 0, hi = cc->n;
+	Dwarf_CFI_Entry e;
+	Dwarf_Off next;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cc->v[mid].off == off)
+			return &cc->v[mid];
+		if (cc->v[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (dwarf_next_cfi(ident, data, true, off, &next, &e) != 0 || !dwarf_cfi_cie_p(&e))
+		c.err = -EINVAL;
+	else
+		c.err = cie_parse(&e.cie, &c);
+	if (cc->n == CIE_CACHED) {
+		cc->uncached = c;
+		return &cc->uncached;
+	}
+	if (cc->n == cc->cap) {
+		size_t cap = cc->cap ? cc->cap * 2 : 16;
+		struct dp_eh_cie *v = realloc(cc->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		cc->v = v;
+		cc->cap = cap;
+	}
+	memmove(&cc->v[lo + 1], &cc->v[lo], (cc->n - lo) * sizeof(*cc->v));
+	cc->v[lo] = c;
+	cc->n++;
+	return &cc->v[lo];
+}
+
+void dp_eh_cie_cache_release(struct dp_eh_cie_cache *cc)
+{
+	free(cc->v);
+	cc->v = NULL;
+	cc->n = cc->cap = 0;
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <elfutils/libdw.h>
+
 struct dp_ehread {
 	const uint8_t *p, *end;
 	uint64_t vaddr;		/* the address p is loaded at: pc-relative base */
@@ -29,5 +31,30 @@ int dp_ehread_format(struct dp_ehread *r, uint8_t enc, uint64_t *v);
  * slot is filled by the dynamic linker, and omit (0xff) has no value.
  */
 int dp_ehread_pointer(struct dp_ehread *r, uint8_t enc, uint64_t *v);
+
+/* What an FDE needs from its CIE (the data of a 'z' augmentation). */
+struct dp_eh_cie {
+	Dwarf_Off off;
+	int err;		/* non-zero: the CIE's FDEs are skipped */
+	bool zaug;		/* FDEs carry a sized augmentation block */
+	bool signal_frame;	/* 'S': FDEs of signal-return trampolines */
+	uint8_t fde_enc;	/* 'R', DW_EH_PE_absptr when absent */
+	uint8_t lsda_enc;	/* 'L', DW_EH_PE_omit when absent */
+};
+
+/*
+ * CIEs by offset, each parsed once.  Past a bound, a CIE is parsed each time
+ * it is named: a hostile file must not make the sorted inserts quadratic.
+ */
+struct dp_eh_cie_cache {
+	struct dp_eh_cie *v;
+	size_t n, cap;
+	struct dp_eh_cie uncached;
+};
+
+/* The CIE at off in .eh_frame data (ident: the ELF's e_ident); NULL: ENOMEM. */
+const struct dp_eh_cie *dp_eh_cie_get(struct dp_eh_cie_cache *cc, const unsigned char *ident,
+				      Elf_Data *data, Dwarf_Off off);
+void dp_eh_cie_cache_release(struct dp_eh_cie_cache *cc);
 
 #endif /* DP_ELF_EHREAD_H */

@@ -438,111 +438,8 @@ static int symbols_collect(struct dp_elf *elf, struct cand_vec *out)
 
 /* ---- .eh_frame -------------------------------------------------------- */
 
-/* The pointer encoding a CIE gives its FDEs ('R' in a 'z' augmentation). */
-static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc, bool *signal_frame)
-{
-	struct dp_ehread r = {
-		cie->augmentation_data,
-		cie->augmentation_data + cie->augmentation_data_size,
-		0,
-	};
-	const char *a = cie->augmentation;
-	uint64_t skip;
-	uint8_t penc;
-
-	*enc = DW_EH_PE_absptr;
-	if (!a || !*a)
-		return 0;
-	/* Without 'z' the layout of what follows is unknowable. */
-	if (*a != 'z' || !r.p)
-		return -ENOTSUP;
-	for (a++; *a; a++) {
-		switch (*a) {
-		case 'R':
-			if (dp_ehread_u8(&r, enc))
-				return -EINVAL;
-			break;
-		case 'L':	/* the LSDA's encoding: not needed for bounds */
-			if (dp_ehread_u8(&r, &penc))
-				return -EINVAL;
-			break;
-		case 'P':
-			if (dp_ehread_u8(&r, &penc))
-				return -EINVAL;
-			if ((penc & 0x70) == DW_EH_PE_aligned || dp_ehread_format(&r, penc, &skip))
-				return -ENOTSUP;
-			break;
-		case 'S':	/* signal frame */
-			*signal_frame = true;
-			break;
-		case 'B':	/* branch protection */
-		case 'G':	/* memory tagging */
-			break;
-		default:
-			return -ENOTSUP;
-		}
-	}
-	return 0;
-}
-
-struct cie_info {
-	Dwarf_Off off;
-	int err;		/* 0 when enc is usable */
-	uint8_t enc;
-	bool signal_frame;	/* 'S': its FDEs describe signal-return trampolines */
-};
-
-struct cie_cache {
-	struct cie_info *v;
-	size_t n, cap;
-};
-
-/* The CIE at off, parsed once; CIEs come in increasing order in practice. */
-static const struct cie_info *cie_lookup(struct cie_cache *cc, const unsigned char *ident,
-					 Elf_Data *data, Dwarf_Off off)
-{
-	size_t lo = 0, hi = cc->n;
-	Dwarf_CFI_Entry entry;
-	struct cie_info info;
-	Dwarf_Off next;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (cc->v[mid].off == off)
-			return &cc->v[mid];
-		if (cc->v[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-
-	info.off = off;
-	info.enc = DW_EH_PE_absptr;
-	info.signal_frame = false;
-	if (dwarf_next_cfi(ident, data, true, off, &next, &entry) != 0 ||
-	    !dwarf_cfi_cie_p(&entry))
-		info.err = -EINVAL;
-	else
-		info.err = cie_fde_encoding(&entry.cie, &info.enc, &info.signal_frame);
-
-	if (cc->n == cc->cap) {
-		size_t cap = cc->cap ? cc->cap * 2 : 16;
-		struct cie_info *v = realloc(cc->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		cc->v = v;
-		cc->cap = cap;
-	}
-	memmove(&cc->v[lo + 1], &cc->v[lo], (cc->n - lo) * sizeof(*cc->v));
-	cc->v[lo] = info;
-	cc->n++;
-	return &cc->v[lo];
-}
-
 /* Decodes one FDE into a candidate; -errno for an FDE to skip. */
-static int fde_bounds(struct dp_elf *elf, const Dwarf_FDE *fde, const struct cie_info *cie,
+static int fde_bounds(struct dp_elf *elf, const Dwarf_FDE *fde, const struct dp_eh_cie *cie,
 		      Elf_Data *data, uint64_t scn_addr, struct func_cand *c)
 {
 	struct dp_ehread r = { fde->start, fde->end, 0 };
@@ -562,7 +459,7 @@ static int fde_bounds(struct dp_elf *elf, const Dwarf_FDE *fde, const struct cie
 	if (fde->start < base || fde->end > base + data->d_size || fde->start > fde->end)
 		return -EINVAL;
 	r.vaddr = scn_addr + (uint64_t)(fde->start - base);
-	if (dp_ehread_pointer(&r, cie->enc, &start) || dp_ehread_format(&r, cie->enc, &size) ||
+	if (dp_ehread_pointer(&r, cie->fde_enc, &start) || dp_ehread_format(&r, cie->fde_enc, &size) ||
 	    !size)
 		return -EINVAL;
 	/* Leftovers of discarded sections point nowhere useful: keep code only. */
@@ -580,7 +477,7 @@ static int fde_bounds(struct dp_elf *elf, const Dwarf_FDE *fde, const struct cie
 static int eh_frame_collect(struct dp_elf *elf, struct cand_vec *out)
 {
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf->elf, NULL);
-	struct cie_cache cc = { 0 };
+	struct dp_eh_cie_cache cc = { 0 };
 	Elf_Scn *scn = NULL;
 	Elf_Data *data = NULL;
 	Dwarf_Off off = 0;
@@ -604,7 +501,7 @@ static int eh_frame_collect(struct dp_elf *elf, struct cand_vec *out)
 
 	for (;;) {
 		Dwarf_Off next = (Dwarf_Off)-1;
-		const struct cie_info *cie;
+		const struct dp_eh_cie *cie;
 		Dwarf_CFI_Entry entry;
 		struct func_cand c;
 		int ret;
@@ -620,12 +517,12 @@ static int eh_frame_collect(struct dp_elf *elf, struct cand_vec *out)
 			continue;
 		}
 		if (dwarf_cfi_cie_p(&entry)) {
-			if (!cie_lookup(&cc, ident, data, off)) {
+			if (!dp_eh_cie_get(&cc, ident, data, off)) {
 				err = -ENOMEM;
 				break;
 			}
 		} else {
-			cie = cie_lookup(&cc, ident, data, entry.fde.CIE_pointer);
+			cie = dp_eh_cie_get(&cc, ident, data, entry.fde.CIE_pointer);
 			if (!cie) {
 				err = -ENOMEM;
 				break;
@@ -640,7 +537,7 @@ static int eh_frame_collect(struct dp_elf *elf, struct cand_vec *out)
 			break;
 		off = next;
 	}
-	free(cc.v);
+	dp_eh_cie_cache_release(&cc);
 	return err;
 }
 

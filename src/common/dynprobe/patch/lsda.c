@@ -19,110 +19,6 @@
 #include "dynprobe/elf/elf.h"
 #include "dynprobe/patch/analysis-internal.h"
 
-/* What an FDE needs from its CIE. */
-struct cie {
-	Dwarf_Off off;
-	int err;		/* nonzero: the CIE's FDEs are skipped */
-	bool zaug;		/* FDEs carry a sized augmentation block */
-	uint8_t fde_enc;	/* 'R' */
-	uint8_t lsda_enc;	/* 'L', DW_EH_PE_omit when absent */
-};
-
-/*
- * CIEs by offset.  Past CIE_CACHED, a CIE is parsed each time it is named:
- * a hostile file must not make the sorted inserts quadratic.
- */
-#define CIE_CACHED 4096
-
-struct cie_cache {
-	struct cie *v;
-	size_t n, cap;
-	struct cie uncached;
-};
-
-static int cie_parse(const Dwarf_CIE *c, struct cie *out)
-{
-	const char *a = c->augmentation;
-	struct dp_ehread r = { c->augmentation_data, c->augmentation_data + c->augmentation_data_size, 0 };
-	uint64_t skip;
-	uint8_t penc;
-
-	out->fde_enc = DW_EH_PE_absptr;
-	out->lsda_enc = DW_EH_PE_omit;
-	out->zaug = false;
-	if (!a || !*a)
-		return 0;
-	if (*a != 'z' || !c->augmentation_data)
-		return -ENOTSUP;
-	out->zaug = true;
-	for (a++; *a; a++) {
-		switch (*a) {
-		case 'P':
-			if (dp_ehread_u8(&r, &penc) || (penc & 0x70) == DW_EH_PE_aligned ||
-			    dp_ehread_format(&r, penc, &skip))
-				return -EINVAL;
-			break;
-		case 'L':
-			if (dp_ehread_u8(&r, &out->lsda_enc))
-				return -EINVAL;
-			break;
-		case 'R':
-			if (dp_ehread_u8(&r, &out->fde_enc))
-				return -EINVAL;
-			break;
-		case 'S':
-		case 'B':
-		case 'G':
-			break;
-		default:
-			/* Unknown data may sit before 'L': nothing after it is readable. */
-			return -ENOTSUP;
-		}
-	}
-	return 0;
-}
-
-static const struct cie *cie_get(struct cie_cache *cc, const unsigned char *ident, Elf_Data *data,
-				 Dwarf_Off off)
-{
-	size_t lo = 0, hi = cc->n;
-	Dwarf_CFI_Entry e;
-	Dwarf_Off next;
-	struct cie c = { .off = off };
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (cc->v[mid].off == off)
-			return &cc->v[mid];
-		if (cc->v[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (dwarf_next_cfi(ident, data, true, off, &next, &e) != 0 || !dwarf_cfi_cie_p(&e))
-		c.err = -EINVAL;
-	else
-		c.err = cie_parse(&e.cie, &c);
-	if (cc->n == CIE_CACHED) {
-		cc->uncached = c;
-		return &cc->uncached;
-	}
-	if (cc->n == cc->cap) {
-		size_t cap = cc->cap ? cc->cap * 2 : 16;
-		struct cie *v = realloc(cc->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		cc->v = v;
-		cc->cap = cap;
-	}
-	memmove(&cc->v[lo + 1], &cc->v[lo], (cc->n - lo) * sizeof(*cc->v));
-	cc->v[lo] = c;
-	cc->n++;
-	return &cc->v[lo];
-}
-
 /* Records one landing pad and flags the function that holds it. */
 static int pad_add(struct dp_object *obj, uint64_t pad)
 {
@@ -187,7 +83,7 @@ static int lsda_read(struct dp_object *obj, uint64_t lsda, uint64_t pc_begin, ui
 }
 
 /* The LSDA address of one FDE, or 0 when it has none. */
-static uint64_t fde_lsda(const Dwarf_FDE *f, const struct cie *c, const Elf_Data *data,
+static uint64_t fde_lsda(const Dwarf_FDE *f, const struct dp_eh_cie *c, const Elf_Data *data,
 			 uint64_t scn_addr, uint64_t *pc_begin)
 {
 	const uint8_t *base = data->d_buf;
@@ -212,7 +108,7 @@ int an_landing_pads_collect(struct dp_object *obj)
 {
 	Elf *e = dp_elf_handle(obj->elf);
 	const unsigned char *ident = (const unsigned char *)elf_getident(e, NULL);
-	struct cie_cache cc = { 0 };
+	struct dp_eh_cie_cache cc = { 0 };
 	Elf_Scn *scn = NULL;
 	Elf_Data *data;
 	Dwarf_Off off = 0;
@@ -239,7 +135,7 @@ int an_landing_pads_collect(struct dp_object *obj)
 
 	for (;;) {
 		Dwarf_Off next = (Dwarf_Off)-1;
-		const struct cie *c;
+		const struct dp_eh_cie *c;
 		Dwarf_CFI_Entry entry;
 		uint64_t lsda, pc_begin = 0;
 		int ret = dwarf_next_cfi(ident, data, true, off, &next, &entry);
@@ -247,7 +143,7 @@ int an_landing_pads_collect(struct dp_object *obj)
 		if (ret > 0)
 			break;
 		if (ret == 0 && !dwarf_cfi_cie_p(&entry)) {
-			c = cie_get(&cc, ident, data, entry.fde.CIE_pointer);
+			c = dp_eh_cie_get(&cc, ident, data, entry.fde.CIE_pointer);
 			if (!c) {
 				err = -ENOMEM;
 				break;
@@ -263,6 +159,6 @@ int an_landing_pads_collect(struct dp_object *obj)
 			break;
 		off = next;
 	}
-	free(cc.v);
+	dp_eh_cie_cache_release(&cc);
 	return err;
 }
