@@ -40,27 +40,27 @@ refused "no such pid" -3 "no process 4194000: give the pid of a running process"
 	enable s channel0 e probe dp_work "$PIE" -p 4194000
 refused "not mapped" -2 "$PIE is not mapped in process $zpid: give the path of an object it has loaded" \
 	enable s channel0 e probe dp_work "$PIE" -p "$zpid"
-refused "symbol not found" -2 "symbol 'dp_wrok' not found in $PIE; did you mean 'dp_work'" \
+refused "symbol not found" -2 "no function 'dp_wrok' in $PIE \\(did you mean 'dp_work'" \
 	enable s channel0 e probe dp_wrok "$PIE" -p "$pid"
-refused "mid-instruction offset" -22 "dp_work\\+0x2 \\(0x[0-9a-f]+\\) is not an instruction boundary in $PIE: the nearest are dp_work\\+0x1 \\(0x[0-9a-f]+\\) and dp_work\\+0x4" \
+refused "mid-instruction offset" -22 "dp_work\\+0x2 is inside an instruction of dp_work: the nearest instructions start at dp_work\\+0x1 and dp_work\\+0x4" \
 	enable s channel0 e probe dp_work+2 "$PIE" -p "$pid"
 refused "data symbol" -22 "symbol 'stop' of $PIE is not executable" \
 	enable s channel0 e probe stop "$PIE" -p "$pid"
-refused "data address" -22 "address 0x$(printf %x "$(sym_vaddr "$PIE" stop)") is not executable in $PIE" \
+refused "data address" -2 "0x$(printf %x "$(sym_vaddr "$PIE" stop)") is not inside any function of $PIE: it is not executable" \
 	enable s channel0 e probe "$(sym_vaddr "$PIE" stop)" "$PIE" -p "$pid"
 refused "site refused" -95 "is refused: .*(int3|ud)" \
 	enable s channel0 e probe dp_never "$PIE" -p "$pid"
-refused "offset past the end" -22 "offset 0x1000 is past the end of dp_work" \
+refused "offset past the end" -34 "dp_work\\+0x1000 is past the end of dp_work \\(58 bytes" \
 	enable s channel0 e probe dp_work+0x1000 "$PIE" -p "$pid"
-refused "--function with an offset" -22 "not the start of a function: --function takes a function" \
+refused "--function with an offset" -22 "--function dp_work\\+0x4 is not the start of a function \\(it is inside dp_work\\)" \
 	enable s channel0 e function dp_work+4 "$PIE" -p "$pid"
-refused "bad number" -22 "bad offset '0xzz' in 'dp_work\\+0xzz'" \
+refused "bad number" -22 "bad offset in 'dp_work\\+0xzz': '0xzz' is not a number: 'z' is not a hex digit" \
 	enable s channel0 e probe dp_work+0xzz "$PIE" -p "$pid"
 refused "relative path" -22 "the path 'target-pie' is not absolute" \
 	enable s channel0 e probe dp_work target-pie -p "$pid"
 refused "missing file" -2 "cannot open /nonexistent/x" \
 	enable s channel0 e probe dp_work /nonexistent/x -p "$pid"
-refused "bad event name" -22 "bad event name 'a:b:c'" \
+refused "bad event name" -22 "bad event name 'a:b:c': one ':' at most" \
 	enable s channel0 a:b:c probe dp_work "$PIE" -p "$pid"
 refused "bad context" -22 "context 'reg:foo'" \
 	enable s channel0 e probe dp_work "$PIE" -p "$pid" -c reg:foo

@@ -93,15 +93,11 @@ struct dpd_point {
 
 /*
  * Resolves an ENABLE's location in an object into points: one for a probe,
- * the entry and the return sites for a function.  0, or -errno with a
- * one-line message (symbol not found with close names, not a boundary with
- * the neighbours, not executable, ...).
+ * the entry and the return sites for a function.  0, or -errno with the
+ * one-line message of dp_spec_location_resolve or dp_spec_function_entry.
  */
 int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kind,
 			 struct dpd_point **points, uint32_t *npoints, struct dpd_msg *msg);
-
-/* Parses a number as typed: 0NNN octal, decimal, 0xNNN hex.  0 or -EINVAL. */
-int dpd_parse_number(const char *s, uint64_t *out);
 
 /*
  * A context spec for one process: symbols of the object in ADDR replaced by

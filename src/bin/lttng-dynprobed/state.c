@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "spec/spec.h"
 
 struct dpd_event *dpd_events;
 
@@ -60,55 +61,23 @@ void dpd_event_free(struct dpd_event *ev)
 	free(ev);
 }
 
-static bool name_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '-' || c == '.';
-}
+/* What spec/ accepts, the agent (and lttng-ust) can register. */
+_Static_assert(DP_SPEC_EVENT_MAX <= DP_NAME_MAX, "event names longer than the agent's");
 
 int dpd_event_names(struct dpd_event *ev, struct dpd_msg *msg)
 {
-	const char *colon = strchr(ev->event, ':');
-	char provider[DP_CLIENT_EVENT_MAX], name[DP_CLIENT_EVENT_MAX];
-	size_t plen;
+	struct dp_spec_err err;
 
-	if (colon && strchr(colon + 1, ':')) {
-		dpd_msg_set(msg, "bad event name '%s': give NAME or PROVIDER:EVENT", ev->event);
-		return -EINVAL;
-	}
-	if (colon) {
-		plen = (size_t)(colon - ev->event);
-		snprintf(provider, sizeof(provider), "%.*s", (int)plen, ev->event);
-		snprintf(name, sizeof(name), "%s", colon + 1);
-	} else {
-		snprintf(provider, sizeof(provider), "dynprobe");
-		snprintf(name, sizeof(name), "%s", ev->event);
-	}
-	if (!provider[0] || !name[0]) {
-		dpd_msg_set(msg, "bad event name '%s': the provider and the event may not be "
-				 "empty", ev->event);
-		return -EINVAL;
-	}
-	for (const char *c = ev->event; *c; c++) {
-		if (*c != ':' && !name_char(*c)) {
-			dpd_msg_set(msg, "bad event name '%s': use letters, digits, '_', '-' and "
-					 "'.' (and one ':' after a provider)", ev->event);
-			return -EINVAL;
-		}
-	}
 	ev->nnames = ev->kind == DP_CLIENT_KIND_FUNCTION ? 2 : 1;
 	for (uint32_t i = 0; i < ev->nnames; i++) {
 		const char *suffix = ev->kind != DP_CLIENT_KIND_FUNCTION ? "" :
 				     i ? "_return" : "_entry";
-		int n = snprintf(ev->names[i], sizeof(ev->names[i]), "%s:%s%s", provider, name,
-				 suffix);
+		int ret = dp_spec_event_name(ev->event, suffix, ev->names[i],
+					     sizeof(ev->names[i]), &err);
 
-		/* The agent's (and lttng-ust's) limit. */
-		if (n < 0 || n >= DP_NAME_MAX) {
-			dpd_msg_set(msg, "event name '%s' is too long: '%s:%s%s' must stay under "
-					 "%d characters", ev->event, provider, name, suffix,
-				    DP_NAME_MAX);
-			return -ENAMETOOLONG;
+		if (ret) {
+			dpd_msg_set(msg, "%s", err.msg);
+			return ret;
 		}
 	}
 	return 0;

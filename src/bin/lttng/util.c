@@ -348,17 +348,10 @@ int dp_check_location(const char *path, const char *location, bool function)
 		dp_err("%s: %s", path, dp_elf_strerror(errno));
 		return -1;
 	}
-	ret = dp_spec_location_resolve(obj, path, &loc, &vaddr, &fn, &err);
-	if (!ret && function && vaddr != fn->start) {
-		char what[DP_SPEC_SYMBOL_MAX + 32], fname[DP_SPEC_SYMBOL_MAX + 32];
-
-		dp_spec_location_format(&loc, what, sizeof(what));
-		dp_spec_function_format(fn, fname, sizeof(fname));
-		dp_err("--function %s is not the start of a function (it is inside %s): name the "
-		       "function, or use --probe", what, fname);
-		dp_object_close(obj);
-		return -1;
-	}
+	if (function)
+		ret = dp_spec_function_entry(obj, path, &loc, &fn, &err);
+	else
+		ret = dp_spec_location_resolve(obj, path, &loc, &vaddr, &fn, &err);
 	dp_object_close(obj);
 	if (ret) {
 		dp_err("%s", err.msg);

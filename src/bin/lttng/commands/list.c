@@ -31,7 +31,6 @@ static const struct dp_function *find_function(struct dp_object *obj, const char
 	struct dp_location loc;
 	struct dp_spec_err err;
 	const struct dp_function *fn;
-	uint64_t vaddr;
 
 	if (dp_spec_location_parse(what, &loc, &err)) {
 		dp_err("--sites: %s", err.msg);
@@ -41,15 +40,8 @@ static const struct dp_function *find_function(struct dp_object *obj, const char
 		dp_err("--sites takes a function (a name, or an address inside it), not %s", what);
 		return NULL;
 	}
-	if (loc.kind == DP_LOC_ADDR) {
-		/* Any address inside the function will do here. */
-		fn = dp_object_function_at(obj, loc.addr);
-		if (!fn)
-			dp_err("0x%" PRIx64 " is not inside any function of %s (addresses are the "
-			       "file's, as nm prints them)", loc.addr, path);
-		return fn;
-	}
-	if (dp_spec_location_resolve(obj, path, &loc, &vaddr, &fn, &err)) {
+	/* Any address inside the function will do here. */
+	if (dp_spec_function_find(obj, path, &loc, &fn, &err)) {
 		dp_err("%s", err.msg);
 		return NULL;
 	}

@@ -2,16 +2,19 @@
  * Locations resolved against an ELF object: the file address of ADDR |
  * SYMBOL | SYMBOL+OFFSET, checked to be an instruction boundary of a known
  * function.  Errors name the file and say what would work instead: close
- * symbol names for a typo, the neighbouring boundaries for an offset that
- * falls inside an instruction.
+ * symbol names for a typo, "data, not code" for a variable, the
+ * neighbouring boundaries for an offset that falls inside an instruction.
  */
 #include <errno.h>
-#include <stdarg.h>
+#include <gelf.h>
 #include <inttypes.h>
+#include <libelf.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "elf/elf.h"
 #include "patch/analysis.h"
 #include "spec/spec.h"
 
@@ -171,6 +174,98 @@ static int check_boundary(const struct dp_function *fn, const char *what, uint64
 	return -EINVAL;
 }
 
+int dp_spec_symbol_find(struct dp_object *obj, const char *name, uint64_t *value, bool *code)
+{
+	Elf *e = dp_elf_handle(dp_object_elf(obj));
+
+	if (!e)
+		return -ENOENT;
+	/* .symtab first: it has the local symbols .dynsym lacks. */
+	for (int pass = 0; pass < 2; pass++) {
+		Elf_Scn *scn = NULL;
+
+		while ((scn = elf_nextscn(e, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+			size_t n;
+
+			if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize ||
+			    sh.sh_type != (pass ? SHT_DYNSYM : SHT_SYMTAB))
+				continue;
+			d = elf_getdata(scn, NULL);
+			if (!d)
+				continue;
+			n = sh.sh_size / sh.sh_entsize;
+			for (size_t i = 1; i < n; i++) {
+				GElf_Sym sym;
+				const char *s;
+
+				if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+					continue;
+				s = elf_strptr(e, sh.sh_link, sym.st_name);
+				if (!s || strcmp(s, name))
+					continue;
+				*value = sym.st_value;
+				*code = dp_elf_code(dp_object_elf(obj), sym.st_value, 1) != NULL;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+/* Why no function has this name: data, or a typo (with close names). */
+static int no_function(struct dp_object *obj, const char *path, const char *name,
+		       struct dp_spec_err *err)
+{
+	char hint[3 * DP_SPEC_SYMBOL_MAX];
+	uint64_t value;
+	bool code;
+
+	if (!dp_spec_symbol_find(obj, name, &value, &code) && !code) {
+		say(err, "symbol '%s' of %s is not executable (data at 0x%" PRIx64 "): probes "
+			 "go on functions", name, path, value);
+		return -EINVAL;
+	}
+	suggest(obj, name, hint, sizeof(hint));
+	say(err, "no function '%s' in %s%s", name, path,
+	    hint[0] ? hint : " (none has a close name: nm lists the file's symbols)");
+	return -ENOENT;
+}
+
+int dp_spec_function_find(struct dp_object *obj, const char *path,
+			  const struct dp_location *loc, const struct dp_function **fnp,
+			  struct dp_spec_err *err)
+{
+	char what[DP_SPEC_SYMBOL_MAX + 32];
+	const struct dp_function *fn;
+	int e;
+
+	if (loc->kind == DP_LOC_SYMBOL)
+		fn = dp_object_function_by_name(obj, loc->symbol);
+	else
+		fn = dp_object_function_at(obj, loc->addr);
+	if (fn) {
+		*fnp = fn;
+		return 0;
+	}
+	e = errno;
+	if (e != ENOENT) {
+		say(err, "cannot analyse %s: %s", path, strerror(e));
+		return -e;
+	}
+	if (loc->kind == DP_LOC_SYMBOL)
+		return no_function(obj, path, loc->symbol, err);
+	dp_spec_location_format(loc, what, sizeof(what));
+	if (!dp_elf_code(dp_object_elf(obj), loc->addr, 1))
+		say(err, "%s is not inside any function of %s: it is not executable (in no code "
+			 "section); addresses are the file's, as nm prints them", what, path);
+	else
+		say(err, "%s is not inside any function of %s (addresses are the file's, as nm "
+			 "prints them)", what, path);
+	return -ENOENT;
+}
+
 int dp_spec_location_resolve(struct dp_object *obj, const char *path,
 			     const struct dp_location *loc, uint64_t *vaddr,
 			     const struct dp_function **fnp, struct dp_spec_err *err)
@@ -178,24 +273,13 @@ int dp_spec_location_resolve(struct dp_object *obj, const char *path,
 	char what[DP_SPEC_SYMBOL_MAX + 32], fname[DP_SPEC_SYMBOL_MAX + 32];
 	const struct dp_function *fn;
 	uint64_t addr;
+	int ret;
 
+	ret = dp_spec_function_find(obj, path, loc, &fn, err);
+	if (ret)
+		return ret;
 	dp_spec_location_format(loc, what, sizeof(what));
 	if (loc->kind == DP_LOC_SYMBOL) {
-		fn = dp_object_function_by_name(obj, loc->symbol);
-		if (!fn) {
-			char hint[3 * DP_SPEC_SYMBOL_MAX];
-			int e = errno;
-
-			if (e != ENOENT) {
-				say(err, "cannot analyse %s: %s", path,
-					 strerror(e));
-				return -e;
-			}
-			suggest(obj, loc->symbol, hint, sizeof(hint));
-			say(err, "no function '%s' in %s%s",
-				 loc->symbol, path, hint);
-			return -ENOENT;
-		}
 		if (loc->offset >= fn->size) {
 			dp_spec_function_format(fn, fname, sizeof(fname));
 			say(err, "%s is past the end of %s (%" PRIu64
@@ -206,24 +290,34 @@ int dp_spec_location_resolve(struct dp_object *obj, const char *path,
 		addr = fn->start + loc->offset;
 	} else {
 		addr = loc->addr;
-		fn = dp_object_function_at(obj, addr);
-		if (!fn) {
-			int e = errno;
-
-			if (e != ENOENT) {
-				say(err, "cannot analyse %s: %s", path,
-					 strerror(e));
-				return -e;
-			}
-			say(err, "%s is not inside any function of %s "
-				 "(addresses are the file's, as nm prints them)", what, path);
-			return -ENOENT;
-		}
 	}
 	if (check_boundary(fn, what, addr, err))
 		return -EINVAL;
 	*vaddr = addr;
 	if (fnp)
 		*fnp = fn;
+	return 0;
+}
+
+int dp_spec_function_entry(struct dp_object *obj, const char *path,
+			   const struct dp_location *loc, const struct dp_function **fnp,
+			   struct dp_spec_err *err)
+{
+	char what[DP_SPEC_SYMBOL_MAX + 32], fname[DP_SPEC_SYMBOL_MAX + 32];
+	const struct dp_function *fn;
+	uint64_t vaddr;
+	int ret;
+
+	ret = dp_spec_location_resolve(obj, path, loc, &vaddr, &fn, err);
+	if (ret)
+		return ret;
+	if (vaddr != fn->start) {
+		dp_spec_location_format(loc, what, sizeof(what));
+		dp_spec_function_format(fn, fname, sizeof(fname));
+		say(err, "--function %s is not the start of a function (it is inside %s): name "
+			 "the function, or use --probe", what, fname);
+		return -EINVAL;
+	}
+	*fnp = fn;
 	return 0;
 }

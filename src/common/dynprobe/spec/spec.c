@@ -217,19 +217,20 @@ static int check_ident(const char *full, const char *s, size_t len, const char *
 		       struct dp_spec_err *err)
 {
 	if (!len) {
-		fail(err, "'%s': the %s name is empty (expected NAME or PROVIDER:EVENT)",
+		fail(err, "bad event name '%s': the %s name is empty (expected NAME or "
+		     "PROVIDER:EVENT)",
 		     full, what);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < len; i++) {
 		if (s[i] == '*') {
-			fail(err, "'%s': a dynamic probe's event has one exact name, no "
-			     "wildcard", full);
+			fail(err, "bad event name '%s': a dynamic probe's event has one "
+			     "exact name, no wildcard", full);
 			return -EINVAL;
 		}
 		if (!ident_char(s[i]) || (!i && !ident_start(s[i]))) {
-			fail(err, "'%s': the %s name must be a C identifier (letters, digits "
-			     "and '_', not starting with a digit)", full, what);
+			fail(err, "bad event name '%s': the %s name must be a C identifier "
+			     "(letters, digits and '_', not starting with a digit)", full, what);
 			return -EINVAL;
 		}
 	}
@@ -248,12 +249,13 @@ int dp_spec_event_name(const char *name, const char *suffix, char *out, size_t s
 		return -EINVAL;
 	}
 	if (strchr(name, ',')) {
-		fail(err, "'%s': a dynamic probe takes one event name, not a list", name);
+		fail(err, "bad event name '%s': a dynamic probe takes one event name, "
+		     "not a list", name);
 		return -EINVAL;
 	}
 	if (colon) {
 		if (strchr(colon + 1, ':')) {
-			fail(err, "'%s': one ':' at most (PROVIDER:EVENT)", name);
+			fail(err, "bad event name '%s': one ':' at most (PROVIDER:EVENT)", name);
 			return -EINVAL;
 		}
 		ret = check_ident(name, name, colon - name, "provider", err);
@@ -269,7 +271,7 @@ int dp_spec_event_name(const char *name, const char *suffix, char *out, size_t s
 	else
 		n = snprintf(out, size, "%s:%s%s", DP_SPEC_PROVIDER_DEFAULT, name, suffix);
 	if (n < 0 || (size_t)n >= size || (size_t)n >= DP_SPEC_EVENT_MAX) {
-		fail(err, "'%s': the event name is too long (at most %d bytes with its "
+		fail(err, "bad event name '%s': too long (at most %d bytes with its "
 		     "provider%s)", name, DP_SPEC_EVENT_MAX - 1,
 		     *suffix ? " and suffix" : "");
 		return -ENAMETOOLONG;

@@ -107,14 +107,41 @@ int dp_spec_context_check(const char *type, struct dp_spec_err *err);
  * contains it.  The address must be an instruction boundary of that
  * function.  -ENOENT (no such function: the message suggests close names),
  * -ERANGE (an offset past the function's end), -EINVAL (inside an
- * instruction: the message shows the neighbouring boundaries), or the
- * analysis' -errno.  *fn may be NULL.
+ * instruction: the message shows the neighbouring boundaries; or a data
+ * symbol), or the analysis' -errno.  *fn may be NULL.
  */
 struct dp_object;
 struct dp_function;
 int dp_spec_location_resolve(struct dp_object *obj, const char *path,
 			     const struct dp_location *loc, uint64_t *vaddr,
 			     const struct dp_function **fn, struct dp_spec_err *err);
+
+/*
+ * The function a location names, without checking the instruction boundary
+ * (any address inside it will do; a symbol's offset is not looked at).
+ * -ENOENT (no such function, or an address outside every function: the
+ * message suggests close names, or says the address is not code), -EINVAL
+ * (a symbol that is data, not code), or the analysis' -errno.
+ */
+int dp_spec_function_find(struct dp_object *obj, const char *path,
+			  const struct dp_location *loc, const struct dp_function **fn,
+			  struct dp_spec_err *err);
+
+/*
+ * The function a --function location names: as dp_spec_location_resolve,
+ * and the location must be the function's first byte (-EINVAL otherwise).
+ */
+int dp_spec_function_entry(struct dp_object *obj, const char *path,
+			   const struct dp_location *loc, const struct dp_function **fn,
+			   struct dp_spec_err *err);
+
+/*
+ * Any symbol of the object by name, functions and data (.symtab, then
+ * .dynsym): its value in the file and whether it lies in code.  For context
+ * addresses, and to tell "data, not a function" from "unknown".  0 or
+ * -ENOENT.
+ */
+int dp_spec_symbol_find(struct dp_object *obj, const char *name, uint64_t *value, bool *code);
 
 /* How users see a function: its name, or "the function at 0xADDR". */
 int dp_spec_function_format(const struct dp_function *fn, char *buf, size_t size);
