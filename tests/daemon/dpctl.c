@@ -13,6 +13,10 @@
  *   dpctl sites PATH FUNCTION
  *   dpctl destroyed SESSION
  *   dpctl raw-type TYPE             a request of a type the daemon cannot know
+ *   dpctl enable-each SESSION CHANNEL PID PATH FUNCTION...
+ *       one event (named after it) with an entry probe per FUNCTION in PID,
+ *       one ENABLE request each, on one connection; prints
+ *       "status=S enabled=N failed=F wall_ms=T" (for tests/perf/install-cost.sh)
  *   dpctl cycles N SESSION CHANNEL PID PATH FUNCTION OFFSET SHM OUT
  *       N install/remove cycles of FUNCTION (--function) and FUNCTION+OFFSET
  *       (--probe) in PID, each window lasting a few milliseconds; SHM is
@@ -254,6 +258,45 @@ static int raw_type(const char *type)
 	return 0;
 }
 
+/* ---- enable-each --------------------------------------------------------- */
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The requests go one after the other on one connection so that the wall
+ * time is the daemon's, not that of starting a client per probe. */
+static int enable_each(char **argv, int argc)
+{
+	int enabled = 0, failed = 0;
+	double start;
+
+	if (argc < 5) {
+		printf("status=-22 message=bad enable-each arguments\n");
+		return 2;
+	}
+	start = now_ms();
+	for (int i = 4; i < argc; i++) {
+		char *eargs[] = { argv[0], argv[1], argv[i], "probe", argv[i], argv[3],
+				  "-p", argv[2] };
+		int ret = enable(eargs, 8, true);
+
+		if (ret == 2)
+			return ret;
+		if (ret)
+			failed++;
+		else
+			enabled++;
+	}
+	printf("status=%d enabled=%d failed=%d wall_ms=%.3f\n", failed ? 1 : 0, enabled, failed,
+	       now_ms() - start);
+	return failed ? 1 : 0;
+}
+
 /* ---- cycles ------------------------------------------------------------ */
 
 static struct dp_target_shm *shm_open_file(const char *path)
@@ -373,6 +416,8 @@ int main(int argc, char **argv)
 		ret = do_report(&req, false);
 	} else if (!strcmp(cmd, "raw-type") && argc >= 1)
 		ret = raw_type(argv[0]);
+	else if (!strcmp(cmd, "enable-each"))
+		ret = enable_each(argv, argc);
 	else if (!strcmp(cmd, "cycles"))
 		ret = cycles(argv, argc);
 	else {

@@ -568,6 +568,7 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 		goto fail;
 	ret = dp_proc_detach(p);
 	r.held_ns = dp_proc_max_held_ns(p);
+	r.held_total_ns = dp_proc_total_held_ns(p, &r.nholds);
 	if (ret)
 		goto fail;
 	t_detach = dp__now_ns();

@@ -64,6 +64,8 @@ struct dp_inject_result {
 	uint64_t handle;		/* dlopen()'s result in the target */
 	pid_t host;			/* the thread that ran pthread_create() */
 	uint64_t held_ns;		/* the longest time all threads stayed held */
+	uint64_t held_total_ns;		/* every such stop added up */
+	uint32_t nholds;		/* how many stops there were */
 	uint64_t total_ns;		/* the whole injection */
 	uint64_t load_ns;		/* from the detach to the new thread's report */
 };

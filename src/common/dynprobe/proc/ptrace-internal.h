@@ -35,6 +35,8 @@ struct dp_proc {
 	int seccomp;		/* /proc/PID/status Seccomp, -1: not read yet */
 	uint64_t hold_start;	/* when we began stopping every thread, 0: not held */
 	uint64_t max_held_ns;	/* the longest stop of every thread so far */
+	uint64_t total_held_ns;	/* every such stop added up */
+	uint32_t nholds;	/* how many such stops there were */
 	/*
 	 * Catch mode (T_CATCH threads run under PTRACE_SYSCALL): called at each
 	 * of their syscall stops; returning true keeps the thread there (held,

@@ -397,6 +397,8 @@ static void hold_ends(struct dp_proc *p)
 
 		if (d > p->max_held_ns)
 			p->max_held_ns = d;
+		p->total_held_ns += d;
+		p->nholds++;
 		p->hold_start = 0;
 	}
 }
@@ -404,6 +406,13 @@ static void hold_ends(struct dp_proc *p)
 uint64_t dp_proc_max_held_ns(const struct dp_proc *p)
 {
 	return p->max_held_ns;
+}
+
+uint64_t dp_proc_total_held_ns(const struct dp_proc *p, uint32_t *nholds)
+{
+	if (nholds)
+		*nholds = p->nholds;
+	return p->total_held_ns;
 }
 
 int dp_proc_stop(struct dp_proc *p)

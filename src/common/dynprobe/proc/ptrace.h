@@ -112,6 +112,12 @@ bool dp_proc_attached(const struct dp_proc *p);
  * of a dp_proc_attach()/dp_proc_stop() to the matching resume or detach.
  */
 uint64_t dp_proc_max_held_ns(const struct dp_proc *p);
+/*
+ * Every such stop added up (and their number in *nholds, if not NULL): what
+ * the target's threads lost in all, which the longest stop alone does not
+ * tell when an operation stops them more than once.
+ */
+uint64_t dp_proc_total_held_ns(const struct dp_proc *p, uint32_t *nholds);
 
 /*
  * While resumed: handles what the threads report (signals passed on, new
