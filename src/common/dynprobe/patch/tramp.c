@@ -158,10 +158,11 @@ static void emit_hook(struct dp_emit *e, const struct dp_tramp_hook *h, dp_handl
 size_t dp_tramp_max_len(size_t nhooks, enum dp_vec_save vec)
 {
 	struct vec_layout l = vec_layout(vec);
-	/* Per hook: fixed part ~120 bytes, 11 bytes per saved or restored vector
-	 * register, 9 per mask register; per instruction at most ~60 bytes
-	 * (a relocated loop or an out-of-reach RIP-relative operand). */
-	size_t hook = 160 + 2 * (l.nregs * 11 + l.nmask * 9);
+	/* Per hook: a fixed part of ~175 bytes (bounded by 256 here), at most
+	 * 11 bytes per vector register and 10 per mask register moved, both
+	 * ways; per instruction at most ~45 bytes (an out-of-reach RIP-relative
+	 * operand or call through memory), bounded by 64. */
+	size_t hook = 256 + 2 * (l.nregs * 11 + l.nmask * 10);
 
 	return nhooks * hook + DP_WINDOW_MAX_INSNS * 64 + 16;
 }
