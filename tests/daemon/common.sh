@@ -117,3 +117,27 @@ same_as_file() {
 	v=$(sym_vaddr "$2" "$3")
 	[ "$(site_bytes "$1" "$(runtime_addr "$1" "$2" "$v")" 16)" = "$(file_bytes "$(realpath "$2")" "$v" 16)" ]
 }
+
+# wait_events SESSION TRACE EVENT...: whether every EVENT (a full name) is
+# in SESSION's trace within 30 s.  The session is stopped (which flushes its
+# buffers), its trace read into $DP_TMP/events, and started again until
+# then: the session daemon enables a class registered in a running process
+# asynchronously, and how soon depends on the machine's load.  The session
+# is left stopped.
+wait_events() {
+	local session=$1 trace=$2 ev missing i
+	shift 2
+	for i in $(seq 60); do
+		dp_lttng stop "$session" >/dev/null || return 1
+		bt_text "$trace" >"$DP_TMP/events"
+		missing=
+		for ev in "$@"; do
+			grep -q "^$ev:" "$DP_TMP/events" || missing=$ev
+		done
+		[ -z "$missing" ] && return 0
+		[ "$i" -eq 60 ] && break
+		dp_lttng start "$session" >/dev/null || return 1
+		sleep 0.5
+	done
+	return 1
+}

@@ -17,6 +17,11 @@
  *       one event (named after it) with an entry probe per FUNCTION in PID,
  *       one ENABLE request each, on one connection; prints
  *       "status=S enabled=N failed=F wall_ms=T" (for tests/perf/install-cost.sh)
+ *   dpctl enable-many SESSION CHANNEL PID PATH FUNCTION|NAME=LOCATION...
+ *       the same events (or probes of LOCATION named NAME) in one
+ *       ENABLE_MANY request; prints each event's
+ *       report after a line "report I", then the same last line as
+ *       enable-each
  *   dpctl cycles N SESSION CHANNEL PID PATH FUNCTION OFFSET SHM OUT
  *       N install/remove cycles of FUNCTION (--function) and FUNCTION+OFFSET
  *       (--probe) in PID, each window lasting a few milliseconds; SHM is
@@ -297,6 +302,64 @@ static int enable_each(char **argv, int argc)
 	return failed ? 1 : 0;
 }
 
+/* ---- enable-many -------------------------------------------------------- */
+
+static int enable_many(char **argv, int argc)
+{
+	struct dp_client_msg req = { .type = DP_CLIENT_ENABLE_MANY }, rep;
+	struct dp_client_enable_many *m = &req.enable_many;
+	uint32_t pid;
+	int enabled = 0, failed = 0, ret;
+	double start;
+
+	if (argc < 5) {
+		printf("status=-22 message=bad enable-many arguments\n");
+		return 2;
+	}
+	copy(m->session, sizeof(m->session), argv[0]);
+	copy(m->channel, sizeof(m->channel), argv[1]);
+	pid = (uint32_t)strtoul(argv[2], NULL, 10);
+	m->npids = 1;
+	m->pids = &pid;
+	copy(m->path, sizeof(m->path), argv[3]);
+	m->nspecs = (uint32_t)(argc - 4);
+	m->specs = calloc(m->nspecs, sizeof(*m->specs));
+	if (!m->specs) {
+		printf("status=-12 message=out of memory\n");
+		return 2;
+	}
+	for (uint32_t i = 0; i < m->nspecs; i++) {
+		const char *arg = argv[4 + i], *eq = strchr(arg, '=');
+
+		snprintf(m->specs[i].event, sizeof(m->specs[i].event), "%.*s",
+			 eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+		m->specs[i].kind = DP_CLIENT_KIND_PROBE;
+		copy(m->specs[i].location, sizeof(m->specs[i].location), eq ? eq + 1 : arg);
+	}
+	start = now_ms();
+	ret = call(&req, &rep);
+	free(m->specs);
+	if (ret)
+		return ret;
+	if (rep.type != DP_CLIENT_ENABLE_MANY_REPLY) {
+		printf("status=-71 message=reply %s\n", dp_client_type_name(rep.type) ?
+		       dp_client_type_name(rep.type) : "?");
+		dp_client_msg_release(&rep);
+		return 2;
+	}
+	for (uint32_t i = 0; i < rep.reports.nreports; i++) {
+		printf("report %u\n", i);
+		if (print_report(&rep.reports.reports[i]))
+			failed++;
+		else
+			enabled++;
+	}
+	dp_client_msg_release(&rep);
+	printf("status=%d enabled=%d failed=%d wall_ms=%.3f\n", failed ? 1 : 0, enabled, failed,
+	       now_ms() - start);
+	return failed ? 1 : 0;
+}
+
 /* ---- cycles ------------------------------------------------------------ */
 
 static struct dp_target_shm *shm_open_file(const char *path)
@@ -418,6 +481,8 @@ int main(int argc, char **argv)
 		ret = raw_type(argv[0]);
 	else if (!strcmp(cmd, "enable-each"))
 		ret = enable_each(argv, argc);
+	else if (!strcmp(cmd, "enable-many"))
+		ret = enable_many(argv, argc);
 	else if (!strcmp(cmd, "cycles"))
 		ret = cycles(argv, argc);
 	else {

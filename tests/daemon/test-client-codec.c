@@ -45,7 +45,7 @@ static const uint16_t all_types[] = {
 	DP_CLIENT_SITES, DP_CLIENT_SESSION_DESTROYED, DP_CLIENT_PING, DP_CLIENT_ENABLE_REPLY,
 	DP_CLIENT_DISABLE_REPLY, DP_CLIENT_ADD_CONTEXT_REPLY, DP_CLIENT_LIST_REPLY,
 	DP_CLIENT_SITES_REPLY, DP_CLIENT_SESSION_DESTROYED_REPLY, DP_CLIENT_PING_REPLY,
-	DP_CLIENT_UNSUPPORTED, DP_CLIENT_REFUSE,
+	DP_CLIENT_UNSUPPORTED, DP_CLIENT_REFUSE, DP_CLIENT_ENABLE_MANY, DP_CLIENT_ENABLE_MANY_REPLY,
 };
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -53,6 +53,11 @@ static const uint16_t all_types[] = {
  * released (client.h: the caller owns them). */
 static uint32_t pids[3] = { 11, 22, 33 };
 static char ctx[2][DP_CLIENT_CTX_MAX] = { "reg:rax", "int:hits:counter+8" };
+static struct dp_client_spec specs[3] = {
+	{ "f1", DP_CLIENT_KIND_PROBE, "f1" },
+	{ "prov:f2", DP_CLIENT_KIND_FUNCTION, "f2+0x4" },
+	{ "f3", DP_CLIENT_KIND_PROBE, "0x401000" },
+};
 
 static void sample(struct dp_client_msg *m, uint16_t type)
 {
@@ -95,6 +100,29 @@ static void sample(struct dp_client_msg *m, uint16_t type)
 		break;
 	case DP_CLIENT_PING:
 		m->ping = 0x1122334455667788ull;
+		break;
+	case DP_CLIENT_ENABLE_MANY:
+		snprintf(m->enable_many.session, sizeof(m->enable_many.session), "s");
+		snprintf(m->enable_many.channel, sizeof(m->enable_many.channel), "channel0");
+		fill(m->enable_many.path, sizeof(m->enable_many.path), 'p');
+		m->enable_many.npids = 3;
+		m->enable_many.pids = pids;
+		m->enable_many.nctx = 2;
+		m->enable_many.ctx = ctx;
+		m->enable_many.nspecs = 3;
+		m->enable_many.specs = specs;
+		break;
+	case DP_CLIENT_ENABLE_MANY_REPLY:
+		m->reports.nreports = 3;
+		m->reports.reports = calloc(3, sizeof(*m->reports.reports));
+		for (int i = 0; i < 3; i++) {
+			struct dp_client_report *r = &m->reports.reports[i];
+
+			r->status = i == 1 ? -ENOENT : 0;
+			snprintf(r->message, sizeof(r->message), "report %d", i);
+			dp_client_report_add_event(r, "dynprobe:f_entry");
+			sample_proc(dp_client_report_add_proc(r), (uint32_t)i * 2);
+		}
 		break;
 	case DP_CLIENT_ENABLE_REPLY:
 	case DP_CLIENT_DISABLE_REPLY:
@@ -172,7 +200,8 @@ static void sample(struct dp_client_msg *m, uint16_t type)
  * static samples). */
 static void sample_release(struct dp_client_msg *m)
 {
-	if (m->type == DP_CLIENT_ENABLE || m->type == DP_CLIENT_ADD_CONTEXT)
+	if (m->type == DP_CLIENT_ENABLE || m->type == DP_CLIENT_ADD_CONTEXT ||
+	    m->type == DP_CLIENT_ENABLE_MANY)
 		memset(m, 0, sizeof(*m));
 	else
 		dp_client_msg_release(m);
@@ -224,6 +253,44 @@ static void test_round_trips(void)
 		       dp_client_type_name(all_types[t]), w.len, bad);
 		dp_wbuf_release(&w);
 		sample_release(&m);
+	}
+}
+
+/* ENABLE_MANY's own bounds: its specs are checked as ENABLE's fields are. */
+static void test_bounds_many(void)
+{
+	struct dp_client_msg m;
+	struct dp_wbuf w;
+	int ret;
+
+	sample(&m, DP_CLIENT_ENABLE_MANY);
+	specs[1].kind = 9;
+	ret = dp_client_encode(&m, &w);
+	specs[1].kind = DP_CLIENT_KIND_FUNCTION;
+	dp_wbuf_release(&w);
+	tap_ok(ret == -EINVAL, "ENABLE_MANY: a spec of an unknown kind is not sent: %d", ret);
+	sample(&m, DP_CLIENT_ENABLE_MANY);
+	m.enable_many.nspecs = DP_CLIENT_MAX_SPECS + 1;
+	ret = dp_client_encode(&m, &w);
+	dp_wbuf_release(&w);
+	tap_ok(ret == -EINVAL, "ENABLE_MANY: %u specs are not sent: %d",
+	       DP_CLIENT_MAX_SPECS + 1, ret);
+	sample(&m, DP_CLIENT_ENABLE_MANY);
+	specs[2].location[0] = '\0';
+	ret = dp_client_encode(&m, &w);
+	specs[2].location[0] = '0';
+	if (!ret) {
+		struct dp_client_msg d;
+		enum dp_proto_err why = DP_PROTO_ERR_NONE;
+
+		ret = dp_client_decode_frame(w.data, w.len, &d, &why);
+		dp_client_msg_release(&d);
+		dp_wbuf_release(&w);
+		tap_ok(ret == -EPROTO && why == DP_PROTO_ERR_STRING,
+		       "ENABLE_MANY: an empty location is refused: %s",
+		       dp_proto_err_str(why));
+	} else {
+		tap_ok(0, "ENABLE_MANY with an empty location encodes: %d", ret);
 	}
 }
 
@@ -394,6 +461,7 @@ int main(void)
 {
 	test_round_trips();
 	test_bounds();
+	test_bounds_many();
 	test_header();
 	test_fuzz();
 	test_paths();

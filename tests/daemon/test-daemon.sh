@@ -142,6 +142,35 @@ kill -TERM "$late"
 wait "$late"
 tap_ok $? "that process ran right: $(cat "$DP_TMP/late.out" | tr '\n' ' ')"
 
+# ---- several events in one request: one stop of the process ----
+# Its own session, recording only these events of a slow target: what it
+# reads back does not depend on how fast the consumer keeps up with the
+# busy targets above.
+dp_lttng create batch --output="$DP_TMP/trace-batch" >/dev/null &&
+	dp_lttng enable-event -u -s batch 'dynprobe:m*' >/dev/null &&
+	dp_lttng start batch >/dev/null
+start_target many env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-many" 2 1 5000
+pid_many=$TARGET_PID
+from=$(($(wc -l <"$DP_TMP/dynprobed.log") + 1))
+dpctl enable-many batch channel0 "$pid_many" "$PIE" m1=dp_work m2=dp_work+29 m3=dp_never
+st=$?
+[ $st -eq 1 ] && out_has "enabled=2 failed=1"
+tap_ok $? "ENABLE_MANY of three events, one refused: $(tail -n1 "$DP_TMP/out")"
+grep -A4 '^report 0$' "$DP_TMP/out" | grep -q "^site event=dynprobe:m1 .*method=jump" &&
+	grep -A4 '^report 1$' "$DP_TMP/out" | grep -qE "^site event=dynprobe:m2 .*method=(jump|int3)" &&
+	grep -A1 '^report 2$' "$DP_TMP/out" | grep -q "^status=-"
+tap_ok $? "each event has its own report: $(grep -A1 '^report 2$' "$DP_TMP/out" | tail -n1)"
+batch=$(tail -n +"$from" "$DP_TMP/dynprobed.log" | grep "process $pid_many: a batch of")
+[ "$(echo "$batch" | wc -l)" -eq 1 ] && echo "$batch" | grep -q "a batch of 2 sites in 1 stops"
+tap_ok $? "both sites written in one stop: ${batch#*: }"
+[ "$(site_bytes "$pid_many" "$(runtime_addr "$pid_many" "$PIE" "$(sym_vaddr "$PIE" dp_work)")" 1)" = e9 ] &&
+	site_bytes "$pid_many" "$(($(runtime_addr "$pid_many" "$PIE" "$(sym_vaddr "$PIE" dp_work)") + 29))" 1 |
+	grep -qE '^(e9|eb|cc)$'
+tap_ok $? "dp_work and dp_work+29 are patched in process $pid_many"
+wait_events batch "$DP_TMP/trace-batch" dynprobe:m1 dynprobe:m2
+tap_ok $? "both events of the request record: $(grep -c '^dynprobe:m1:' "$DP_TMP/events") m1, $(grep -c '^dynprobe:m2:' "$DP_TMP/events") m2 ($(bt_discarded "$DP_TMP/trace-batch") discarded)"
+dp_lttng destroy batch >/dev/null
+
 # ---- SESSION_DESTROYED and a session destroyed behind our back ----
 dp_lttng create other --output="$DP_TMP/trace-other" >/dev/null
 dpctl enable other channel0 o function dp_work "$PIE" -p "$pid2"

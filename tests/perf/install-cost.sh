@@ -2,7 +2,8 @@
 # What installing probes costs a running process, through lttng-dynprobed
 # in a private session daemon: attaching and injecting the agent, then
 # installing 1, 100 and 1,000 entry probes, each its own event (one ENABLE
-# request each, as `lttng enable-event --probe` sends them).  For each step:
+# request each, as `lttng enable-event --probe` sends them), and 1,000 more
+# in one ENABLE_MANY request (one stop of the target for all of them).  For each step:
 # the wall time the client waited, how many times the target's threads were
 # all stopped, for how long in all, and the longest single stop (the
 # daemon's log says so for every batch it writes).  The goal is 1,000 probes
@@ -41,20 +42,22 @@ dp_lttng create cost --output="$DP_TMP/trace" >/dev/null &&
 start_target many-fns "$TARGET" "$THREADS" ||
 	{ echo "install-cost.sh: the target does not start" >&2; exit 1; }
 tpid=$TARGET_PID
+session=cost
 
 # fns FIRST COUNT: dp_fn_FIRST ... dp_fn_(FIRST + COUNT - 1)
 fns() {
 	seq -f 'dp_fn_%g' "$1" $(($1 + $2 - 1))
 }
 
-# step LABEL FIRST COUNT: enables COUNT probes, prints a row of the table.
+# step LABEL FIRST COUNT [each|many]: enables COUNT probes, one request
+# each (default) or all in one ENABLE_MANY, prints a row of the table.
 step() {
 	local label=$1 from wall
 	from=$(($(wc -l <"$DP_TMP/dynprobed.log") + 1))
 	# shellcheck disable=SC2046
-	dpctl enable-each cost chan "$tpid" "$TARGET" $(fns "$2" "$3") ||
+	dpctl "enable-${4:-each}" "$session" chan "$tpid" "$TARGET" $(fns "$2" "$3") ||
 		{ echo "install-cost.sh: $label: $(tail -n 3 "$DP_TMP/out")" >&2; exit 1; }
-	wall=$(sed -n 's/.* wall_ms=\([0-9.]*\).*/\1/p' "$DP_TMP/out")
+	wall=$(sed -n 's/^status=.* wall_ms=\([0-9.]*\).*/\1/p' "$DP_TMP/out")
 	# The daemon's lines for this step: "... N stops, T ms in all, threads
 	# held M ms" for the injection and for each batch it wrote.
 	tail -n +"$from" "$DP_TMP/dynprobed.log" | gawk -v label="$label" -v n="$3" -v wall="$wall" '
@@ -66,26 +69,41 @@ step() {
 				longest = m[3] + 0
 		}
 		END {
-			printf "| %-22s | %6d | %9.1f | %7d | %5d | %12.3f | %12.3f | %7.2f |\n",
+			printf "| %-26s | %6d | %9.1f | %7d | %5d | %12.3f | %12.3f | %7.2f |\n",
 				label, n, wall, batches, stops, total, longest, total / 20
 		}'
 }
 
 echo "target: $TARGET, $THREADS threads calling 2,000 functions, pid $tpid"
 echo
-echo "| step                   | probes | wall (ms) | batches | stops | stopped (ms) | longest (ms) | / 20 ms |"
-echo "|------------------------|-------:|----------:|--------:|------:|-------------:|-------------:|--------:|"
+echo "| step                       | probes | wall (ms) | batches | stops | stopped (ms) | longest (ms) | / 20 ms |"
+echo "|----------------------------|-------:|----------:|--------:|------:|-------------:|-------------:|--------:|"
 step "attach + inject + 1" 1000 1
 step "1 probe" 1001 1
 step "100 probes" 1002 100
 step "1,000 probes" 2000 1000
+# The same functions again in a second process (and session: the events'
+# pids differ), all of them in one request.
+dp_lttng create cost2 --output="$DP_TMP/trace2" >/dev/null &&
+	dp_lttng enable-channel -u -s cost2 chan >/dev/null ||
+	{ cat "$DP_TMP/lttng.log" >&2; exit 1; }
+start_target many-fns2 "$TARGET" "$THREADS" ||
+	{ echo "install-cost.sh: the second target does not start" >&2; exit 1; }
+tpid1=$tpid
+tpid=$TARGET_PID
+session=cost2
+step "2nd process: inject + 1" 1000 1
+step "1,000 probes, one request" 2000 1000 many
 echo
 grep -m1 'agent injected' "$DP_TMP/dynprobed.log" | sed 's/^.*agent injected/agent injected:/'
 
 # A target that exited stays a zombie of ours: kill -0 would not tell.
 sleep 0.2
-grep -q '^State:[[:space:]]*[RS]' /proc/"$tpid"/status 2>/dev/null ||
-	{ echo "install-cost.sh: the target died: $(cat "$DP_TMP/many-fns.out")" >&2; exit 1; }
-echo "the target runs on, every result right"
+for p in "$tpid1" "$tpid"; do
+	grep -q '^State:[[:space:]]*[RS]' /proc/"$p"/status 2>/dev/null ||
+		{ echo "install-cost.sh: target $p died" >&2; exit 1; }
+done
+echo "the targets run on, every result right"
 dp_lttng destroy cost >/dev/null
+dp_lttng destroy cost2 >/dev/null
 exit 0

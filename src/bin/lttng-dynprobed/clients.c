@@ -248,24 +248,30 @@ static bool same_spec(const struct dpd_event *ev, const struct dp_client_enable 
 
 /* ---- requests --------------------------------------------------------- */
 
-static void do_enable(const struct dpd_client *c, const struct dp_client_enable *e,
-		      struct dp_client_report *r)
+/*
+ * ENABLE up to installing: the event to install (*fresh: created and listed
+ * now, to be dropped again if installing fails), or NULL with r set.
+ */
+static struct dpd_event *enable_begin(const struct dpd_client *c,
+				      const struct dp_client_enable *e,
+				      struct dp_client_report *r, bool *fresh)
 {
 	struct dpd_msg msg = { "" };
 	struct dpd_event *ev;
 	int ret;
 
+	*fresh = false;
 	if (has_control(e->session) || has_control(e->channel) || has_control(e->event) ||
 	    has_control(e->location) || has_control(e->path)) {
 		dpd_msg_set(&msg, "names, locations and paths may not hold control characters");
 		set_report(r, -EINVAL, &msg);
-		return;
+		return NULL;
 	}
 	if (e->path[0] != '/') {
 		dpd_msg_set(&msg, "the path '%s' is not absolute: give the object's full path",
 			    e->path);
 		set_report(r, -EINVAL, &msg);
-		return;
+		return NULL;
 	}
 	ev = find_event(c, e->session, e->channel, e->event);
 	if (ev) {
@@ -275,38 +281,32 @@ static void do_enable(const struct dpd_client *c, const struct dp_client_enable 
 					  "destroy the session", e->event, e->channel, e->session,
 				    ev->location, ev->path);
 			set_report(r, -EEXIST, &msg);
-			return;
+			return NULL;
 		}
 		for (uint32_t i = 0; i < ev->npids; i++) {
 			ret = check_pid(c, (pid_t)ev->pids[i], &msg);
 			if (ret) {
 				set_report(r, ret, &msg);
-				return;
+				return NULL;
 			}
 		}
 		add_names(r, ev);
 		ev->enabled = true;
-		ret = install_all(ev, r, &msg);
-		if (ret && ev->npids)
-			dpd_remove_everywhere(ev, NULL);
-		ev->enabled = !ret;
-		dpd_state_save();
-		set_report(r, ret, &msg);
-		return;
+		return ev;
 	}
 
 	for (uint32_t i = 0; i < e->npids; i++) {
 		ret = check_pid(c, (pid_t)e->pids[i], &msg);
 		if (ret) {
 			set_report(r, ret, &msg);
-			return;
+			return NULL;
 		}
 	}
 	ev = calloc(1, sizeof(*ev));
 	if (!ev) {
 		dpd_msg_set(&msg, "out of memory");
 		set_report(r, -ENOMEM, &msg);
-		return;
+		return NULL;
 	}
 	ev->owner = c->uid;
 	snprintf(ev->session, sizeof(ev->session), "%s", e->session);
@@ -323,7 +323,7 @@ static void do_enable(const struct dpd_client *c, const struct dp_client_enable 
 		dpd_event_free(ev);
 		dpd_msg_set(&msg, "out of memory");
 		set_report(r, -ENOMEM, &msg);
-		return;
+		return NULL;
 	}
 	if (e->npids)
 		memcpy(ev->pids, e->pids, e->npids * sizeof(*ev->pids));
@@ -335,7 +335,7 @@ static void do_enable(const struct dpd_client *c, const struct dp_client_enable 
 	if (ret) {
 		dpd_event_free(ev);
 		set_report(r, ret, &msg);
-		return;
+		return NULL;
 	}
 	add_names(r, ev);
 	/* Listed before installing: agents that say HELLO meanwhile (an
@@ -343,19 +343,158 @@ static void do_enable(const struct dpd_client *c, const struct dp_client_enable 
 	ev->enabled = true;
 	ev->next = dpd_events;
 	dpd_events = ev;
-	ret = install_all(ev, r, &msg);
+	*fresh = true;
+	return ev;
+}
+
+/* ENABLE after installing ev, which gave ret (and msg); the state is saved
+ * when `save` (a batch saves it once). */
+static void enable_end(struct dpd_event *ev, bool fresh, int ret, const struct dpd_msg *msg,
+		       struct dp_client_report *r, bool save)
+{
+	if (!fresh) {
+		if (ret && ev->npids)
+			dpd_remove_everywhere(ev, NULL);
+		ev->enabled = !ret;
+		if (save)
+			dpd_state_save();
+		set_report(r, ret, msg);
+		return;
+	}
 	if (ret) {
 		/* With explicit pids it is all or nothing. */
 		dpd_remove_everywhere(ev, NULL);
 		dpd_event_unlink(ev);
 		dpd_event_free(ev);
-		set_report(r, ret, &msg);
+		set_report(r, ret, msg);
 		return;
 	}
-	dpd_state_save();
+	if (save)
+		dpd_state_save();
 	dpd_info("enabled %s (%s in %s) for session %s", ev->names[0], ev->location, ev->path,
 		 ev->session);
-	set_report(r, 0, &msg);
+	set_report(r, 0, msg);
+}
+
+static void do_enable(const struct dpd_client *c, const struct dp_client_enable *e,
+		      struct dp_client_report *r)
+{
+	struct dpd_msg msg = { "" };
+	struct dpd_event *ev;
+	bool fresh;
+	int ret;
+
+	ev = enable_begin(c, e, r, &fresh);
+	if (!ev)
+		return;
+	ret = install_all(ev, r, &msg);
+	enable_end(ev, fresh, ret, &msg, r, true);
+}
+
+/*
+ * ENABLE_MANY: each spec as its own ENABLE up to installing, then each
+ * process installed once with every event (one stop of its threads), then
+ * each event finished as ENABLE would (with explicit pids, an event whose
+ * install failed is removed everywhere).
+ */
+static void do_enable_many(const struct dpd_client *c, const struct dp_client_enable_many *m,
+			   struct dp_client_reports *out)
+{
+	struct dpd_event **evs = NULL;
+	struct dp_client_proc **rps = NULL;
+	uint32_t *idx = NULL;
+	bool *fresh = NULL;
+	struct dpd_msg msg = { "" };
+	pid_t *found = NULL;
+	size_t k = 0, npids = 0;
+	int ret = 0;
+
+	if (!m->nspecs)
+		return;
+	out->reports = calloc(m->nspecs, sizeof(*out->reports));
+	evs = calloc(m->nspecs, sizeof(*evs));
+	rps = calloc(m->nspecs, sizeof(*rps));
+	idx = calloc(m->nspecs, sizeof(*idx));
+	fresh = calloc(m->nspecs, sizeof(*fresh));
+	if (!out->reports || !evs || !rps || !idx || !fresh) {
+		free(out->reports);
+		out->reports = NULL;
+		goto done;
+	}
+	out->nreports = m->nspecs;
+	for (uint32_t i = 0; i < m->nspecs; i++) {
+		struct dp_client_enable e = {
+			.kind = m->specs[i].kind, .npids = m->npids, .pids = m->pids,
+			.nctx = m->nctx, .ctx = m->ctx,
+		};
+		struct dp_client_report *r = &out->reports[i];
+		bool twice = false;
+
+		/* One event twice in a batch would be patched twice. */
+		for (uint32_t j = 0; j < i && !twice; j++)
+			twice = !strcmp(m->specs[j].event, m->specs[i].event);
+		if (twice) {
+			struct dpd_msg tm;
+
+			dpd_msg_set(&tm, "event '%s' is given twice in this request",
+				    m->specs[i].event);
+			set_report(r, -EINVAL, &tm);
+			continue;
+		}
+		snprintf(e.session, sizeof(e.session), "%s", m->session);
+		snprintf(e.channel, sizeof(e.channel), "%s", m->channel);
+		snprintf(e.path, sizeof(e.path), "%s", m->path);
+		snprintf(e.event, sizeof(e.event), "%s", m->specs[i].event);
+		snprintf(e.location, sizeof(e.location), "%s", m->specs[i].location);
+		evs[k] = enable_begin(c, &e, r, &fresh[k]);
+		if (evs[k])
+			idx[k++] = i;
+	}
+	if (!k)
+		goto done;
+
+	if (m->npids)
+		npids = m->npids;
+	else
+		dpd_find_mappers(evs[0], &found, &npids);
+	for (size_t j = 0; j < npids && !ret; j++) {
+		pid_t pid = m->npids ? (pid_t)m->pids[j] : found[j];
+
+		for (size_t e = 0; e < k; e++) {
+			rps[e] = dp_client_report_add_proc(&out->reports[idx[e]]);
+			if (!rps[e]) {
+				/* Without a place to report to, nothing is
+				 * installed in this process. */
+				for (size_t f = 0; f < e; f++)
+					out->reports[idx[f]].nprocs--;
+				ret = -ENOMEM;
+				dpd_msg_set(&msg, "out of memory");
+				break;
+			}
+		}
+		if (ret)
+			break;
+		ret = dpd_install_many(evs, k, pid, rps);
+		if (ret)
+			dpd_msg_set(&msg, "%s", rps[0]->message);
+		/* Without explicit pids a process that fails is only
+		 * reported: the others go on. */
+		if (!m->npids)
+			ret = 0;
+	}
+	if (!m->npids && !npids)
+		dpd_msg_set(&msg, "no process maps %s now: the probes will be installed in "
+				  "processes that start with the agent preloaded (lttng trace)",
+			    m->path);
+	for (size_t e = 0; e < k; e++)
+		enable_end(evs[e], fresh[e], ret, &msg, &out->reports[idx[e]], false);
+	dpd_state_save();
+done:
+	free(found);
+	free(evs);
+	free(rps);
+	free(idx);
+	free(fresh);
 }
 
 static void do_disable(const struct dpd_client *c, const struct dp_client_event_ref *d,
@@ -640,6 +779,16 @@ bool dpd_client_serve(struct dpd_client *c)
 			rep.sites_reply.status = -EBADMSG;
 			snprintf(rep.sites_reply.message, sizeof(rep.sites_reply.message), "%s",
 				 dp_proto_err_str(why));
+		} else if (req.type == DP_CLIENT_ENABLE_MANY) {
+			/* One report says why: the specs could not be read. */
+			rep.reports.reports = calloc(1, sizeof(*rep.reports.reports));
+			if (rep.reports.reports) {
+				rep.reports.nreports = 1;
+				rep.reports.reports[0].status = -EBADMSG;
+				snprintf(rep.reports.reports[0].message,
+					 sizeof(rep.reports.reports[0].message), "%s",
+					 dp_proto_err_str(why));
+			}
 		} else {
 			rep.report.status = -EBADMSG;
 			snprintf(rep.report.message, sizeof(rep.report.message), "%s",
@@ -655,6 +804,9 @@ bool dpd_client_serve(struct dpd_client *c)
 	switch (req.type) {
 	case DP_CLIENT_ENABLE:
 		do_enable(c, &req.enable, &rep.report);
+		break;
+	case DP_CLIENT_ENABLE_MANY:
+		do_enable_many(c, &req.enable_many, &rep.reports);
 		break;
 	case DP_CLIENT_DISABLE:
 		do_disable(c, &req.disable, &rep.report);

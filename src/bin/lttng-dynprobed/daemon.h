@@ -243,6 +243,14 @@ uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *
  * leaves the sites installed before it, and rp says which.
  */
 int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
+/*
+ * The same for several events of one object at once (evs[i] reported in
+ * rps[i]): every probe defined and trampoline built first, then one stop of
+ * pid's threads writes the sites of them all.  A failure fails them all;
+ * every rps[i] has the status and the message.
+ */
+int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
+		     struct dp_client_proc *const *rps);
 /* Removes ev's installed sites from p (ev NULL: every site).  0 or -errno. */
 int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp);
 /* Removes ev everywhere, adding a report entry per process when rep is set. */

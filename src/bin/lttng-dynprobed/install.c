@@ -37,6 +37,9 @@
 
 /* One patch of the batch being installed. */
 struct work {
+	struct dpd_event *ev;		/* the event whose plan holds pl */
+	uint64_t bias;			/* of ev's object in the process */
+	struct dp_client_proc *rp;	/* ev's report for the process */
 	const struct dp_patch *pl;
 	struct dpd_site rec;		/* what the process will hold */
 	uint8_t *code;			/* a new trampoline to write, or NULL */
@@ -474,8 +477,7 @@ static bool has_site(const struct dpd_proc *p, const struct dpd_event *ev, uint6
 }
 
 /* Holds every thread and writes the batch.  0 or -errno with msg. */
-static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd_event *ev,
-		       uint64_t bias, struct dp_client_proc *rp, struct dpd_msg *msg)
+static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd_msg *msg)
 {
 	struct dp_proc *proc = dp_proc_open(p->pid);
 	int ret;
@@ -504,7 +506,7 @@ static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd
 			continue;
 		ret = 0;
 		if (w->code && dp_proc_write(proc, ap->tramp, w->code, ap->tramp_len)) {
-			refuse_points(ev, w->pl, bias, rp, DP_REASON_NONE, dp_proc_errmsg(proc));
+			refuse_points(w->ev, w->pl, w->bias, w->rp, DP_REASON_NONE, dp_proc_errmsg(proc));
 			w->fail = true;
 			continue;
 		}
@@ -517,7 +519,7 @@ static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd
 				map[nm++] = (struct dp_pc_move){ ap->site + w->rec.off[k],
 								 w->rec.insn_at[k] };
 			if (dp_proc_move_pcs(proc, ap->site, ap->site + ap->len, map, nm, NULL)) {
-				refuse_points(ev, w->pl, bias, rp, DP_REASON_NONE,
+				refuse_points(w->ev, w->pl, w->bias, w->rp, DP_REASON_NONE,
 					      dp_proc_errmsg(proc));
 				w->fail = true;
 				continue;
@@ -536,7 +538,7 @@ static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd
 		if (ret) {
 			/* Nothing half-written stays: put back what this
 			 * patch may have changed. */
-			refuse_points(ev, w->pl, bias, rp, DP_REASON_NONE, dp_proc_errmsg(proc));
+			refuse_points(w->ev, w->pl, w->bias, w->rp, DP_REASON_NONE, dp_proc_errmsg(proc));
 			dp_proc_write(proc, ap->site, ap->orig, ap->len);
 			if (ap->hop_len)
 				dp_proc_write(proc, ap->hop, ap->hop_orig, ap->hop_len);
@@ -563,59 +565,120 @@ static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd
 	return ret;
 }
 
+/* Whether w's patch meets one already taken into the batch (two events of
+ * one request at the same place): the first one keeps the place. */
+static const struct work *batch_overlap(const struct work *ws, size_t n, const struct work *w)
+{
+	uint64_t site = w->pl->win.addr + w->bias, hop = w->pl->hop.addr + w->bias;
+	uint8_t hop_len = w->pl->method == DP_SITE_JUMP ? w->pl->hop.len : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct dp_app_patch *ap = &ws[i].rec.patch;
+
+		if (ws[i].fail || &ws[i] == w)
+			continue;
+		if (meets(site, w->pl->win.len, ap->site, ap->len) ||
+		    (ap->hop_len && meets(site, w->pl->win.len, ap->hop, ap->hop_len)) ||
+		    (hop_len && meets(hop, hop_len, ap->site, ap->len)) ||
+		    (hop_len && ap->hop_len && meets(hop, hop_len, ap->hop, ap->hop_len)))
+			return &ws[i];
+	}
+	return NULL;
+}
+
 int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
+{
+	return dpd_install_many(&ev, 1, pid, &rp);
+}
+
+int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
+		     struct dp_client_proc *const *rps)
 {
 	struct dpd_msg msg = { "" };
 	struct dpd_proc *p;
 	struct work *ws = NULL;
-	uint64_t bias;
-	size_t n = 0;
+	uint64_t *bias;
+	size_t n = 0, nplan = 0;
 	int ret = 0;
 
-	rp->pid = (uint32_t)pid;
-	ret = dpd_object_bias(ev->obj, pid, &bias);
-	if (ret == -ESRCH) {
-		dpd_msg_set(&msg, "no process %d (it exited)", (int)pid);
+	bias = calloc(nev ? nev : 1, sizeof(*bias));
+	if (!bias) {
+		ret = -ENOMEM;
+		dpd_msg_set(&msg, "out of memory");
 		goto out;
 	}
-	if (ret) {
-		dpd_msg_set(&msg, "%s is not mapped in process %d: give the path of an object "
-				  "it has loaded (see /proc/%d/maps)", ev->path, (int)pid, (int)pid);
-		goto out;
+	for (size_t e = 0; e < nev; e++) {
+		rps[e]->pid = (uint32_t)pid;
+		nplan += evs[e]->nplan;
+	}
+	for (size_t e = 0; e < nev; e++) {
+		ret = dpd_object_bias(evs[e]->obj, pid, &bias[e]);
+		if (ret == -ESRCH) {
+			dpd_msg_set(&msg, "no process %d (it exited)", (int)pid);
+			goto out;
+		}
+		if (ret) {
+			dpd_msg_set(&msg, "%s is not mapped in process %d: give the path of an "
+					  "object it has loaded (see /proc/%d/maps)", evs[e]->path,
+				    (int)pid, (int)pid);
+			goto out;
+		}
 	}
 	p = ensure_agent(pid, &msg, &ret);
 	if (!p)
 		goto out;
 
-	ws = calloc(ev->nplan ? ev->nplan : 1, sizeof(*ws));
+	ws = calloc(nplan ? nplan : 1, sizeof(*ws));
 	if (!ws) {
 		ret = -ENOMEM;
 		dpd_msg_set(&msg, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < ev->nplan; i++) {
-		const struct dp_patch *pl = &ev->plan[i];
-		struct work *w;
+	/* Everything that needs no stop is done for every event first: the
+	 * trampolines are unreachable until their jumps exist, so only the
+	 * writing below holds the threads, once for the whole request. */
+	for (size_t e = 0; e < nev; e++) {
+		struct dpd_event *ev = evs[e];
 
-		if (pl->method == DP_SITE_REFUSED) {
-			refuse_points(ev, pl, bias, rp, pl->reason, NULL);
-			continue;
-		}
-		if (has_site(p, ev, pl->win.addr + bias)) {
-			report_installed(ev, pl, bias, rp);
-			continue;
-		}
-		w = &ws[n++];
-		w->pl = pl;
-		ret = prepare(ev, p, bias, w, rp, &msg);
-		if (ret)
-			goto undo;
-		if (!w->fail && w->rec.patch.method == DP_APP_METHOD_INT3) {
-			/* The agent must know the trap before the int3 exists. */
-			ret = note(p, &w->rec.patch, &msg);
+		for (size_t i = 0; i < ev->nplan; i++) {
+			const struct dp_patch *pl = &ev->plan[i];
+			const struct work *other;
+			struct work *w;
+
+			if (pl->method == DP_SITE_REFUSED) {
+				refuse_points(ev, pl, bias[e], rps[e], pl->reason, NULL);
+				continue;
+			}
+			if (has_site(p, ev, pl->win.addr + bias[e])) {
+				report_installed(ev, pl, bias[e], rps[e]);
+				continue;
+			}
+			w = &ws[n++];
+			w->ev = ev;
+			w->bias = bias[e];
+			w->rp = rps[e];
+			w->pl = pl;
+			other = batch_overlap(ws, n, w);
+			if (other) {
+				char text[DP_CLIENT_TEXT_MAX];
+
+				snprintf(text, sizeof(text), "%s (the patch at 0x%" PRIx64 " of %s)",
+					 dp_reason_str(DP_REASON_OVERLAP), other->rec.patch.site,
+					 other->ev->names[0]);
+				refuse_points(ev, pl, bias[e], rps[e], DP_REASON_OVERLAP, text);
+				w->fail = true;
+				continue;
+			}
+			ret = prepare(ev, p, bias[e], w, rps[e], &msg);
 			if (ret)
 				goto undo;
-			w->noted = true;
+			if (!w->fail && w->rec.patch.method == DP_APP_METHOD_INT3) {
+				/* The agent must know the trap before the int3 exists. */
+				ret = note(p, &w->rec.patch, &msg);
+				if (ret)
+					goto undo;
+				w->noted = true;
+			}
 		}
 	}
 	if (dpd_cfg.test_pause_ms) {
@@ -623,7 +686,7 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
 			 (int)pid);
 		usleep((useconds_t)dpd_cfg.test_pause_ms * 1000);
 	}
-	ret = write_batch(p, ws, n, ev, bias, rp, &msg);
+	ret = write_batch(p, ws, n, &msg);
 	if (ret)
 		goto undo;
 	for (size_t i = 0; i < n; i++) {
@@ -636,9 +699,9 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
 		}
 		if (w->rec.patch.method == DP_APP_METHOD_JUMP && note(p, &w->rec.patch, &msg))
 			dpd_err("process %d: %s", (int)pid, msg.text);
-		if (record(p, ev, w))
+		if (record(p, w->ev, w))
 			dpd_err("process %d: out of memory recording a patch", (int)pid);
-		report_installed(ev, w->pl, bias, rp);
+		report_installed(w->ev, w->pl, w->bias, w->rp);
 	}
 	msg.text[0] = '\0';
 	goto out;
@@ -662,11 +725,16 @@ out:
 	for (size_t i = 0; i < n; i++)
 		free(ws[i].code);
 	free(ws);
-	rp->status = ret > 0 ? -ret : ret;
-	snprintf(rp->message, sizeof(rp->message), "%s", msg.text);
-	if (ret)
-		dpd_info("install %s in %d: %s", ev->names[0], (int)pid, msg.text);
-	return rp->status;
+	free(bias);
+	/* One outcome for the whole request in this process: a failure
+	 * wrote nothing of any event. */
+	for (size_t e = 0; e < nev; e++) {
+		rps[e]->status = ret > 0 ? -ret : ret;
+		snprintf(rps[e]->message, sizeof(rps[e]->message), "%s", msg.text);
+		if (ret)
+			dpd_info("install %s in %d: %s", evs[e]->names[0], (int)pid, msg.text);
+	}
+	return ret > 0 ? -ret : ret;
 }
 
 int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp)

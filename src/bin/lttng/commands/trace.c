@@ -251,78 +251,101 @@ static int enable_expected_names(struct trace *t)
 	return 0;
 }
 
-/* Installs every probe in the process pid, held at its entry point. */
+/* Says what was not a plain jump in the report of one probe. */
+static void show_report(const struct trace *t, const struct probe_arg *pa,
+			const struct dp_client_report *r)
+{
+	if (t->cli->quiet)
+		return;
+	for (uint32_t k = 0; k < r->nevents; k++)
+		fprintf(stderr, "Dynamic UST event %s: %s %s in %s\n", r->events[k],
+			pa->kind == DP_CLIENT_KIND_FUNCTION ? "function" : "probe", pa->location,
+			t->path);
+	for (uint32_t p = 0; p < r->nprocs; p++) {
+		const struct dp_client_proc *pr = &r->procs[p];
+
+		for (uint32_t k = 0; k < pr->nsites; k++) {
+			const struct dp_client_site *st = &pr->sites[k];
+
+			if (st->method == DP_CLIENT_METHOD_REFUSED)
+				dp_warn("%s: no probe at 0x%" PRIx64 ": %s", st->event, st->vaddr,
+					st->text[0] ? st->text : st->reason);
+			else if (st->method == DP_CLIENT_METHOD_INT3)
+				fprintf(stderr, "  %s at 0x%" PRIx64 " by int3: %s\n", st->event,
+					st->vaddr, st->text[0] ? st->text : st->reason);
+		}
+	}
+}
+
+/*
+ * Installs every probe in the process pid, held at its entry point: one
+ * request, so the daemon writes them all in one stop of the process.
+ */
 static int enable_probes(struct trace *t, pid_t pid)
 {
-	char (*ctx)[DP_CLIENT_CTX_MAX] = NULL;
-	uint32_t nctx = 0, upid = (uint32_t)pid;
+	struct dp_client_msg req = { .type = DP_CLIENT_ENABLE_MANY }, reply;
+	struct dp_client_enable_many *m = &req.enable_many;
+	uint32_t upid = (uint32_t)pid;
 	int ret = -1;
 
-	if (t->ntypes) {
-		ctx = calloc(t->ntypes, sizeof(*ctx));
-		if (!ctx)
-			return -1;
+	snprintf(m->session, sizeof(m->session), "%s", t->session);
+	snprintf(m->channel, sizeof(m->channel), "channel0");
+	snprintf(m->path, sizeof(m->path), "%s", t->path);
+	m->npids = 1;
+	m->pids = &upid;
+	m->ctx = t->ntypes ? calloc(t->ntypes, sizeof(*m->ctx)) : NULL;
+	m->specs = calloc(t->nprobes, sizeof(*m->specs));
+	if ((t->ntypes && !m->ctx) || !m->specs) {
+		dp_err("out of memory");
+		goto out;
 	}
 	for (size_t i = 0; i < t->ntypes; i++)
 		if (dp_spec_context_is_dynamic(t->types[i]))
-			snprintf(ctx[nctx++], DP_CLIENT_CTX_MAX, "%s", t->types[i]);
+			snprintf(m->ctx[m->nctx++], DP_CLIENT_CTX_MAX, "%s", t->types[i]);
 	for (size_t i = 0; i < t->nprobes; i++) {
-		struct dp_client_msg req = { .type = DP_CLIENT_ENABLE }, reply;
-		struct dp_client_enable *e = &req.enable;
-		const struct dp_client_report *r = &reply.report;
+		struct dp_client_spec *sp = &m->specs[m->nspecs++];
 
-		snprintf(e->session, sizeof(e->session), "%s", t->session);
-		snprintf(e->channel, sizeof(e->channel), "channel0");
-		snprintf(e->event, sizeof(e->event), "%s", t->probes[i].name);
-		snprintf(e->location, sizeof(e->location), "%s", t->probes[i].location);
-		snprintf(e->path, sizeof(e->path), "%s", t->path);
-		e->kind = t->probes[i].kind;
-		e->npids = 1;
-		e->pids = &upid;
-		e->nctx = nctx;
-		e->ctx = ctx;
-		if (dp_daemon_call(t->fd, &req, &reply))
-			goto out;
-		if (r->status) {
-			dp_err("%s", r->message[0] ? r->message : strerror(-r->status));
-			for (uint32_t p = 0; p < r->nprocs; p++)
-				if (r->procs[p].status && strcmp(r->procs[p].message, r->message))
-					dp_err("process %u: %s", r->procs[p].pid, r->procs[p].message);
-			dp_client_msg_release(&reply);
-			goto out;
-		}
+		snprintf(sp->event, sizeof(sp->event), "%s", t->probes[i].name);
+		snprintf(sp->location, sizeof(sp->location), "%s", t->probes[i].location);
+		sp->kind = t->probes[i].kind;
+	}
+	if (dp_daemon_call(t->fd, &req, &reply))
+		goto out;
+	if (reply.reports.nreports != m->nspecs) {
+		/* The daemon could not read the request: its one report says why. */
+		const struct dp_client_report *r = reply.reports.nreports ?
+						   &reply.reports.reports[0] : NULL;
+
+		dp_err("lttng-dynprobed: %s", r && r->message[0] ? r->message :
+		       "the request was not answered probe by probe");
+		goto release;
+	}
+	for (uint32_t i = 0; i < reply.reports.nreports; i++) {
+		const struct dp_client_report *r = &reply.reports.reports[i];
+
+		if (!r->status)
+			continue;
+		dp_err("%s: %s", t->probes[i].location,
+		       r->message[0] ? r->message : strerror(-r->status));
+		for (uint32_t p = 0; p < r->nprocs; p++)
+			if (r->procs[p].status && strcmp(r->procs[p].message, r->message))
+				dp_err("process %u: %s", r->procs[p].pid, r->procs[p].message);
+		goto release;
+	}
+	for (uint32_t i = 0; i < reply.reports.nreports; i++) {
+		const struct dp_client_report *r = &reply.reports.reports[i];
+
 		/* Names of the daemon's other than expected: enabled too. */
-		if (enable_names(t, reply.report.events, reply.report.nevents)) {
-			dp_client_msg_release(&reply);
-			goto out;
-		}
-		if (!t->cli->quiet) {
-			for (uint32_t k = 0; k < r->nevents; k++)
-				fprintf(stderr, "Dynamic UST event %s: %s %s in %s\n", r->events[k],
-					e->kind == DP_CLIENT_KIND_FUNCTION ? "function" : "probe",
-					e->location, t->path);
-			for (uint32_t p = 0; p < r->nprocs; p++) {
-				const struct dp_client_proc *pr = &r->procs[p];
-
-				/* Only what is not a plain jump is worth a line. */
-				for (uint32_t k = 0; k < pr->nsites; k++) {
-					const struct dp_client_site *st = &pr->sites[k];
-
-					if (st->method == DP_CLIENT_METHOD_REFUSED)
-						dp_warn("%s: no probe at 0x%" PRIx64 ": %s", st->event,
-							st->vaddr, st->text[0] ? st->text : st->reason);
-					else if (st->method == DP_CLIENT_METHOD_INT3)
-						fprintf(stderr, "  %s at 0x%" PRIx64 " by int3: %s\n",
-							st->event, st->vaddr,
-							st->text[0] ? st->text : st->reason);
-				}
-			}
-		}
-		dp_client_msg_release(&reply);
+		if (enable_names(t, r->events, r->nevents))
+			goto release;
+		show_report(t, &t->probes[i], r);
 	}
 	ret = 0;
+release:
+	dp_client_msg_release(&reply);
 out:
-	free(ctx);
+	free(m->ctx);
+	free(m->specs);
 	return ret;
 }
 

@@ -26,6 +26,7 @@ static const struct {
 	{ DP_CLIENT_SITES, "SITES" },
 	{ DP_CLIENT_SESSION_DESTROYED, "SESSION_DESTROYED" },
 	{ DP_CLIENT_PING, "PING" },
+	{ DP_CLIENT_ENABLE_MANY, "ENABLE_MANY" },
 	{ DP_CLIENT_ENABLE_REPLY, "ENABLE_REPLY" },
 	{ DP_CLIENT_DISABLE_REPLY, "DISABLE_REPLY" },
 	{ DP_CLIENT_ADD_CONTEXT_REPLY, "ADD_CONTEXT_REPLY" },
@@ -33,6 +34,7 @@ static const struct {
 	{ DP_CLIENT_SITES_REPLY, "SITES_REPLY" },
 	{ DP_CLIENT_SESSION_DESTROYED_REPLY, "SESSION_DESTROYED_REPLY" },
 	{ DP_CLIENT_PING_REPLY, "PING_REPLY" },
+	{ DP_CLIENT_ENABLE_MANY_REPLY, "ENABLE_MANY_REPLY" },
 	{ DP_CLIENT_UNSUPPORTED, "UNSUPPORTED" },
 	{ DP_CLIENT_REFUSE, "REFUSE" },
 };
@@ -254,6 +256,38 @@ static enum dp_proto_err put_payload(struct dp_wbuf *w, const struct dp_client_m
 		put_strs(w, (const char(*)[DP_CLIENT_CTX_MAX])e->ctx, e->nctx);
 		break;
 	}
+	case DP_CLIENT_ENABLE_MANY: {
+		const struct dp_client_enable_many *e = &m->enable_many;
+
+		if (e->npids > DP_CLIENT_MAX_PIDS || e->nctx > DP_CLIENT_MAX_CTX ||
+		    e->nspecs > DP_CLIENT_MAX_SPECS || (e->npids && !e->pids) ||
+		    (e->nctx && !e->ctx) || (e->nspecs && !e->specs))
+			return DP_PROTO_ERR_BOUNDS;
+		dp_wbuf_str(w, e->session, sizeof(e->session));
+		dp_wbuf_str(w, e->channel, sizeof(e->channel));
+		dp_wbuf_str(w, e->path, sizeof(e->path));
+		put_pids(w, e->pids, e->npids);
+		put_strs(w, (const char(*)[DP_CLIENT_CTX_MAX])e->ctx, e->nctx);
+		dp_wbuf_u32(w, e->nspecs);
+		for (uint32_t i = 0; i < e->nspecs; i++) {
+			if (!kind_ok(e->specs[i].kind))
+				return DP_PROTO_ERR_VALUE;
+			dp_wbuf_str(w, e->specs[i].event, sizeof(e->specs[i].event));
+			dp_wbuf_u8(w, e->specs[i].kind);
+			dp_wbuf_str(w, e->specs[i].location, sizeof(e->specs[i].location));
+		}
+		break;
+	}
+	case DP_CLIENT_ENABLE_MANY_REPLY: {
+		const struct dp_client_reports *rs = &m->reports;
+
+		if (rs->nreports > DP_CLIENT_MAX_SPECS || (rs->nreports && !rs->reports))
+			return DP_PROTO_ERR_BOUNDS;
+		dp_wbuf_u32(w, rs->nreports);
+		for (uint32_t i = 0; i < rs->nreports && !err; i++)
+			err = put_report(w, &rs->reports[i]);
+		break;
+	}
 	case DP_CLIENT_DISABLE:
 		dp_wbuf_str(w, m->disable.session, sizeof(m->disable.session));
 		dp_wbuf_str(w, m->disable.channel, sizeof(m->disable.channel));
@@ -367,6 +401,8 @@ int dp_client_encode(const struct dp_client_msg *m, struct dp_wbuf *w)
 #define PROC_MIN (4 + 4 + STR_MIN + 4 * 4)
 #define EVENT_MIN (STR_MIN * 5 + 1 + 1 + 4 * 4)
 #define INSN_MIN (4 + 1 + 1 + STR_MIN + 1 + STR_MIN + STR_MIN)
+#define SPEC_MIN (STR_MIN + 1 + STR_MIN)
+#define REPORT_MIN (4 + STR_MIN + 4 + 4)
 
 /* A string that may not be empty. */
 static void get_name(struct dp_rbuf *r, char *out, size_t size)
@@ -504,6 +540,18 @@ static int get_event(struct dp_rbuf *r, struct dp_client_event *e)
 	return ret;
 }
 
+static int get_report(struct dp_rbuf *r, struct dp_client_report *rep)
+{
+	int ret;
+
+	rep->status = get_status(r);
+	dp_rbuf_str(r, rep->message, sizeof(rep->message));
+	ret = get_names(r, &rep->events, &rep->nevents);
+	if (!ret)
+		ret = get_procs(r, &rep->procs, &rep->nprocs);
+	return ret;
+}
+
 static int get_payload(struct dp_rbuf *r, struct dp_client_msg *m)
 {
 	int ret = 0;
@@ -523,6 +571,53 @@ static int get_payload(struct dp_rbuf *r, struct dp_client_msg *m)
 		ret = get_pids(r, &e->pids, &e->npids);
 		if (!ret)
 			ret = get_strs(r, &e->ctx, &e->nctx, DP_CLIENT_MAX_CTX);
+		break;
+	}
+	case DP_CLIENT_ENABLE_MANY: {
+		struct dp_client_enable_many *e = &m->enable_many;
+
+		get_name(r, e->session, sizeof(e->session));
+		get_name(r, e->channel, sizeof(e->channel));
+		get_name(r, e->path, sizeof(e->path));
+		ret = get_pids(r, &e->pids, &e->npids);
+		if (!ret)
+			ret = get_strs(r, &e->ctx, &e->nctx, DP_CLIENT_MAX_CTX);
+		if (ret || r->err)
+			break;
+		e->nspecs = dp_rbuf_count(r, DP_CLIENT_MAX_SPECS, SPEC_MIN);
+		if (!e->nspecs)
+			break;
+		e->specs = calloc(e->nspecs, sizeof(*e->specs));
+		if (!e->specs) {
+			e->nspecs = 0;
+			ret = -ENOMEM;
+			break;
+		}
+		for (uint32_t i = 0; i < e->nspecs && !r->err; i++) {
+			struct dp_client_spec *sp = &e->specs[i];
+
+			get_name(r, sp->event, sizeof(sp->event));
+			sp->kind = dp_rbuf_u8(r);
+			if (!r->err && !kind_ok(sp->kind))
+				dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
+			get_name(r, sp->location, sizeof(sp->location));
+		}
+		break;
+	}
+	case DP_CLIENT_ENABLE_MANY_REPLY: {
+		struct dp_client_reports *rs = &m->reports;
+
+		rs->nreports = dp_rbuf_count(r, DP_CLIENT_MAX_SPECS, REPORT_MIN);
+		if (!rs->nreports)
+			break;
+		rs->reports = calloc(rs->nreports, sizeof(*rs->reports));
+		if (!rs->reports) {
+			rs->nreports = 0;
+			ret = -ENOMEM;
+			break;
+		}
+		for (uint32_t i = 0; i < rs->nreports && !r->err && !ret; i++)
+			ret = get_report(r, &rs->reports[i]);
 		break;
 	}
 	case DP_CLIENT_DISABLE:
@@ -553,11 +648,7 @@ static int get_payload(struct dp_rbuf *r, struct dp_client_msg *m)
 	case DP_CLIENT_DISABLE_REPLY:
 	case DP_CLIENT_ADD_CONTEXT_REPLY:
 	case DP_CLIENT_SESSION_DESTROYED_REPLY:
-		m->report.status = get_status(r);
-		dp_rbuf_str(r, m->report.message, sizeof(m->report.message));
-		ret = get_names(r, &m->report.events, &m->report.nevents);
-		if (!ret)
-			ret = get_procs(r, &m->report.procs, &m->report.nprocs);
+		ret = get_report(r, &m->report);
 		break;
 	case DP_CLIENT_LIST_REPLY: {
 		struct dp_client_list_reply *l = &m->list_reply;
@@ -724,6 +815,18 @@ void dp_client_msg_release(struct dp_client_msg *m)
 		break;
 	case DP_CLIENT_ADD_CONTEXT:
 		free(m->add_context.ctx);
+		break;
+	case DP_CLIENT_ENABLE_MANY:
+		free(m->enable_many.pids);
+		free(m->enable_many.ctx);
+		free(m->enable_many.specs);
+		break;
+	case DP_CLIENT_ENABLE_MANY_REPLY:
+		for (uint32_t i = 0; i < m->reports.nreports && m->reports.reports; i++) {
+			free(m->reports.reports[i].events);
+			procs_release(m->reports.reports[i].procs, m->reports.reports[i].nprocs);
+		}
+		free(m->reports.reports);
 		break;
 	case DP_CLIENT_LIST_REPLY:
 		for (uint32_t i = 0; i < m->list_reply.nevents && m->list_reply.events; i++) {

@@ -31,9 +31,14 @@
  *   0x8006    reply            report
  *   0x0007  PING               cookie u64
  *   0x8007    reply            cookie u64, daemon_pid u32, version str
+ *   0x0008  ENABLE_MANY        session str, channel str, path str, npids u32,
+ *                              pid u32[], nctx u32, ctx str[], nspecs u32,
+ *                              spec[nspecs]   (since 1.1)
+ *   0x8008    reply            nreports u32, report[nreports]
  *   0xfffe  UNSUPPORTED        type u16 (the request's)
  *   0xffff  REFUSE             major u8, minor u8, reason str
  *
+ *   spec   = event str, kind u8, location str
  *   report = status i32, message str, nevents u32, event_name str[nevents],
  *            nprocs u32, proc[nprocs]
  *   proc   = pid u32, status i32, message str, njump u32, nint3 u32,
@@ -88,6 +93,12 @@
  *   same spec re-installs it where it was removed (after DISABLE); with a
  *   different spec: -EEXIST.
  *
+ *  ENABLE_MANY is ENABLE for several events that share session, channel,
+ *   path, pids and contexts; reports[i] answers specs[i] as ENABLE would.
+ *   The daemon defines every probe and builds every trampoline first, then
+ *   stops each process once to write the sites of all the events.  An event
+ *   named twice in one request is refused (-EINVAL) after its first spec.
+ *
  *  DISABLE removes the event's patches from every process (the original
  *   bytes come back; trampoline memory stays, as a thread may still run in
  *   it, and is reused when the event is enabled again).  The event and its
@@ -130,7 +141,7 @@
 
 #define DP_CLIENT_MAGIC 0x4c435044u	/* "DPCL" in byte order */
 #define DP_CLIENT_MAJOR 1
-#define DP_CLIENT_MINOR 0
+#define DP_CLIENT_MINOR 1		/* 1: ENABLE_MANY */
 
 /* Bounds every receiver enforces.  String sizes include the NUL. */
 #define DP_CLIENT_MAX_PAYLOAD (16u << 20)
@@ -145,6 +156,7 @@
 #define DP_CLIENT_MAX_EVENTS 16384	/* events in a LIST reply */
 #define DP_CLIENT_MAX_PROCS 65536	/* processes in a report or an event */
 #define DP_CLIENT_MAX_SITES 65536	/* sites of one process in a report */
+#define DP_CLIENT_MAX_SPECS 16384	/* events of one ENABLE_MANY */
 #define DP_CLIENT_MAX_INSNS 262144	/* instructions in a SITES reply */
 #define DP_CLIENT_MSG_MAX 1024		/* messages */
 #define DP_CLIENT_REASON_MAX 64		/* reason names ("branch-target") */
@@ -168,6 +180,7 @@ enum dp_client_type {
 	DP_CLIENT_SITES = 0x0005,
 	DP_CLIENT_SESSION_DESTROYED = 0x0006,
 	DP_CLIENT_PING = 0x0007,
+	DP_CLIENT_ENABLE_MANY = 0x0008,
 
 	DP_CLIENT_ENABLE_REPLY = DP_CLIENT_ENABLE | DP_FRAME_REPLY,
 	DP_CLIENT_DISABLE_REPLY = DP_CLIENT_DISABLE | DP_FRAME_REPLY,
@@ -176,6 +189,7 @@ enum dp_client_type {
 	DP_CLIENT_SITES_REPLY = DP_CLIENT_SITES | DP_FRAME_REPLY,
 	DP_CLIENT_SESSION_DESTROYED_REPLY = DP_CLIENT_SESSION_DESTROYED | DP_FRAME_REPLY,
 	DP_CLIENT_PING_REPLY = DP_CLIENT_PING | DP_FRAME_REPLY,
+	DP_CLIENT_ENABLE_MANY_REPLY = DP_CLIENT_ENABLE_MANY | DP_FRAME_REPLY,
 
 	DP_CLIENT_UNSUPPORTED = 0xfffe,
 	DP_CLIENT_REFUSE = 0xffff,
@@ -242,6 +256,33 @@ struct dp_client_enable {
 	uint32_t *pids;
 	uint32_t nctx;
 	char (*ctx)[DP_CLIENT_CTX_MAX];		/* context specs as typed */
+};
+
+/* One event of an ENABLE_MANY: what differs from its neighbours. */
+struct dp_client_spec {
+	char event[DP_CLIENT_EVENT_MAX];	/* as typed */
+	uint8_t kind;				/* enum dp_client_kind */
+	char location[DP_CLIENT_LOCATION_MAX];	/* as typed */
+};
+
+/* Several ENABLEs sharing session, channel, path, pids and contexts, so
+ * that a process is stopped once for all of them. */
+struct dp_client_enable_many {
+	char session[DP_CLIENT_NAME_MAX];
+	char channel[DP_CLIENT_NAME_MAX];
+	char path[DP_CLIENT_PATH_MAX];		/* absolute */
+	uint32_t npids;				/* 0: every process mapping path */
+	uint32_t *pids;
+	uint32_t nctx;
+	char (*ctx)[DP_CLIENT_CTX_MAX];
+	uint32_t nspecs;
+	struct dp_client_spec *specs;
+};
+
+/* ENABLE_MANY's reply: reports[i] is what ENABLE of specs[i] would say. */
+struct dp_client_reports {
+	uint32_t nreports;
+	struct dp_client_report *reports;
 };
 
 /* DISABLE; SESSION_DESTROYED uses only session. */
@@ -333,6 +374,8 @@ struct dp_client_msg {
 		char session_destroyed[DP_CLIENT_NAME_MAX];
 		uint64_t ping;				/* PING: the cookie */
 		struct dp_client_report report;		/* the four report replies */
+		struct dp_client_enable_many enable_many;
+		struct dp_client_reports reports;	/* ENABLE_MANY's reply */
 		struct dp_client_list_reply list_reply;
 		struct dp_client_sites_reply sites_reply;
 		struct dp_client_ping_reply ping_reply;
