@@ -1,7 +1,8 @@
 /*
  * Loading a library into a running procctl-target with dp_inject_agent():
- * the constructor runs in the target with the register timeout set, the
- * variable is gone again afterwards, the helper thread and its pages go
+ * the constructor runs in the target with the variable of the options set
+ * (a 127-byte value: the longest), the variable is gone again afterwards,
+ * a variable the target has already is left as it is, a bad one refused, the helper thread and its pages go
  * away, a second load does nothing, dlopen's own error comes back, and
  * nothing deadlocks when the target is held inside malloc (a thread blocked
  * in malloc_stats() with the main arena locked, threads looping on malloc)
@@ -111,7 +112,7 @@ static void test_basic(void)
 	struct dp_inject_opts o;
 	struct dp_inject_result r;
 	struct target tg;
-	char msg[512], line[512];
+	char msg[512], line[512], value[DP_INJECT_ENV_VALUE_MAX], want[DP_INJECT_ENV_VALUE_MAX + 8];
 	int threads, rx, ret;
 
 	if (!tap_ok(target_spawn(&tg, "./procctl-target", argv, env, false) == 0,
@@ -119,19 +120,38 @@ static void test_basic(void)
 		return;
 	threads = count_threads(tg.pid);
 	rx = count_anon_rx(tg.pid);
+	memset(value, 'v', sizeof(value) - 1);
+	value[0] = '/';
+	value[sizeof(value) - 1] = '\0';
+	snprintf(want, sizeof(want), "socket=%s", value);
 	dp_inject_opts_init(&o);
-	o.register_timeout_ms = 123;
+	o.env_name = "LTTNG_DYNPROBE_APP_SOCKET";
+	o.env_value = value;
+	value[sizeof(value) - 1] = 'x';
+	ret = dp_inject_agent(tg.pid, probe, &o, &r, msg, sizeof(msg));
+	tap_ok(ret == -EINVAL && strstr(msg, "at most 127 bytes"),
+	       "a value of 128 bytes is refused, nothing done (%d: %s)", ret, msg);
+	value[sizeof(value) - 1] = '\0';
+	o.env_name = "A=B";
+	ret = dp_inject_agent(tg.pid, probe, &o, &r, msg, sizeof(msg));
+	tap_ok(ret == -EINVAL && !maps_has(tg.pid, "libprocctl-probe.so"),
+	       "so is a name with '=' (%d: %s)", ret, msg);
+	o.env_name = "LTTNG_DYNPROBE_APP_SOCKET";
 	ret = dp_inject_agent(tg.pid, probe, &o, &r, msg, sizeof(msg));
 	tap_ok(ret == 0, "the library is loaded (%d: %s)", ret, msg);
 	diag_result(&r);
-	tap_ok(loaded_line(tg.pid, line, sizeof(line)) && strstr(line, "timeout=123") &&
+	tap_ok(loaded_line(tg.pid, line, sizeof(line)) && strstr(line, "socket=") &&
+	       !strcmp(strstr(line, "socket="), want) &&
 	       kv(line, "tid") != (uint64_t)tg.pid,
 	       "its constructor ran in the target, in a thread of its own, and saw "
-	       "LTTNG_UST_REGISTER_TIMEOUT=123 (%s)", line);
+	       "LTTNG_DYNPROBE_APP_SOCKET, 127 bytes (%.60s...)", line);
 	tap_ok(maps_has(tg.pid, "libprocctl-probe.so"), "the target maps it");
-	tap_ok(target_ask(&tg, "getenv LTTNG_UST_REGISTER_TIMEOUT", "env", line, sizeof(line),
+	tap_ok(target_ask(&tg, "getenv LTTNG_DYNPROBE_APP_SOCKET", "env", line, sizeof(line),
 			  3000) == 0 && strstr(line, "unset"),
 	       "the variable is gone from the target's environment again (%s)", line);
+	tap_ok(target_ask(&tg, "getenv LTTNG_UST_REGISTER_TIMEOUT", "env", line, sizeof(line),
+			  3000) == 0 && strstr(line, "unset"),
+	       "LTTNG_UST_REGISTER_TIMEOUT was never set (%s)", line);
 	{
 		int64_t deadline = util_now_ms() + 3000;
 
@@ -248,7 +268,7 @@ static void test_malloc_and_loader(void)
 static void test_no_sleeper(void)
 {
 	char *argv[] = { "./procctl-target", "-t", "4", "-n", NULL };
-	char *env[] = { env_out, NULL };
+	char *env[] = { env_out, "LTTNG_DYNPROBE_APP_SOCKET=/its/own.sock", NULL };
 	struct dp_inject_opts o;
 	struct dp_inject_result r;
 	struct target tg;
@@ -259,10 +279,17 @@ static void test_no_sleeper(void)
 		    "a target with no thread asleep starts"))
 		return;
 	dp_inject_opts_init(&o);
+	o.env_name = "LTTNG_DYNPROBE_APP_SOCKET";
+	o.env_value = "/ours.sock";
 	ret = dp_inject_agent(tg.pid, probe, &o, &r, msg, sizeof(msg));
 	tap_ok(ret == 0 && loaded_line(tg.pid, line, sizeof(line)),
 	       "loaded through a thread caught entering poll() (%d: %s)", ret, msg);
 	diag_result(&r);
+	tap_ok(strstr(line, "socket=") && !strcmp(strstr(line, "socket="), "socket=/its/own.sock"),
+	       "a variable the target has is left as it is (%s)", line);
+	tap_ok(target_ask(&tg, "getenv LTTNG_DYNPROBE_APP_SOCKET", "env", line, sizeof(line),
+			  3000) == 0 && strstr(line, "=/its/own.sock"),
+	       "and stays set after the load (%s)", line);
 	tap_ok(target_ask(&tg, "report", "report", line, sizeof(line), 3000) == 0 &&
 	       kv(line, "errors") == 0, "the target computes right (%s)", line);
 	tap_ok(target_quit(&tg, 5000) == 0, "the target exits cleanly");

@@ -260,8 +260,8 @@ int dpd_agent_accept(void)
 		return 0;
 	}
 	p->go_pending = true;
-	dpd_info("agent of process %d connected (protocol %u.%u)", (int)p->pid, DP_APP_MAJOR,
-		 p->minor);
+	dpd_info("agent of process %d connected (uid %u, protocol %u.%u)", (int)p->pid,
+		 (unsigned)p->uid, DP_APP_MAJOR, p->minor);
 	return 0;
 }
 

@@ -47,6 +47,7 @@ struct dpd_config {
 	int test_pause_ms;		/* tests: pause in the middle of each install */
 	char run_dir[DP_CLIENT_PATH_MAX];
 	char state_path[DP_CLIENT_PATH_MAX + 32];
+	char app_sock[DP_CLIENT_PATH_MAX];	/* where agents connect */
 };
 extern struct dpd_config dpd_cfg;
 

@@ -32,6 +32,7 @@
 
 #include "daemon.h"
 #include "proc/inject.h"
+#include "proc/proc-status.h"
 #include "proc/ptrace.h"
 #include "x86/emit.h"
 
@@ -430,12 +431,17 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dpd_msg *msg, int *err)
 	struct dpd_proc *p = dpd_proc_find(pid);
 	struct dp_inject_opts opts;
 	struct dp_inject_result res;
+	struct dp_proc_status st;
 	char why[DP_CLIENT_MSG_MAX / 2] = "";
 	int ret;
 
 	if (p && p->fd >= 0)
 		return p;
 	dp_inject_opts_init(&opts);
+	/* The agent connects to the daemon that loaded it, whoever owns the
+	 * process and whatever its environment says of LTTNG_HOME. */
+	opts.env_name = "LTTNG_DYNPROBE_APP_SOCKET";
+	opts.env_value = dpd_cfg.app_sock;
 	ret = dp_inject_agent(pid, dpd_cfg.agent_path, &opts, &res, why, sizeof(why));
 	if (ret < 0) {
 		*err = ret;
@@ -457,10 +463,17 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dpd_msg *msg, int *err)
 		*err = kill(pid, 0) ? -ESRCH : -ETIMEDOUT;
 		if (*err == -ESRCH)
 			dpd_msg_set(msg, "process %d exited during the operation", (int)pid);
+		else if (ret == DP_INJECT_ALREADY && !dp_proc_status_read(pid, 0, &st) &&
+			 st.uid[1] != geteuid())
+			dpd_msg_set(msg, "the agent in process %d was loaded when it started, and "
+					 "talks to the lttng-dynprobed of its own user (uid %u): "
+					 "run the command as that user", (int)pid,
+				    (unsigned)st.uid[1]);
 		else
-			dpd_msg_set(msg, "the agent in process %d does not connect to this daemon "
-					 "(is LTTNG_DYNPROBE_APP_SOCKET set differently there?)",
-				    (int)pid);
+			dpd_msg_set(msg, "the agent in process %d does not connect to %s: its "
+					 "environment may name another socket "
+					 "(LTTNG_DYNPROBE_APP_SOCKET)", (int)pid,
+				    dpd_cfg.app_sock);
 		return NULL;
 	}
 	return p;

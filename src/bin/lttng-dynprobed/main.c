@@ -35,7 +35,7 @@ struct dpd_config dpd_cfg = {
 };
 volatile int dpd_quit;
 
-static char client_sock[DP_CLIENT_PATH_MAX], app_sock[DP_CLIENT_PATH_MAX];
+static char client_sock[DP_CLIENT_PATH_MAX];
 static char pid_path[DP_CLIENT_PATH_MAX];
 
 static void usage(FILE *f)
@@ -145,8 +145,9 @@ static int pidfile_write(int fd)
 	return 0;
 }
 
-/* A listening socket at path, mode 0600.  The descriptor or -errno. */
-static int listen_at(const char *path)
+/* A listening socket at path with the given mode (0600 or 0666).  The
+ * descriptor or -errno. */
+static int listen_at(const char *path, mode_t mode)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd, ret;
@@ -159,13 +160,13 @@ static int listen_at(const char *path)
 		return -errno;
 	/* We hold the pid file: a socket file left there is a dead daemon's. */
 	unlink(path);
-	/* Created with no access at all for others, then opened to the owner:
-	 * no moment where another user could connect. */
+	/* Created with no access at all for others, then opened as asked:
+	 * no moment where another user could connect unasked. */
 	mode_t old = umask(0177);
 
 	ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
-	if (ret < 0 || chmod(path, 0600) < 0 || listen(fd, 64) < 0) {
+	if (ret < 0 || chmod(path, mode) < 0 || listen(fd, 64) < 0) {
 		ret = -errno;
 		close(fd);
 		return ret;
@@ -367,7 +368,7 @@ int main(int argc, char **argv)
 
 	ret = dp_client_socket_path(client_sock, sizeof(client_sock));
 	if (!ret)
-		ret = dp_app_socket_path(app_sock, sizeof(app_sock));
+		ret = dp_app_socket_path(dpd_cfg.app_sock, sizeof(dpd_cfg.app_sock));
 	if (!ret)
 		ret = dp_client_pidfile_path(pid_path, sizeof(pid_path));
 	if (ret) {
@@ -384,7 +385,7 @@ int main(int argc, char **argv)
 	/* A user's directories are private; root's is shared with lttng-sessiond. */
 	ret = make_dirs(dpd_cfg.run_dir, geteuid() ? 0700 : 0755);
 	if (!ret) {
-		dir_of(app_sock, dir, sizeof(dir));
+		dir_of(dpd_cfg.app_sock, dir, sizeof(dir));
 		ret = make_dirs(dir, geteuid() ? 0700 : 0755);
 	}
 	if (ret) {
@@ -438,21 +439,28 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	client_fd = listen_at(client_sock);
+	client_fd = listen_at(client_sock, 0600);
 	if (client_fd < 0) {
 		fprintf(stderr, "lttng-dynprobed: cannot listen on %s: %s\n", client_sock,
 			strerror(-client_fd));
 		goto fail;
 	}
-	dpd_app_listen_fd = listen_at(app_sock);
+	/*
+	 * Root may probe any user's process: the agent it injects there
+	 * connects here (inject sets LTTNG_DYNPROBE_APP_SOCKET for the load),
+	 * as lttng-ust connects to root's session daemon.  SO_PEERCRED ties
+	 * each agent to its own process (agents.c).  A user's daemon serves
+	 * only that user.
+	 */
+	dpd_app_listen_fd = listen_at(dpd_cfg.app_sock, geteuid() ? 0600 : 0666);
 	if (dpd_app_listen_fd < 0 || sig_fd < 0) {
-		fprintf(stderr, "lttng-dynprobed: cannot listen on %s: %s\n", app_sock,
+		fprintf(stderr, "lttng-dynprobed: cannot listen on %s: %s\n", dpd_cfg.app_sock,
 			strerror(dpd_app_listen_fd < 0 ? -dpd_app_listen_fd : errno));
 		unlink(client_sock);
 		goto fail;
 	}
 	dpd_info("pid %d, client socket %s, app socket %s, agent %s", (int)getpid(), client_sock,
-		 app_sock, dpd_cfg.agent_path);
+		 dpd_cfg.app_sock, dpd_cfg.agent_path);
 	dpd_state_load();
 
 	if (daemonize) {
@@ -471,7 +479,7 @@ int main(int argc, char **argv)
 	unlink(dpd_cfg.state_path);
 	/* Still ours: we hold the pid file. */
 	unlink(client_sock);
-	unlink(app_sock);
+	unlink(dpd_cfg.app_sock);
 	unlink(pid_path);
 	dpd_info("exiting");
 	return 0;

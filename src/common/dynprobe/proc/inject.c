@@ -52,8 +52,8 @@ enum {
 	D_THREAD = 0x98,	/* pthread_create()'s pthread_t */
 	D_ENV_NAME = 0xc0,
 	D_ENV_VALUE = 0x100,
-	D_PATH = 0x140,
-	D_PATH_MAX = 0xa00 - 0x140,
+	D_PATH = 0x180,
+	D_PATH_MAX = 0xa00 - 0x180,
 	D_ERROR = 0xa00,	/* dlerror(), up to 0x5ff bytes and a NUL */
 };
 
@@ -93,7 +93,7 @@ static const uint8_t stub[] = {
 	0xb3, 0x00, 0x01, 0x00, 0x00, 0x31, 0xd2, 0xff,
 	0x53, 0x68, 0x85, 0xc0, 0x75, 0x08, 0x48, 0xc7,			/* 0x050 */
 	0x43, 0x18, 0x01, 0x00, 0x00, 0x00, 0x48, 0x8d,
-	0xbb, 0x40, 0x01, 0x00, 0x00, 0x8b, 0x73, 0x28,			/* 0x060 */
+	0xbb, 0x80, 0x01, 0x00, 0x00, 0x8b, 0x73, 0x28,			/* 0x060 */
 	0xff, 0x53, 0x50, 0x48, 0x89, 0x43, 0x10, 0x48,
 	0x85, 0xc0, 0x75, 0x29, 0xff, 0x53, 0x58, 0x48,			/* 0x070 */
 	0x85, 0xc0, 0x74, 0x21, 0x48, 0x8d, 0xbb, 0x00,
@@ -121,11 +121,13 @@ static const uint8_t stub[] = {
 
 _Static_assert(sizeof(stub) == STUB_TRAP + 1, "the trap ends the stub");
 
-static const char env_name[] = "LTTNG_UST_REGISTER_TIMEOUT";
+_Static_assert(D_ENV_VALUE - D_ENV_NAME == DP_INJECT_ENV_NAME_MAX &&
+	       D_PATH - D_ENV_VALUE == DP_INJECT_ENV_VALUE_MAX, "the page holds the variable");
 
 void dp_inject_opts_init(struct dp_inject_opts *o)
 {
-	o->register_timeout_ms = 0;
+	o->env_name = NULL;
+	o->env_value = NULL;
 	o->load_timeout_ms = 10000;
 	o->catch_ms = 1000;
 	o->call_timeout_ms = 5000;
@@ -418,7 +420,7 @@ static int write_pages(struct dp_proc *p, uint64_t data, uint64_t code, const st
 	int ret;
 
 	memset(page, 0, sizeof(page));
-	put64(page, D_ENV_ON, o->register_timeout_ms >= 0);
+	put64(page, D_ENV_ON, o->env_name != NULL);
 	put64(page, D_FLAGS, RTLD_NOW);
 	put64(page, D_ALLMASK, ~0ull);
 	put64(page, D_TIMEOUT, 0);
@@ -433,9 +435,10 @@ static int write_pages(struct dp_proc *p, uint64_t data, uint64_t code, const st
 	put64(page, F_PT_DETACH, s->detach);
 	put64(page, F_MUNMAP, s->munmap);
 	put64(page, D_WAIT_ROUNDS, ACK_WAIT_ROUNDS);
-	memcpy(page + D_ENV_NAME, env_name, sizeof(env_name));
-	snprintf((char *)page + D_ENV_VALUE, 32, "%d",
-		 o->register_timeout_ms < 0 ? 0 : o->register_timeout_ms);
+	if (o->env_name) {
+		memcpy(page + D_ENV_NAME, o->env_name, strlen(o->env_name) + 1);
+		memcpy(page + D_ENV_VALUE, o->env_value, strlen(o->env_value) + 1);
+	}
 	memcpy(page + D_PATH, path, strlen(path) + 1);
 	ret = dp_proc_write(p, data, page, sizeof(page));
 	if (!ret)
@@ -487,6 +490,12 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 			   path ? path : "");
 	if (strlen(path) >= D_PATH_MAX)
 		return say(msg, len, -ENAMETOOLONG, "the agent path is too long");
+	if (o.env_name && (!*o.env_name || strchr(o.env_name, '=') || !o.env_value ||
+			   strlen(o.env_name) >= DP_INJECT_ENV_NAME_MAX ||
+			   strlen(o.env_value) >= DP_INJECT_ENV_VALUE_MAX))
+		return say(msg, len, -EINVAL, "the variable to set for the load must be a name "
+			   "of 1 to %d bytes without '=' and a value of at most %d bytes",
+			   DP_INJECT_ENV_NAME_MAX - 1, DP_INJECT_ENV_VALUE_MAX - 1);
 	if (stat(path, &agent))
 		return say(msg, len, -errno, "cannot use the agent %s: %s", path, strerror(errno));
 	ret = dp_proc_check(pid, 0, msg, len);

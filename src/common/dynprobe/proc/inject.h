@@ -20,10 +20,10 @@
  *      runs, so a lock held elsewhere is released, not waited on forever;
  *      the host goes back into its system call as it was;
  *   5. detach: the process runs freely while the new thread blocks its
- *      signals, detaches itself, sets LTTNG_UST_REGISTER_TIMEOUT if the
- *      environment lacks it, calls dlopen(), copies dlerror() on failure,
- *      unsets the variable again, reports, and, once the report is read (or
- *      after 5 s), unmaps both pages and exits.
+ *      signals, detaches itself, sets the variable of the options (if any)
+ *      when the environment lacks it, calls dlopen(), copies dlerror() on
+ *      failure, unsets the variable again, reports, and, once the report is
+ *      read (or after 5 s), unmaps both pages and exits.
  *
  * The new thread is an ordinary thread of the target, with its own TLS and
  * malloc state: if another thread holds the loader lock or a malloc arena,
@@ -32,8 +32,14 @@
  * hijacked one); with glibc < 2.40 a setenv that grows an environment array
  * setenv itself allocated earlier can free it under a concurrent getenv in
  * another thread, as any setenv in a threaded program can: callers that
- * cannot accept this set register_timeout_ms to -1 (lttng-ust then waits up
- * to its default 3 s for the session daemon inside dlopen).
+ * cannot accept this set no variable.
+ *
+ * Never pass LTTNG_UST_REGISTER_TIMEOUT this way: lttng-ust reads it once,
+ * and it is also the send and receive timeout (at least 10 ms) of the
+ * socket on which every event class is registered with the session daemon,
+ * for the life of the process.  A short value there makes a class
+ * registered while the session daemon is busy fail (its events are never
+ * recorded), and the late reply is then taken for the next registration's.
  */
 #ifndef DP_PROC_INJECT_H
 #define DP_PROC_INJECT_H
@@ -53,8 +59,14 @@
 /* dp_inject_agent() returns this when the agent is mapped already. */
 #define DP_INJECT_ALREADY 1
 
+/* Bounds of the variable set for the load, NULs included. */
+#define DP_INJECT_ENV_NAME_MAX 64
+#define DP_INJECT_ENV_VALUE_MAX 128
+
 struct dp_inject_opts {
-	int register_timeout_ms;	/* LTTNG_UST_REGISTER_TIMEOUT, -1: leave alone */
+	/* A variable the library reads while it loads (its constructor): set
+	 * for the load when the environment lacks it, then unset.  NULL: none. */
+	const char *env_name, *env_value;
 	int load_timeout_ms;		/* wait for dlopen to finish (default 10000) */
 	int catch_ms;			/* wait for a thread to enter a blocking call */
 	int call_timeout_ms;		/* pthread_create() on the host */
@@ -70,7 +82,7 @@ struct dp_inject_result {
 	uint64_t load_ns;		/* from the detach to the new thread's report */
 };
 
-/* Defaults for the fields above (register_timeout_ms 0: do not wait). */
+/* Defaults for the fields above (no variable). */
 void dp_inject_opts_init(struct dp_inject_opts *o);
 
 /*
