@@ -2,8 +2,8 @@
 # lttng-dynprobed killed with SIGKILL in the middle of an install: the
 # target keeps running and computing right with the probes already in
 # place, and a new daemon learns what is installed from the reconnecting
-# agent (and its events from its state file): it lists them, removes them
-# exactly, and installs again.
+# agent (and its events from its state file): it lists them, forgets the
+# patch noted but never written, removes them exactly, and installs again.
 . "$top_srcdir/tests/utils/tap.sh"
 . "$top_srcdir/tests/utils/sessiond.sh"
 dp_isolate "$0" "$@"
@@ -55,8 +55,14 @@ grep -q "^dyn session=s channel=channel0 event=a kind=function location=dp_work 
 tap_ok $? "it learns from the agent what is installed: $(grep '^dyn' "$DP_TMP/out" | tr '\n' ' ')"
 ! grep -q "event=b " "$DP_TMP/out"
 tap_ok $? "the install that never completed is not listed as an event"
-grep -q "recovered 3 patches" "$DP_TMP/dynprobed.log"
-tap_ok $? "the agent reported the three patches of event a"
+# Patches are noted to the agent before they are written: it reports event
+# b's too, and the new daemon forgets it, its site holding the file's bytes.
+grep -q "recovered 4 patches" "$DP_TMP/dynprobed.log"
+tap_ok $? "the agent reported the three patches of event a and the one noted for b"
+b_site=$(printf '0x%x' "$(runtime_addr "$pid" "$PIE" $(($(sym_vaddr "$PIE" dp_work) + 20)))")
+grep -q "process $pid: the patch at $b_site its agent reports is not in its code: forgotten" \
+	"$DP_TMP/dynprobed.log"
+tap_ok $? "b's, never written, is forgotten: $(grep -m1 'is not in its code' "$DP_TMP/dynprobed.log" | sed 's/^.*: the patch/the patch/')"
 
 dpctl disable s channel0 a && same_as_file "$pid" "$PIE" dp_work
 tap_ok $? "DISABLE of the recovered event restores dp_work exactly"

@@ -7,12 +7,15 @@
  *      file, the probes defined (DEFINE_PROBE, reused when the same probe
  *      exists), a trampoline built locally for its remote address in
  *      ALLOC_CODE memory (or a kept one reused: memory a thread may run in
- *      is never freed or rewritten), and an int3 site noted to the agent
- *      before its int3 can exist;
+ *      is never freed or rewritten), and the patch noted to the agent
+ *      (NOTE_INSTALLED) before it can exist: an int3 must never reach the
+ *      program unknown, and a daemon killed at any point leaves the agent
+ *      knowing every patch that may be in the code (a new daemon forgets
+ *      the noted ones whose site still holds its original bytes);
  *   3. one stop of every thread for the whole batch: trampolines written,
  *      threads inside a window moved to the matching relocated instruction,
  *      hops then jumps (or int3s) written; resume and detach;
- *   4. jump patches noted to the agent.
+ *   4. patches that could not be written taken back (NOTE_REMOVED).
  * Remove is the same in reverse: one stop, the site's bytes then the hop's
  * restored, threads between a hop and its trampoline sent on to the
  * trampoline, threads about to run a hook sent back to the original code,
@@ -45,7 +48,7 @@ struct work {
 	struct dpd_site rec;		/* what the process will hold */
 	uint8_t *code;			/* a new trampoline to write, or NULL */
 	bool fail;			/* dropped: rp says why */
-	bool noted;			/* int3 noted to the agent already */
+	bool noted;			/* noted to the agent already */
 };
 
 static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
@@ -685,8 +688,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 			ret = prepare(ev, p, bias[e], w, rps[e], &msg);
 			if (ret)
 				goto undo;
-			if (!w->fail && w->rec.patch.method == DP_APP_METHOD_INT3) {
-				/* The agent must know the trap before the int3 exists. */
+			if (!w->fail) {
 				ret = note(p, &w->rec.patch, &msg);
 				if (ret)
 					goto undo;
@@ -710,8 +712,6 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 				note_removed(p, w->rec.patch.site, &msg);
 			continue;
 		}
-		if (w->rec.patch.method == DP_APP_METHOD_JUMP && note(p, &w->rec.patch, &msg))
-			dpd_err("process %d: %s", (int)pid, msg.text);
 		if (record(p, w->ev, w))
 			dpd_err("process %d: out of memory recording a patch", (int)pid);
 		report_installed(w->ev, w->pl, w->bias, w->rp);
@@ -721,7 +721,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 
 undo:
 	/* Nothing was written, or write_batch put back what it wrote: only
-	 * the agent's notes of int3 sites are to take back. */
+	 * the agent's notes are to take back. */
 	p = dpd_proc_find(pid);
 	for (size_t i = 0; i < n && p && p->fd >= 0; i++) {
 		struct dpd_msg ignored;
