@@ -12,10 +12,12 @@
  *      program unknown, and a daemon killed at any point leaves the agent
  *      knowing every patch that may be in the code (a new daemon forgets
  *      the noted ones whose site still holds its original bytes);
- *   3. one stop of every thread for the whole batch: trampolines written,
- *      threads inside a window moved to the matching relocated instruction,
- *      hops then jumps (or int3s) written; resume and detach;
- *   4. patches that could not be written taken back (NOTE_REMOVED).
+ *   3. the new trampolines written, still while the program runs (nothing
+ *      reaches them yet);
+ *   4. one stop of every thread for the whole batch: threads inside a
+ *      window moved to the matching relocated instruction, hops then jumps
+ *      (or int3s) written; resume and detach;
+ *   5. patches that could not be written taken back (NOTE_REMOVED).
  * Remove is the same in reverse: one stop, the site's bytes then the hop's
  * restored, threads between a hop and its trampoline sent on to the
  * trampoline, threads about to run a hook sent back to the original code,
@@ -492,10 +494,80 @@ static bool has_site(const struct dpd_proc *p, const struct dpd_event *ev, uint6
 	return false;
 }
 
-/* Holds every thread and writes the batch.  0 or -errno with msg. */
+/*
+ * Writes the batch's new trampolines while the program runs: nothing
+ * reaches them before their jumps exist.  One that cannot be written fails
+ * its patch alone.
+ */
+static void write_trampolines(pid_t pid, struct work *ws, size_t n)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	for (size_t i = 0; i < n; i++) {
+		struct work *w = &ws[i];
+		const struct dp_app_patch *ap = &w->rec.patch;
+		char text[DP_CLIENT_TEXT_MAX];
+		ssize_t done;
+
+		if (w->fail || !w->code)
+			continue;
+		done = fd < 0 ? -1 : pwrite(fd, w->code, ap->tramp_len, (off_t)ap->tramp);
+		if (done == (ssize_t)ap->tramp_len)
+			continue;
+		snprintf(text, sizeof(text), "cannot write the trampoline at 0x%" PRIx64 ": %s",
+			 ap->tramp, done < 0 ? strerror(errno) : "short write");
+		refuse_points(w->ev, w->pl, w->bias, w->rp, DP_REASON_NONE, text);
+		w->fail = true;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * The PCs of the held threads, read once for a whole batch: only moving a
+ * thread changes one, and that moves it into a trampoline, never into
+ * another patch's bytes.  A thread whose registers cannot be read counts as
+ * everywhere (its PC is 0 and *n is SIZE_MAX): every patch then checks it.
+ */
+static uint64_t *held_pcs(struct dp_proc *proc, size_t *n)
+{
+	size_t nt;
+	const struct dp_thread *t = dp_proc_threads(proc, &nt);
+	uint64_t *pcs = calloc(nt ? nt : 1, sizeof(*pcs));
+
+	*n = pcs ? nt : SIZE_MAX;
+	for (size_t i = 0; pcs && i < nt; i++) {
+		struct user_regs_struct r;
+
+		if (dp_proc_get_regs(proc, t[i].tid, &r)) {
+			*n = SIZE_MAX;
+			break;
+		}
+		pcs[i] = r.rip;
+	}
+	return pcs;
+}
+
+/* Whether a PC of held_pcs() may lie in [start, end). */
+static bool pc_within(const uint64_t *pcs, size_t n, uint64_t start, uint64_t end)
+{
+	if (n == SIZE_MAX)
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (pcs[i] >= start && pcs[i] < end)
+			return true;
+	return false;
+}
+
+/* Holds every thread and writes the batch's sites.  0 or -errno with msg. */
 static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd_msg *msg)
 {
 	struct dp_proc *proc = dp_proc_open(p->pid);
+	uint64_t *pcs;
+	size_t npcs;
 	int ret;
 
 	if (!proc) {
@@ -511,6 +583,7 @@ static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd
 		dp_proc_close(proc);
 		return ret;
 	}
+	pcs = held_pcs(proc, &npcs);
 	/* Each patch stands alone: one that cannot be written is dropped
 	 * (and reported) whole, the others go on. */
 	for (size_t i = 0; i < n; i++) {
@@ -521,11 +594,6 @@ static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd
 		if (w->fail)
 			continue;
 		ret = 0;
-		if (w->code && dp_proc_write(proc, ap->tramp, w->code, ap->tramp_len)) {
-			refuse_points(w->ev, w->pl, w->bias, w->rp, DP_REASON_NONE, dp_proc_errmsg(proc));
-			w->fail = true;
-			continue;
-		}
 		if (ap->method == DP_APP_METHOD_JUMP) {
 			struct dp_pc_move map[DP_WINDOW_MAX_INSNS];
 			size_t nm = 0;
@@ -534,7 +602,8 @@ static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd
 			for (uint8_t k = 1; k < w->rec.ninsns; k++)
 				map[nm++] = (struct dp_pc_move){ ap->site + w->rec.off[k],
 								 w->rec.insn_at[k] };
-			if (dp_proc_move_pcs(proc, ap->site, ap->site + ap->len, map, nm, NULL)) {
+			if (pc_within(pcs, npcs, ap->site, ap->site + ap->len) &&
+			    dp_proc_move_pcs(proc, ap->site, ap->site + ap->len, map, nm, NULL)) {
 				refuse_points(w->ev, w->pl, w->bias, w->rp, DP_REASON_NONE,
 					      dp_proc_errmsg(proc));
 				w->fail = true;
@@ -561,6 +630,7 @@ static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd
 			w->fail = true;
 		}
 	}
+	free(pcs);
 	ret = 0;
 	if (dp_proc_detach(proc) && !ret) {
 		dpd_msg_set(msg, "%s", dp_proc_errmsg(proc));
@@ -701,6 +771,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 			 (int)pid);
 		usleep((useconds_t)dpd_cfg.test_pause_ms * 1000);
 	}
+	write_trampolines(pid, ws, n);
 	ret = write_batch(p, ws, n, &msg);
 	if (ret)
 		goto undo;
