@@ -7,6 +7,9 @@
  *
  *   target SHMFILE [THREADS [BURST [PAUSE_US]]]
  *
+ * With DP_TARGET_BLOCK_SIGTRAP set, the threads block SIGTRAP (as programs
+ * whose workers block every signal do).
+ *
  * Prints "ready PID entry-byte XX" (dp_work's first byte as main found it)
  * once every thread runs; on SIGTERM prints
  * "calls=N errors=E" and exits 0, or 1 when some result was wrong.
@@ -25,6 +28,7 @@
 static struct dp_target_shm *shm;
 static volatile int stop;
 static unsigned burst = 20, pause_us = 200;
+static int block_sigtrap;
 
 /* The probed function (work.S). */
 long dp_work(long tid, long seq);
@@ -42,6 +46,14 @@ static void *worker(void *arg)
 {
 	long tid = (long)(intptr_t)arg;
 	uint64_t seq = 0;
+
+	if (block_sigtrap) {
+		sigset_t trap;
+
+		sigemptyset(&trap);
+		sigaddset(&trap, SIGTRAP);
+		pthread_sigmask(SIG_BLOCK, &trap, NULL);
+	}
 
 	while (!stop) {
 		for (unsigned i = 0; i < burst; i++) {
@@ -82,6 +94,7 @@ int main(int argc, char **argv)
 	if (shm == MAP_FAILED)
 		return 2;
 	shm->nthreads = n;
+	block_sigtrap = getenv("DP_TARGET_BLOCK_SIGTRAP") != NULL;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);

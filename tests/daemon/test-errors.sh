@@ -69,6 +69,36 @@ refused "context symbol" -2 "context 'int:x:nosuch': symbol 'nosuch' not found" 
 refused "a thread's id" -22 "is a thread of process $pid: give the process id $pid" \
 	enable s channel0 e probe dp_work "$PIE" -p "$(ls /proc/"$pid"/task | sort -n | tail -n1)"
 
+# A site only an int3 can take, in a process whose threads block SIGTRAP:
+# the kernel would kill it at the first hit.
+start_target tb env LD_PRELOAD="$AGENT" DP_TARGET_BLOCK_SIGTRAP=1 "$PIE" "$DP_TMP/shm-tb" 2 5 2000
+tbpid=$TARGET_PID
+dpctl enable s channel0 e probe dp_work+0x38 "$PIE" -p "$tbpid"
+st=$?
+[ $st -eq 1 ] && out_has "^status=-95 message=the site 0x[0-9a-f]+ of $PIE: only an int3 fits, and thread [0-9]+ \\(target-pie\\) of process $tbpid blocks SIGTRAP: an int3 it hit would kill the process"
+tap_ok $? "an int3 site in a process whose threads block SIGTRAP: $(head -n1 "$DP_TMP/out")"
+dpctl list
+! out_has '^dyn' && same_as_file "$tbpid" "$PIE" dp_work && kill -0 "$tbpid"
+tap_ok $? "nothing left behind, the process runs on"
+dpctl enable s channel0 e probe dp_work+0x38 "$PIE" -p "$pid" && out_has "^proc pid=$pid status=0 jump=0 int3=1"
+tap_ok $? "the same site in a process that does not block it: by int3 ($(grep '^proc' "$DP_TMP/out"))"
+dpctl disable s channel0 e
+dpctl destroyed s
+# A function's return only an int3 can take: left out, the entry installed.
+dpctl enable s channel0 f function dp_work "$PIE" -p "$tbpid" &&
+	out_has "^proc pid=$tbpid status=0 jump=[1-9][0-9]* int3=0 refused=1" &&
+	out_has "method=refused reason=trap-unsafe"
+tap_ok $? "--function there: the entry and the returns a jump takes, the int3 one refused ($(grep '^proc' "$DP_TMP/out"))"
+dpctl destroyed s
+kill -TERM "$tbpid"
+wait "$tbpid"
+tap_ok $? "that process computed right throughout"
+
+# In glibc and lttng-ust no int3 is ever placed.
+LIBC=$(realpath /lib/x86_64-linux-gnu/libc.so.6)
+dpctl sites "$LIBC" memchr && ! out_has "method=int3" && out_has "method=refused reason=trap-unsafe"
+tap_ok $? "SITES of libc's memchr: int3-only sites are refused as trap-unsafe ($(grep -c 'reason=trap-unsafe' "$DP_TMP/out") of $(grep -c '^insn' "$DP_TMP/out"))"
+
 dpctl disable s channel0 nosuch
 [ $? -eq 1 ] && out_has "^status=-2 message=no dynamic event 'nosuch' in channel channel0 of session s"
 tap_ok $? "DISABLE of an unknown event: $(head -n1 "$DP_TMP/out")"

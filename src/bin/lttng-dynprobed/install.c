@@ -484,6 +484,49 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dpd_msg *msg, int *err)
 	return p;
 }
 
+/*
+ * A thread of pid that blocks SIGTRAP now (its tid, its name in comm), or
+ * 0: an int3 it hit would kill the process.  lttng-ust's threads ("...-ust")
+ * block every signal but run only lttng-ust, liburcu and libc code, where
+ * no int3 is ever placed (dp_plan_traps_unsafe).
+ */
+static pid_t sigtrap_blocker(pid_t pid, char *comm, size_t len)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	pid_t found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	while (dir && !found && (d = readdir(dir))) {
+		struct dp_proc_status st;
+		pid_t tid = (pid_t)atoi(d->d_name);
+		size_t n;
+
+		if (tid <= 0 || dp_proc_status_read(pid, tid, &st))
+			continue;
+		n = strlen(st.name);
+		if ((n >= 4 && !strcmp(st.name + n - 4, "-ust")) ||
+		    !(st.sig_blocked & (1ull << (SIGTRAP - 1))))
+			continue;
+		snprintf(comm, len, "%s", st.name);
+		found = tid;
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+/* Whether every point of the patch is a return site of ev. */
+static bool returns_only(const struct dpd_event *ev, const struct dp_patch *pl)
+{
+	for (unsigned k = 0; k < pl->npoints; k++)
+		if (ev->points[pl->point_ids[k]].role != DPD_ROLE_RETURN)
+			return false;
+	return true;
+}
+
 /* Whether ev already has the patch at `site` installed in p. */
 static bool has_site(const struct dpd_proc *p, const struct dpd_event *ev, uint64_t site)
 {
@@ -685,6 +728,8 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	struct work *ws = NULL;
 	uint64_t *bias;
 	size_t n = 0, nplan = 0;
+	char blocker_comm[64] = "";
+	pid_t blocker = 0;
 	int ret = 0;
 
 	bias = calloc(nev ? nev : 1, sizeof(*bias));
@@ -713,6 +758,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	p = ensure_agent(pid, &msg, &ret);
 	if (!p)
 		goto out;
+	blocker = sigtrap_blocker(pid, blocker_comm, sizeof(blocker_comm));
 
 	ws = calloc(nplan ? nplan : 1, sizeof(*ws));
 	if (!ws) {
@@ -733,6 +779,23 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 
 			if (pl->method == DP_SITE_REFUSED) {
 				refuse_points(ev, pl, bias[e], rps[e], pl->reason, NULL);
+				continue;
+			}
+			if (pl->method == DP_SITE_INT3 && blocker) {
+				char text[DP_CLIENT_TEXT_MAX];
+
+				snprintf(text, sizeof(text), "only an int3 fits, and thread %d (%s) of "
+					 "process %d blocks SIGTRAP: an int3 it hit would kill the "
+					 "process", (int)blocker, blocker_comm, (int)pid);
+				/* As in planning: the probe point or a function's entry
+				 * must be placeable, a return site may be left out. */
+				if (!returns_only(ev, pl)) {
+					dpd_msg_set(&msg, "the site 0x%" PRIx64 " of %s: %s",
+						    pl->win.addr, ev->path, text);
+					ret = -ENOTSUP;
+					goto undo;
+				}
+				refuse_points(ev, pl, bias[e], rps[e], DP_REASON_TRAP_UNSAFE, text);
 				continue;
 			}
 			if (has_site(p, ev, pl->win.addr + bias[e])) {

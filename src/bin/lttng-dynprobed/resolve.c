@@ -375,6 +375,7 @@ void dpd_sites(const char *path, const char *function, struct dp_client_sites_re
 			in->method = DP_CLIENT_METHOD_REFUSED;
 			snprintf(in->text, sizeof(in->text), "the analysis failed");
 		} else {
+			dp_plan_refuse_unsafe_traps(o->obj, &pl, 1);
 			set_method(&pl, &in->method, in->reason, sizeof(in->reason), in->text,
 				   sizeof(in->text));
 		}

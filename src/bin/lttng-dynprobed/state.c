@@ -117,6 +117,7 @@ int dpd_event_resolve(struct dpd_event *ev, struct dpd_msg *msg)
 		dpd_msg_set(msg, "the analysis of %s failed: %s", ev->path, strerror(-ret));
 		return ret;
 	}
+	dp_plan_refuse_unsafe_traps(ev->obj->obj, ev->plan, ev->nplan);
 	/* The probe point itself (or a function's entry) must be placeable;
 	 * return sites refused alone are reported, not fatal. */
 	for (size_t i = 0; i < ev->nplan; i++) {

@@ -34,6 +34,9 @@ static const struct {
 		"the bytes after the site do not decode as instructions" },
 	[DP_REASON_OVERLAP] = { "overlap",
 		"another probe's jump already overwrites these bytes" },
+	[DP_REASON_TRAP_UNSAFE] = { "trap-unsafe",
+		"no jump fits, and an int3 here could be hit by a thread that blocks SIGTRAP, "
+		"which the kernel punishes by killing the process" },
 	[DP_REASON_NOT_BOUNDARY] = { "not-boundary", "the address is not an instruction boundary" },
 	[DP_REASON_NO_FUNCTION] = { "no-function", "the address is not inside a known function" },
 	[DP_REASON_NOT_CODE] = { "not-code", "the address is not in an executable section" },

@@ -34,6 +34,8 @@ enum dp_reason {
 	DP_REASON_NOT_BOUNDARY,		/* not an instruction boundary */
 	DP_REASON_NO_FUNCTION,		/* not inside a known function */
 	DP_REASON_NOT_CODE,		/* not in an executable section */
+	DP_REASON_TRAP_UNSAFE,		/* int3 only, and it could meet a thread
+					   blocking SIGTRAP */
 
 	DP_REASON__COUNT,
 };

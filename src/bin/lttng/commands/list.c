@@ -110,6 +110,7 @@ static int list_sites(struct dp_cli *cli, const char *upath, const char *functio
 			printf("error: %s\n", strerror(-r));
 			continue;
 		}
+		dp_plan_refuse_unsafe_traps(obj, &patch, 1);
 		counts[patch.method < 3 ? patch.method : DP_SITE_REFUSED]++;
 		if (patch.method == DP_SITE_JUMP)
 			printf("jump\n");

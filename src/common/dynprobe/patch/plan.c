@@ -483,3 +483,30 @@ out:
 	pl_taken_release(&taken);
 	return ret;
 }
+
+bool dp_plan_traps_unsafe(const char *path)
+{
+	static const char *const prefixes[] = {
+		"libc.so.", "ld-", "libpthread.so.", "liblttng-ust", "liburcu",
+	};
+	const char *base = path ? strrchr(path, '/') : NULL;
+
+	base = base ? base + 1 : path;
+	if (!base)
+		return false;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(base, prefixes[i], strlen(prefixes[i])) && strstr(base, ".so"))
+			return true;
+	return false;
+}
+
+void dp_plan_refuse_unsafe_traps(struct dp_object *obj, struct dp_patch *p, size_t n)
+{
+	if (!dp_plan_traps_unsafe(dp_elf_path(dp_object_elf(obj))))
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (p[i].method == DP_SITE_INT3) {
+			p[i].method = DP_SITE_REFUSED;
+			p[i].reason = DP_REASON_TRAP_UNSAFE;
+		}
+}

@@ -108,4 +108,22 @@ int dp_plan_site(struct dp_object *obj, uint64_t point, struct dp_patch *out);
 int dp_plan_sites(struct dp_object *obj, const uint64_t *points, size_t n,
 		  struct dp_patch **patches, size_t *npatches);
 
+/*
+ * Whether an int3 in the object at `path` could be hit by a thread that
+ * blocks SIGTRAP, which the kernel answers by killing the process: glibc
+ * (libc, the dynamic loader) runs code with every signal blocked around
+ * clone and fork, and the threads of lttng-ust, liburcu and the agent block
+ * every signal.  Told by the file's name: libc.so.*, ld-*.so* (ld-linux-
+ * x86-64.so.2), libpthread.so.*, liblttng-ust*.so*, liburcu*.so*.
+ */
+bool dp_plan_traps_unsafe(const char *path);
+
+/*
+ * Refuses (DP_REASON_TRAP_UNSAFE) the int3 patches among p[0..n) when the
+ * object's file is one dp_plan_traps_unsafe() names; jumps stay.  Every
+ * planner of real probes applies it: the plans above are the engine's, for
+ * any code.
+ */
+void dp_plan_refuse_unsafe_traps(struct dp_object *obj, struct dp_patch *p, size_t n);
+
 #endif /* DP_PATCH_PLAN_H */

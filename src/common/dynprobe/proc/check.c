@@ -79,6 +79,8 @@ int dp_proc_status_read(pid_t pid, pid_t tid, struct dp_proc_status *st)
 			st->cap_eff = strtoull(v, NULL, 16);
 		else if (!strcmp(line, "Seccomp"))
 			st->seccomp = atoi(v);
+		else if (!strcmp(line, "SigBlk"))
+			st->sig_blocked = strtoull(v, NULL, 16);
 	}
 	fclose(f);
 	return 0;

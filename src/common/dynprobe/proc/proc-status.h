@@ -18,6 +18,7 @@ struct dp_proc_status {
 	int threads;
 	int seccomp;		/* 0 none, 1 strict, 2 filter */
 	uint64_t cap_prm, cap_eff;
+	uint64_t sig_blocked;	/* SigBlk: bit n - 1 for signal n */
 };
 
 /* tid 0: the process's own status. */
