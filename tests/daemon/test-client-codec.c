@@ -366,6 +366,40 @@ static void test_bounds(void)
 	dp_wbuf_release(&w);
 }
 
+/* REFUSE and UNSUPPORTED, byte for byte: their layout is the same in every
+ * protocol and version (frame.h). */
+static void test_common_bytes(void)
+{
+	static const uint8_t refuse[] = {
+		0x44, 0x50, 0x43, 0x4c, DP_CLIENT_MAJOR, DP_CLIENT_MINOR, 0xff, 0xff, /* "DPCL" */
+		6, 0, 0, 0, 0x04, 0x03, 0x02, 0x01,				/* length, seq */
+		2, 3, 2, 0, 'n', 'o',						/* 2.3, "no" */
+	};
+	static const uint8_t unsupported[] = {
+		0x44, 0x50, 0x43, 0x4c, DP_CLIENT_MAJOR, DP_CLIENT_MINOR, 0xfe, 0xff,
+		2, 0, 0, 0, 0x04, 0x03, 0x02, 0x01,
+		0x42, 0x00,
+	};
+	struct dp_client_msg m = { .type = DP_CLIENT_REFUSE, .seq = 0x01020304 };
+	struct dp_wbuf w;
+	int ret;
+
+	m.refuse.major = 2;
+	m.refuse.minor = 3;
+	strcpy(m.refuse.reason, "no");
+	ret = dp_client_encode(&m, &w);
+	tap_ok(!ret && w.len == sizeof(refuse) && !memcmp(w.data, refuse, sizeof(refuse)),
+	       "a REFUSE is encoded byte for byte as specified");
+	dp_wbuf_release(&w);
+	m = (struct dp_client_msg){ .type = DP_CLIENT_UNSUPPORTED, .seq = 0x01020304,
+				    .unsupported = 0x0042 };
+	ret = dp_client_encode(&m, &w);
+	tap_ok(!ret && w.len == sizeof(unsupported) &&
+	       !memcmp(w.data, unsupported, sizeof(unsupported)),
+	       "an UNSUPPORTED is encoded byte for byte as specified");
+	dp_wbuf_release(&w);
+}
+
 static void test_header(void)
 {
 	struct dp_client_msg m, d;
@@ -462,6 +496,7 @@ int main(void)
 	test_round_trips();
 	test_bounds();
 	test_bounds_many();
+	test_common_bytes();
 	test_header();
 	test_fuzz();
 	test_paths();

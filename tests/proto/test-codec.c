@@ -753,6 +753,40 @@ static void test_encoder_refuses(void)
 	dp_wbuf_release(&w);
 }
 
+/* REFUSE and UNSUPPORTED, byte for byte: their layout is the same in every
+ * protocol and version (frame.h). */
+static void test_common_bytes(void)
+{
+	static const uint8_t refuse[] = {
+		0x44, 0x50, 0x41, 0x50, DP_APP_MAJOR, DP_APP_MINOR, 0xff, 0xff,	/* "DPAP" */
+		6, 0, 0, 0, 0x04, 0x03, 0x02, 0x01,				/* length, seq */
+		2, 3, 2, 0, 'n', 'o',						/* 2.3, "no" */
+	};
+	static const uint8_t unsupported[] = {
+		0x44, 0x50, 0x41, 0x50, DP_APP_MAJOR, DP_APP_MINOR, 0xfe, 0xff,
+		2, 0, 0, 0, 0x04, 0x03, 0x02, 0x01,
+		0x42, 0x00,
+	};
+	struct dp_app_msg m = { .type = DP_APP_REFUSE, .seq = 0x01020304 };
+	struct dp_wbuf w;
+	int ret;
+
+	m.refuse.major = 2;
+	m.refuse.minor = 3;
+	strcpy(m.refuse.reason, "no");
+	ret = dp_app_encode(&m, &w);
+	tap_ok(!ret && w.len == sizeof(refuse) && !memcmp(w.data, refuse, sizeof(refuse)),
+	       "a REFUSE is encoded byte for byte as specified");
+	dp_wbuf_release(&w);
+	m = (struct dp_app_msg){ .type = DP_APP_UNSUPPORTED, .seq = 0x01020304,
+				 .unsupported = 0x0042 };
+	ret = dp_app_encode(&m, &w);
+	tap_ok(!ret && w.len == sizeof(unsupported) &&
+	       !memcmp(w.data, unsupported, sizeof(unsupported)),
+	       "an UNSUPPORTED is encoded byte for byte as specified");
+	dp_wbuf_release(&w);
+}
+
 static void test_ctx_layout(void)
 {
 	/* The codec writes struct dp_ctx field by field: when the struct
@@ -840,6 +874,7 @@ int main(void)
 {
 	test_ctx_layout();
 	test_round_trips();
+	test_common_bytes();
 	test_largest_state();
 	test_truncations();
 	test_headers();

@@ -33,8 +33,7 @@
 #ifndef DP_AGENT_CONTROL_H
 #define DP_AGENT_CONTROL_H
 
-/* Environment: the socket's path (else proto/app.h's default), and logs. */
-#define DP_CONTROL_ENV_SOCKET "LTTNG_DYNPROBE_APP_SOCKET"
+/* Environment: logs (the socket's path: DP_APP_ENV_SOCKET, proto/app.h). */
 #define DP_CONTROL_ENV_DEBUG "LTTNG_DYNPROBE_DEBUG"
 
 /* Reconnection delays, in milliseconds. */

@@ -26,25 +26,19 @@ int dp_app_send(int fd, const struct dp_app_msg *m, int timeout_ms)
 int dp_app_recv(int fd, struct dp_app_msg *m, int timeout_ms, enum dp_proto_err *why)
 {
 	struct dp_frame_hdr h;
-	uint8_t *payload = NULL;
+	uint8_t *payload;
 	int ret;
 
-	memset(m, 0, sizeof(*m));
-	ret = dp_frame_recv(fd, DP_APP_MAGIC, DP_APP_MAJOR, DP_APP_MAX_PAYLOAD, timeout_ms, &h,
-			    &payload, why);
-	if (ret == -EPROTO && (*why == DP_PROTO_ERR_VERSION || *why == DP_PROTO_ERR_TOO_BIG)) {
-		/* The header is good enough to say who spoke; a REFUSE of any
-		 * version is read, since saying why is its whole point. */
-		if (*why == DP_PROTO_ERR_VERSION && h.type == DP_APP_REFUSE)
-			ret = dp_app_decode(&h, payload, m, why);
-		else {
-			m->type = h.type;
-			m->seq = h.seq;
-			m->major = h.major;
-			m->minor = h.minor;
-		}
-	} else if (!ret) {
+	ret = dp_frame_recv_msg(fd, &dp_app_proto, timeout_ms, &h, &payload, why);
+	if (!ret) {
 		ret = dp_app_decode(&h, payload, m, why);
+	} else {
+		/* The header is good enough to say who spoke, or zeroed. */
+		memset(m, 0, sizeof(*m));
+		m->type = h.type;
+		m->seq = h.seq;
+		m->major = h.major;
+		m->minor = h.minor;
 	}
 	free(payload);
 	return ret;
@@ -80,22 +74,15 @@ int dp_app_call(int fd, struct dp_app_msg *req, uint32_t *seq, struct dp_app_msg
 			return ret;
 		break;
 	}
-	if (reply->type == DP_APP_REFUSE)
-		return -ECONNREFUSED;
-	if (reply->seq != req->seq ||
-	    (reply->type != DP_APP_UNSUPPORTED && reply->type != (req->type | DP_FRAME_REPLY))) {
+	ret = dp_frame_check_reply(req->type, req->seq, reply->type, reply->seq, why);
+	if (ret == -EPROTO)
 		dp_app_msg_release(reply);
-		*why = DP_PROTO_ERR_VALUE;
-		return -EPROTO;
-	}
-	if (reply->type == DP_APP_UNSUPPORTED)
-		return -EOPNOTSUPP;
-	return 0;
+	return ret;
 }
 
 int dp_app_socket_path(char *buf, size_t size)
 {
-	const char *env = secure_getenv("LTTNG_DYNPROBE_APP_SOCKET");
+	const char *env = secure_getenv(DP_APP_ENV_SOCKET);
 	size_t max = sizeof(((struct sockaddr_un *)0)->sun_path);
 	int n;
 

@@ -5,16 +5,17 @@
  * Senders run the same checks as receivers, so that a bug on one side shows
  * up where it is made, not as a refusal on the other.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/app.h"
 
-static const struct {
-	uint16_t type;
-	const char *name;
-} type_names[] = {
+const struct dp_frame_proto dp_app_proto = {
+	.magic = DP_APP_MAGIC, .major = DP_APP_MAJOR, .minor = DP_APP_MINOR,
+	.max_payload = DP_APP_MAX_PAYLOAD,
+};
+
+static const struct dp_frame_type_name type_names[] = {
 	{ DP_APP_HELLO, "HELLO" },
 	{ DP_APP_DEFINE_PROBE, "DEFINE_PROBE" },
 	{ DP_APP_ALLOC_CODE, "ALLOC_CODE" },
@@ -37,10 +38,7 @@ static const struct {
 
 const char *dp_app_type_name(uint16_t type)
 {
-	for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
-		if (type_names[i].type == type)
-			return type_names[i].name;
-	return NULL;
+	return dp_frame_type_name(type_names, sizeof(type_names) / sizeof(type_names[0]), type);
 }
 
 /* Value checks shared by both directions: DP_PROTO_ERR_NONE or why not. */
@@ -290,9 +288,8 @@ static enum dp_proto_err put_payload(struct dp_wbuf *w, const struct dp_app_msg 
 		dp_wbuf_u16(w, m->unsupported);
 		break;
 	case DP_APP_REFUSE:
-		dp_wbuf_u8(w, m->refuse.major);
-		dp_wbuf_u8(w, m->refuse.minor);
-		dp_wbuf_str(w, m->refuse.reason, sizeof(m->refuse.reason));
+		dp_frame_put_refuse(w, m->refuse.major, m->refuse.minor, m->refuse.reason,
+				    sizeof(m->refuse.reason));
 		break;
 	default:
 		return DP_PROTO_ERR_TYPE;
@@ -302,28 +299,18 @@ static enum dp_proto_err put_payload(struct dp_wbuf *w, const struct dp_app_msg 
 
 int dp_app_encode(const struct dp_app_msg *m, struct dp_wbuf *w)
 {
-	struct dp_frame_hdr h = {
-		.magic = DP_APP_MAGIC, .major = DP_APP_MAJOR, .minor = DP_APP_MINOR,
-		.type = m->type, .seq = m->seq,
-	};
-	uint8_t raw[DP_FRAME_HDR_LEN];
-
-	dp_wbuf_init(w, DP_FRAME_HDR_LEN + DP_APP_MAX_PAYLOAD);
-	dp_frame_hdr_encode(&h, raw);
-	dp_wbuf_bytes(w, raw, sizeof(raw));
-	if (put_payload(w, m) != DP_PROTO_ERR_NONE)
-		return -EINVAL;
-	if (w->err)
-		return w->err;
-	dp_wbuf_set_u32(w, 8, (uint32_t)(w->len - DP_FRAME_HDR_LEN));
-	return 0;
+	dp_frame_begin(w, &dp_app_proto, m->type, m->seq);
+	return dp_frame_end(w, put_payload(w, m));
 }
 
-/* Decoding.  Each reader sets r->err and leaves its output zeroed or partial;
- * the caller releases the message on error. */
+/* Decoding.  Each reader stops r at an error and leaves its output zeroed or
+ * partial; the caller releases the message on error.  Readers of array
+ * elements take them untyped (dp_rbuf_get_fn). */
 
-static void get_probe(struct dp_rbuf *r, struct dp_app_probe *p)
+static void get_probe(struct dp_rbuf *r, void *elem)
 {
+	struct dp_app_probe *p = elem;
+
 	p->id = dp_rbuf_u32(r);
 	p->site = dp_rbuf_u64(r);
 	p->flags = dp_rbuf_u32(r);
@@ -334,8 +321,10 @@ static void get_probe(struct dp_rbuf *r, struct dp_app_probe *p)
 	p->mem_errors = dp_rbuf_u64(r);
 }
 
-static void get_patch(struct dp_rbuf *r, struct dp_app_patch *p)
+static void get_patch(struct dp_rbuf *r, void *elem)
 {
+	struct dp_app_patch *p = elem;
+
 	p->site = dp_rbuf_u64(r);
 	p->method = dp_rbuf_u8(r);
 	p->len = dp_rbuf_u8(r);
@@ -364,37 +353,21 @@ static void get_patch(struct dp_rbuf *r, struct dp_app_patch *p)
 #define PATCH_MIN_BYTES (8 + 1 + 1 + 8 + 1 + 8 + 4 + 8 + 4)
 #define CTX_MIN_BYTES (1 + 2 + 3 + 2 + 4 + 2 + 8 + 8 + 4 + 2 + 1)
 
-/* 0 (r->err says whether the bytes were good) or -ENOMEM. */
-static int get_state(struct dp_rbuf *r, struct dp_app_state *s)
+static void get_state(struct dp_rbuf *r, struct dp_app_state *s)
 {
-	s->nprobes = dp_rbuf_count(r, DP_APP_MAX_PROBES, PROBE_MIN_BYTES);
-	if (s->nprobes) {
-		s->probes = calloc(s->nprobes, sizeof(*s->probes));
-		if (!s->probes) {
-			s->nprobes = 0;
-			return -ENOMEM;
-		}
-	}
-	for (uint32_t i = 0; i < s->nprobes && !r->err; i++)
-		get_probe(r, &s->probes[i]);
-	s->npatches = dp_rbuf_count(r, DP_APP_MAX_PATCHES, PATCH_MIN_BYTES);
-	if (s->npatches) {
-		s->patches = calloc(s->npatches, sizeof(*s->patches));
-		if (!s->patches) {
-			s->npatches = 0;
-			return -ENOMEM;
-		}
-	}
-	for (uint32_t i = 0; i < s->npatches && !r->err; i++)
-		get_patch(r, &s->patches[i]);
+	s->probes = dp_rbuf_array(r, &s->nprobes, DP_APP_MAX_PROBES, PROBE_MIN_BYTES,
+				  sizeof(*s->probes), get_probe);
+	s->patches = dp_rbuf_array(r, &s->npatches, DP_APP_MAX_PATCHES, PATCH_MIN_BYTES,
+				   sizeof(*s->patches), get_patch);
 	s->traps_ours = dp_rbuf_u64(r);
 	s->traps_chained = dp_rbuf_u64(r);
 	s->traps_reasserted = dp_rbuf_u64(r);
-	return 0;
 }
 
-static void get_ctx(struct dp_rbuf *r, struct dp_ctx *c)
+static void get_ctx(struct dp_rbuf *r, void *elem)
 {
+	struct dp_ctx *c = elem;
+
 	c->kind = dp_rbuf_u8(r);
 	dp_rbuf_str(r, c->name, sizeof(c->name));
 	c->reg = dp_rbuf_u8(r);
@@ -424,8 +397,8 @@ static void get_result(struct dp_rbuf *r, struct dp_app_result *res, bool value)
 		dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
 }
 
-/* Reads m's payload: 0 (r->err says whether it was good) or -ENOMEM. */
-static int get_payload(struct dp_rbuf *r, struct dp_app_msg *m)
+/* Reads m's payload; r says whether it was good. */
+static void get_payload(struct dp_rbuf *r, struct dp_app_msg *m)
 {
 	switch (m->type) {
 	case DP_APP_HELLO:
@@ -434,9 +407,10 @@ static int get_payload(struct dp_rbuf *r, struct dp_app_msg *m)
 		m->hello.pid = dp_rbuf_u32(r);
 		m->hello.probe_hit = dp_rbuf_u64(r);
 		dp_rbuf_str(r, m->hello.agent_version, sizeof(m->hello.agent_version));
-		if (!r->err && !m->hello.pid)
+		if (!m->hello.pid)
 			dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
-		return get_state(r, &m->hello.state);
+		get_state(r, &m->hello.state);
+		break;
 	case DP_APP_HELLO_REPLY:
 		m->hello_reply.major = dp_rbuf_u8(r);
 		m->hello_reply.minor = dp_rbuf_u8(r);
@@ -449,22 +423,14 @@ static int get_payload(struct dp_rbuf *r, struct dp_app_msg *m)
 		d->site = dp_rbuf_u64(r);
 		d->flags = dp_rbuf_u32(r);
 		dp_rbuf_str(r, d->event, sizeof(d->event));
-		d->nctx = dp_rbuf_count(r, DP_APP_MAX_CTX, CTX_MIN_BYTES);
-		if (d->nctx) {
-			d->ctx = calloc(d->nctx, sizeof(*d->ctx));
-			if (!d->ctx) {
-				d->nctx = 0;
-				return -ENOMEM;
-			}
-		}
-		for (uint32_t i = 0; i < d->nctx && !r->err; i++)
-			get_ctx(r, &d->ctx[i]);
+		d->ctx = dp_rbuf_array(r, &d->nctx, DP_APP_MAX_CTX, CTX_MIN_BYTES, sizeof(*d->ctx),
+				       get_ctx);
 		break;
 	}
 	case DP_APP_ALLOC_CODE:
 		m->alloc_code.near = dp_rbuf_u64(r);
 		m->alloc_code.size = dp_rbuf_u32(r);
-		if (!r->err && (!m->alloc_code.size || m->alloc_code.size > DP_APP_MAX_CODE))
+		if (!m->alloc_code.size || m->alloc_code.size > DP_APP_MAX_CODE)
 			dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
 		break;
 	case DP_APP_NOTE_INSTALLED:
@@ -478,7 +444,8 @@ static int get_payload(struct dp_rbuf *r, struct dp_app_msg *m)
 	case DP_APP_GO_REPLY:
 		break;
 	case DP_APP_LIST_REPLY:
-		return get_state(r, &m->list_reply);
+		get_state(r, &m->list_reply);
+		break;
 	case DP_APP_DEFINE_PROBE_REPLY:
 	case DP_APP_ALLOC_CODE_REPLY:
 	case DP_APP_NOTE_INSTALLED_REPLY:
@@ -494,15 +461,13 @@ static int get_payload(struct dp_rbuf *r, struct dp_app_msg *m)
 		m->unsupported = dp_rbuf_u16(r);
 		break;
 	case DP_APP_REFUSE:
-		m->refuse.major = dp_rbuf_u8(r);
-		m->refuse.minor = dp_rbuf_u8(r);
-		dp_rbuf_str(r, m->refuse.reason, sizeof(m->refuse.reason));
+		dp_frame_get_refuse(r, &m->refuse.major, &m->refuse.minor, m->refuse.reason,
+				    sizeof(m->refuse.reason));
 		break;
 	default:
 		dp_rbuf_fail(r, DP_PROTO_ERR_TYPE);
 		break;
 	}
-	return 0;
 }
 
 /* The value checks that only make sense on a whole message. */
@@ -522,44 +487,34 @@ static enum dp_proto_err check_payload(const struct dp_app_msg *m)
 	}
 }
 
+/* m, empty but for what its header says. */
+static void msg_start(struct dp_app_msg *m, const struct dp_frame_hdr *h)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = h->type;
+	m->seq = h->seq;
+	m->major = h->major;
+	m->minor = h->minor;
+}
+
 int dp_app_decode(const struct dp_frame_hdr *h, const uint8_t *payload, struct dp_app_msg *m,
 		  enum dp_proto_err *why)
 {
 	struct dp_rbuf r;
 	int ret;
 
-	memset(m, 0, sizeof(*m));
-	m->type = h->type;
-	m->seq = h->seq;
-	m->major = h->major;
-	m->minor = h->minor;
-	*why = DP_PROTO_ERR_NONE;
-	if (h->magic != DP_APP_MAGIC)
-		*why = DP_PROTO_ERR_MAGIC;
-	else if (h->major != DP_APP_MAJOR && h->type != DP_APP_REFUSE)
-		*why = DP_PROTO_ERR_VERSION;
-	else if (h->len > DP_APP_MAX_PAYLOAD)
-		*why = DP_PROTO_ERR_TOO_BIG;
-	if (*why)
-		return -EPROTO;
-
+	msg_start(m, h);
+	ret = dp_frame_check(&dp_app_proto, h, why);
+	if (ret)
+		return ret;
 	dp_rbuf_init(&r, payload, h->len);
-	ret = get_payload(&r, m);
-	if (!ret && dp_rbuf_finish(&r) == DP_PROTO_ERR_NONE)
-		r.err = check_payload(m);
-	if (!ret && r.err) {
-		*why = r.err;
-		ret = -EPROTO;
-	}
+	get_payload(&r, m);
+	if (!dp_rbuf_finish(&r))
+		dp_rbuf_fail(&r, check_payload(m));
+	ret = dp_rbuf_result(&r, why);
 	if (ret) {
-		uint16_t type = m->type;
-		uint32_t seq = m->seq;
-
 		dp_app_msg_release(m);
-		m->type = type;
-		m->seq = seq;
-		m->major = h->major;
-		m->minor = h->minor;
+		msg_start(m, h);
 	}
 	return ret;
 }
@@ -568,35 +523,11 @@ int dp_app_decode_frame(const uint8_t *buf, size_t len, struct dp_app_msg *m,
 			enum dp_proto_err *why)
 {
 	struct dp_frame_hdr h;
-	int ret;
+	int ret = dp_frame_split(&dp_app_proto, buf, len, &h, why);
 
-	memset(m, 0, sizeof(*m));
-	if (len < DP_FRAME_HDR_LEN) {
-		*why = DP_PROTO_ERR_TRUNCATED;
-		return -EPROTO;
-	}
-	ret = dp_frame_hdr_decode(buf, DP_APP_MAGIC, DP_APP_MAJOR, DP_APP_MAX_PAYLOAD, &h, why);
-	if (ret && !(*why == DP_PROTO_ERR_VERSION && h.type == DP_APP_REFUSE))
-		goto header_only;
-	if (len - DP_FRAME_HDR_LEN < h.len) {
-		*why = DP_PROTO_ERR_TRUNCATED;
-		ret = -EPROTO;
-		goto header_only;
-	}
-	if (len - DP_FRAME_HDR_LEN > h.len) {
-		*why = DP_PROTO_ERR_TRAILING;
-		ret = -EPROTO;
-		goto header_only;
-	}
-	return dp_app_decode(&h, buf + DP_FRAME_HDR_LEN, m, why);
-
-header_only:
-	if (*why != DP_PROTO_ERR_MAGIC) {
-		m->type = h.type;
-		m->seq = h.seq;
-		m->major = h.major;
-		m->minor = h.minor;
-	}
+	if (!ret)
+		return dp_app_decode(&h, buf + DP_FRAME_HDR_LEN, m, why);
+	msg_start(m, &h);
 	return ret;
 }
 

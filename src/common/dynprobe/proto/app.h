@@ -139,9 +139,14 @@ enum dp_app_type {
 	DP_APP_PING_REPLY = DP_APP_PING | DP_FRAME_REPLY,
 	DP_APP_GO_REPLY = DP_APP_GO | DP_FRAME_REPLY,
 
-	DP_APP_UNSUPPORTED = 0xfffe,	/* the reply to a request of an unknown type */
-	DP_APP_REFUSE = 0xffff,		/* "I will not talk to you"; the sender closes */
+	/* The same in every protocol (frame.h): the reply to a request of an
+	 * unknown type, and "I will not talk to you" (the sender closes). */
+	DP_APP_UNSUPPORTED = DP_FRAME_UNSUPPORTED,
+	DP_APP_REFUSE = DP_FRAME_REFUSE,
 };
+
+/* The protocol's frames: magic, our version, the payload's maximum. */
+extern const struct dp_frame_proto dp_app_proto;
 
 /* The name of a message type ("DEFINE_PROBE"), or NULL if unknown. */
 const char *dp_app_type_name(uint16_t type);
@@ -310,6 +315,9 @@ int dp_app_recv(int fd, struct dp_app_msg *m, int timeout_ms, enum dp_proto_err 
  */
 int dp_app_call(int fd, struct dp_app_msg *req, uint32_t *seq, struct dp_app_msg *reply,
 		int timeout_ms, enum dp_proto_err *why);
+
+/* The variable that names the app socket, for an agent and a daemon alike. */
+#define DP_APP_ENV_SOCKET "LTTNG_DYNPROBE_APP_SOCKET"
 
 /*
  * The app socket's path, the same for the daemon and the agents:

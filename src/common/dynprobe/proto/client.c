@@ -15,10 +15,12 @@
 
 #include "proto/client.h"
 
-static const struct {
-	uint16_t type;
-	const char *name;
-} type_names[] = {
+const struct dp_frame_proto dp_client_proto = {
+	.magic = DP_CLIENT_MAGIC, .major = DP_CLIENT_MAJOR, .minor = DP_CLIENT_MINOR,
+	.max_payload = DP_CLIENT_MAX_PAYLOAD,
+};
+
+static const struct dp_frame_type_name type_names[] = {
 	{ DP_CLIENT_ENABLE, "ENABLE" },
 	{ DP_CLIENT_DISABLE, "DISABLE" },
 	{ DP_CLIENT_ADD_CONTEXT, "ADD_CONTEXT" },
@@ -41,10 +43,7 @@ static const struct {
 
 const char *dp_client_type_name(uint16_t type)
 {
-	for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
-		if (type_names[i].type == type)
-			return type_names[i].name;
-	return NULL;
+	return dp_frame_type_name(type_names, sizeof(type_names) / sizeof(type_names[0]), type);
 }
 
 const char *dp_client_method_str(uint8_t method)
@@ -123,18 +122,14 @@ static bool kind_ok(uint8_t k)
 
 /* ---- encoding ---------------------------------------------------------- */
 
-static void put_strs(struct dp_wbuf *w, const char (*v)[DP_CLIENT_CTX_MAX], uint32_t n)
+/* A counted array of strings, each in an array of `size` bytes. */
+static void put_strs(struct dp_wbuf *w, const void *v, uint32_t n, size_t size)
 {
-	dp_wbuf_u32(w, n);
-	for (uint32_t i = 0; i < n; i++)
-		dp_wbuf_str(w, v[i], DP_CLIENT_CTX_MAX);
-}
+	const char *s = v;
 
-static void put_names(struct dp_wbuf *w, const char (*v)[DP_CLIENT_EVENT_MAX], uint32_t n)
-{
 	dp_wbuf_u32(w, n);
 	for (uint32_t i = 0; i < n; i++)
-		dp_wbuf_str(w, v[i], DP_CLIENT_EVENT_MAX);
+		dp_wbuf_str(w, s + (size_t)i * size, size);
 }
 
 static void put_pids(struct dp_wbuf *w, const uint32_t *pids, uint32_t n)
@@ -192,7 +187,7 @@ static enum dp_proto_err put_report(struct dp_wbuf *w, const struct dp_client_re
 		return DP_PROTO_ERR_BOUNDS;
 	dp_wbuf_u32(w, (uint32_t)r->status);
 	dp_wbuf_str(w, r->message, sizeof(r->message));
-	put_names(w, (const char(*)[DP_CLIENT_EVENT_MAX])r->events, r->nevents);
+	put_strs(w, r->events, r->nevents, sizeof(*r->events));
 	return put_procs(w, r->procs, r->nprocs);
 }
 
@@ -212,8 +207,8 @@ static enum dp_proto_err put_event(struct dp_wbuf *w, const struct dp_client_eve
 	dp_wbuf_str(w, e->path, sizeof(e->path));
 	dp_wbuf_u8(w, e->enabled);
 	put_pids(w, e->pids, e->npids);
-	put_strs(w, (const char(*)[DP_CLIENT_CTX_MAX])e->ctx, e->nctx);
-	put_names(w, (const char(*)[DP_CLIENT_EVENT_MAX])e->names, e->nnames);
+	put_strs(w, e->ctx, e->nctx, sizeof(*e->ctx));
+	put_strs(w, e->names, e->nnames, sizeof(*e->names));
 	return put_procs(w, e->procs, e->nprocs);
 }
 
@@ -253,7 +248,7 @@ static enum dp_proto_err put_payload(struct dp_wbuf *w, const struct dp_client_m
 		dp_wbuf_str(w, e->location, sizeof(e->location));
 		dp_wbuf_str(w, e->path, sizeof(e->path));
 		put_pids(w, e->pids, e->npids);
-		put_strs(w, (const char(*)[DP_CLIENT_CTX_MAX])e->ctx, e->nctx);
+		put_strs(w, e->ctx, e->nctx, sizeof(*e->ctx));
 		break;
 	}
 	case DP_CLIENT_ENABLE_MANY: {
@@ -267,7 +262,7 @@ static enum dp_proto_err put_payload(struct dp_wbuf *w, const struct dp_client_m
 		dp_wbuf_str(w, e->channel, sizeof(e->channel));
 		dp_wbuf_str(w, e->path, sizeof(e->path));
 		put_pids(w, e->pids, e->npids);
-		put_strs(w, (const char(*)[DP_CLIENT_CTX_MAX])e->ctx, e->nctx);
+		put_strs(w, e->ctx, e->nctx, sizeof(*e->ctx));
 		dp_wbuf_u32(w, e->nspecs);
 		for (uint32_t i = 0; i < e->nspecs; i++) {
 			if (!kind_ok(e->specs[i].kind))
@@ -301,7 +296,7 @@ static enum dp_proto_err put_payload(struct dp_wbuf *w, const struct dp_client_m
 		dp_wbuf_str(w, a->session, sizeof(a->session));
 		dp_wbuf_str(w, a->channel, sizeof(a->channel));
 		dp_wbuf_str(w, a->event, sizeof(a->event));
-		put_strs(w, (const char(*)[DP_CLIENT_CTX_MAX])a->ctx, a->nctx);
+		put_strs(w, a->ctx, a->nctx, sizeof(*a->ctx));
 		break;
 	}
 	case DP_CLIENT_LIST:
@@ -363,9 +358,8 @@ static enum dp_proto_err put_payload(struct dp_wbuf *w, const struct dp_client_m
 		dp_wbuf_u16(w, m->unsupported);
 		break;
 	case DP_CLIENT_REFUSE:
-		dp_wbuf_u8(w, m->refuse.major);
-		dp_wbuf_u8(w, m->refuse.minor);
-		dp_wbuf_str(w, m->refuse.reason, sizeof(m->refuse.reason));
+		dp_frame_put_refuse(w, m->refuse.major, m->refuse.minor, m->refuse.reason,
+				    sizeof(m->refuse.reason));
 		break;
 	default:
 		return DP_PROTO_ERR_TYPE;
@@ -375,21 +369,8 @@ static enum dp_proto_err put_payload(struct dp_wbuf *w, const struct dp_client_m
 
 int dp_client_encode(const struct dp_client_msg *m, struct dp_wbuf *w)
 {
-	struct dp_frame_hdr h = {
-		.magic = DP_CLIENT_MAGIC, .major = DP_CLIENT_MAJOR, .minor = DP_CLIENT_MINOR,
-		.type = m->type, .seq = m->seq,
-	};
-	uint8_t raw[DP_FRAME_HDR_LEN];
-
-	dp_wbuf_init(w, DP_FRAME_HDR_LEN + DP_CLIENT_MAX_PAYLOAD);
-	dp_frame_hdr_encode(&h, raw);
-	dp_wbuf_bytes(w, raw, sizeof(raw));
-	if (put_payload(w, m) != DP_PROTO_ERR_NONE)
-		return -EINVAL;
-	if (w->err)
-		return w->err;
-	dp_wbuf_set_u32(w, 8, (uint32_t)(w->len - DP_FRAME_HDR_LEN));
-	return 0;
+	dp_frame_begin(w, &dp_client_proto, m->type, m->seq);
+	return dp_frame_end(w, put_payload(w, m));
 }
 
 /* ---- decoding ---------------------------------------------------------- */
@@ -404,60 +385,18 @@ int dp_client_encode(const struct dp_client_msg *m, struct dp_wbuf *w)
 #define SPEC_MIN (STR_MIN + 1 + STR_MIN)
 #define REPORT_MIN (4 + STR_MIN + 4 + 4)
 
+/*
+ * Each reader stops r at an error and leaves its output zeroed or partial;
+ * the caller releases the message on error.  Readers of array elements take
+ * them untyped (dp_rbuf_get_fn).
+ */
+
 /* A string that may not be empty. */
 static void get_name(struct dp_rbuf *r, char *out, size_t size)
 {
 	dp_rbuf_str(r, out, size);
-	if (!r->err && !out[0])
+	if (!out[0])
 		dp_rbuf_fail(r, DP_PROTO_ERR_STRING);
-}
-
-static int get_strs(struct dp_rbuf *r, char (**v)[DP_CLIENT_CTX_MAX], uint32_t *n, uint32_t max)
-{
-	*n = dp_rbuf_count(r, max, STR_MIN);
-	if (!*n)
-		return 0;
-	*v = calloc(*n, sizeof(**v));
-	if (!*v) {
-		*n = 0;
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < *n && !r->err; i++)
-		get_name(r, (*v)[i], DP_CLIENT_CTX_MAX);
-	return 0;
-}
-
-static int get_names(struct dp_rbuf *r, char (**v)[DP_CLIENT_EVENT_MAX], uint32_t *n)
-{
-	*n = dp_rbuf_count(r, DP_CLIENT_MAX_NAMES, STR_MIN);
-	if (!*n)
-		return 0;
-	*v = calloc(*n, sizeof(**v));
-	if (!*v) {
-		*n = 0;
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < *n && !r->err; i++)
-		get_name(r, (*v)[i], DP_CLIENT_EVENT_MAX);
-	return 0;
-}
-
-static int get_pids(struct dp_rbuf *r, uint32_t **v, uint32_t *n)
-{
-	*n = dp_rbuf_count(r, DP_CLIENT_MAX_PIDS, 4);
-	if (!*n)
-		return 0;
-	*v = calloc(*n, sizeof(**v));
-	if (!*v) {
-		*n = 0;
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < *n; i++) {
-		(*v)[i] = dp_rbuf_u32(r);
-		if (!r->err && !(*v)[i])
-			dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
-	}
-	return 0;
 }
 
 static int32_t get_status(struct dp_rbuf *r)
@@ -469,93 +408,148 @@ static int32_t get_status(struct dp_rbuf *r)
 	return s;
 }
 
-static int get_proc(struct dp_rbuf *r, struct dp_client_proc *p)
+static uint8_t get_kind(struct dp_rbuf *r)
 {
+	uint8_t k = dp_rbuf_u8(r);
+
+	if (!kind_ok(k))
+		dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
+	return k;
+}
+
+static uint8_t get_method(struct dp_rbuf *r)
+{
+	uint8_t m = dp_rbuf_u8(r);
+
+	if (!method_ok(m))
+		dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
+	return m;
+}
+
+static void get_pid(struct dp_rbuf *r, void *elem)
+{
+	uint32_t *pid = elem;
+
+	*pid = dp_rbuf_u32(r);
+	if (!*pid)
+		dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
+}
+
+static void get_ctx_spec(struct dp_rbuf *r, void *elem)
+{
+	get_name(r, elem, DP_CLIENT_CTX_MAX);
+}
+
+static void get_event_name(struct dp_rbuf *r, void *elem)
+{
+	get_name(r, elem, DP_CLIENT_EVENT_MAX);
+}
+
+static void get_site(struct dp_rbuf *r, void *elem)
+{
+	struct dp_client_site *s = elem;
+
+	dp_rbuf_str(r, s->event, sizeof(s->event));
+	s->addr = dp_rbuf_u64(r);
+	s->vaddr = dp_rbuf_u64(r);
+	s->method = get_method(r);
+	dp_rbuf_str(r, s->reason, sizeof(s->reason));
+	dp_rbuf_str(r, s->text, sizeof(s->text));
+}
+
+static void get_proc(struct dp_rbuf *r, void *elem)
+{
+	struct dp_client_proc *p = elem;
+
 	p->pid = dp_rbuf_u32(r);
 	p->status = get_status(r);
 	dp_rbuf_str(r, p->message, sizeof(p->message));
 	p->njump = dp_rbuf_u32(r);
 	p->nint3 = dp_rbuf_u32(r);
 	p->nrefused = dp_rbuf_u32(r);
-	p->nsites = dp_rbuf_count(r, DP_CLIENT_MAX_SITES, SITE_MIN);
-	if (!p->nsites)
-		return 0;
-	p->sites = calloc(p->nsites, sizeof(*p->sites));
-	if (!p->sites) {
-		p->nsites = 0;
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < p->nsites && !r->err; i++) {
-		struct dp_client_site *s = &p->sites[i];
-
-		dp_rbuf_str(r, s->event, sizeof(s->event));
-		s->addr = dp_rbuf_u64(r);
-		s->vaddr = dp_rbuf_u64(r);
-		s->method = dp_rbuf_u8(r);
-		if (!r->err && !method_ok(s->method))
-			dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
-		dp_rbuf_str(r, s->reason, sizeof(s->reason));
-		dp_rbuf_str(r, s->text, sizeof(s->text));
-	}
-	return 0;
+	p->sites = dp_rbuf_array(r, &p->nsites, DP_CLIENT_MAX_SITES, SITE_MIN, sizeof(*p->sites),
+				 get_site);
 }
 
-static int get_procs(struct dp_rbuf *r, struct dp_client_proc **v, uint32_t *n)
-{
-	int ret = 0;
+/* The arrays that several messages hold. */
 
-	*n = dp_rbuf_count(r, DP_CLIENT_MAX_PROCS, PROC_MIN);
-	if (!*n)
-		return 0;
-	*v = calloc(*n, sizeof(**v));
-	if (!*v) {
-		*n = 0;
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < *n && !r->err && !ret; i++)
-		ret = get_proc(r, &(*v)[i]);
-	return ret;
+static uint32_t *get_pids(struct dp_rbuf *r, uint32_t *n)
+{
+	return dp_rbuf_array(r, n, DP_CLIENT_MAX_PIDS, 4, sizeof(uint32_t), get_pid);
 }
 
-static int get_event(struct dp_rbuf *r, struct dp_client_event *e)
+static void *get_ctxs(struct dp_rbuf *r, uint32_t *n)
 {
-	int ret;
+	return dp_rbuf_array(r, n, DP_CLIENT_MAX_CTX, STR_MIN, DP_CLIENT_CTX_MAX, get_ctx_spec);
+}
+
+static void *get_names(struct dp_rbuf *r, uint32_t *n)
+{
+	return dp_rbuf_array(r, n, DP_CLIENT_MAX_NAMES, STR_MIN, DP_CLIENT_EVENT_MAX,
+			     get_event_name);
+}
+
+static struct dp_client_proc *get_procs(struct dp_rbuf *r, uint32_t *n)
+{
+	return dp_rbuf_array(r, n, DP_CLIENT_MAX_PROCS, PROC_MIN, sizeof(struct dp_client_proc),
+			     get_proc);
+}
+
+static void get_event(struct dp_rbuf *r, void *elem)
+{
+	struct dp_client_event *e = elem;
 
 	get_name(r, e->session, sizeof(e->session));
 	get_name(r, e->channel, sizeof(e->channel));
 	get_name(r, e->event, sizeof(e->event));
-	e->kind = dp_rbuf_u8(r);
-	if (!r->err && !kind_ok(e->kind))
-		dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
+	e->kind = get_kind(r);
 	dp_rbuf_str(r, e->location, sizeof(e->location));
 	dp_rbuf_str(r, e->path, sizeof(e->path));
 	e->enabled = dp_rbuf_bool(r);
-	ret = get_pids(r, &e->pids, &e->npids);
-	if (!ret)
-		ret = get_strs(r, &e->ctx, &e->nctx, DP_CLIENT_MAX_CTX);
-	if (!ret)
-		ret = get_names(r, &e->names, &e->nnames);
-	if (!ret)
-		ret = get_procs(r, &e->procs, &e->nprocs);
-	return ret;
+	e->pids = get_pids(r, &e->npids);
+	e->ctx = get_ctxs(r, &e->nctx);
+	e->names = get_names(r, &e->nnames);
+	e->procs = get_procs(r, &e->nprocs);
 }
 
-static int get_report(struct dp_rbuf *r, struct dp_client_report *rep)
+static void get_report(struct dp_rbuf *r, void *elem)
 {
-	int ret;
+	struct dp_client_report *rep = elem;
 
 	rep->status = get_status(r);
 	dp_rbuf_str(r, rep->message, sizeof(rep->message));
-	ret = get_names(r, &rep->events, &rep->nevents);
-	if (!ret)
-		ret = get_procs(r, &rep->procs, &rep->nprocs);
-	return ret;
+	rep->events = get_names(r, &rep->nevents);
+	rep->procs = get_procs(r, &rep->nprocs);
 }
 
-static int get_payload(struct dp_rbuf *r, struct dp_client_msg *m)
+static void get_spec(struct dp_rbuf *r, void *elem)
 {
-	int ret = 0;
+	struct dp_client_spec *sp = elem;
 
+	get_name(r, sp->event, sizeof(sp->event));
+	sp->kind = get_kind(r);
+	get_name(r, sp->location, sizeof(sp->location));
+}
+
+static void get_insn(struct dp_rbuf *r, void *elem)
+{
+	struct dp_client_insn *in = elem;
+
+	in->offset = dp_rbuf_u32(r);
+	in->len = dp_rbuf_u8(r);
+	if (!in->len || in->len > DP_CLIENT_INSN_MAX) {
+		dp_rbuf_fail(r, DP_PROTO_ERR_BOUNDS);
+		return;
+	}
+	dp_rbuf_bytes(r, in->bytes, in->len);
+	dp_rbuf_str(r, in->mnemonic, sizeof(in->mnemonic));
+	in->method = get_method(r);
+	dp_rbuf_str(r, in->reason, sizeof(in->reason));
+	dp_rbuf_str(r, in->text, sizeof(in->text));
+}
+
+static void get_payload(struct dp_rbuf *r, struct dp_client_msg *m)
+{
 	switch (m->type) {
 	case DP_CLIENT_ENABLE: {
 		struct dp_client_enable *e = &m->enable;
@@ -563,14 +557,11 @@ static int get_payload(struct dp_rbuf *r, struct dp_client_msg *m)
 		get_name(r, e->session, sizeof(e->session));
 		get_name(r, e->channel, sizeof(e->channel));
 		get_name(r, e->event, sizeof(e->event));
-		e->kind = dp_rbuf_u8(r);
-		if (!r->err && !kind_ok(e->kind))
-			dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
+		e->kind = get_kind(r);
 		get_name(r, e->location, sizeof(e->location));
 		get_name(r, e->path, sizeof(e->path));
-		ret = get_pids(r, &e->pids, &e->npids);
-		if (!ret)
-			ret = get_strs(r, &e->ctx, &e->nctx, DP_CLIENT_MAX_CTX);
+		e->pids = get_pids(r, &e->npids);
+		e->ctx = get_ctxs(r, &e->nctx);
 		break;
 	}
 	case DP_CLIENT_ENABLE_MANY: {
@@ -579,47 +570,17 @@ static int get_payload(struct dp_rbuf *r, struct dp_client_msg *m)
 		get_name(r, e->session, sizeof(e->session));
 		get_name(r, e->channel, sizeof(e->channel));
 		get_name(r, e->path, sizeof(e->path));
-		ret = get_pids(r, &e->pids, &e->npids);
-		if (!ret)
-			ret = get_strs(r, &e->ctx, &e->nctx, DP_CLIENT_MAX_CTX);
-		if (ret || r->err)
-			break;
-		e->nspecs = dp_rbuf_count(r, DP_CLIENT_MAX_SPECS, SPEC_MIN);
-		if (!e->nspecs)
-			break;
-		e->specs = calloc(e->nspecs, sizeof(*e->specs));
-		if (!e->specs) {
-			e->nspecs = 0;
-			ret = -ENOMEM;
-			break;
-		}
-		for (uint32_t i = 0; i < e->nspecs && !r->err; i++) {
-			struct dp_client_spec *sp = &e->specs[i];
-
-			get_name(r, sp->event, sizeof(sp->event));
-			sp->kind = dp_rbuf_u8(r);
-			if (!r->err && !kind_ok(sp->kind))
-				dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
-			get_name(r, sp->location, sizeof(sp->location));
-		}
+		e->pids = get_pids(r, &e->npids);
+		e->ctx = get_ctxs(r, &e->nctx);
+		e->specs = dp_rbuf_array(r, &e->nspecs, DP_CLIENT_MAX_SPECS, SPEC_MIN,
+					 sizeof(*e->specs), get_spec);
 		break;
 	}
-	case DP_CLIENT_ENABLE_MANY_REPLY: {
-		struct dp_client_reports *rs = &m->reports;
-
-		rs->nreports = dp_rbuf_count(r, DP_CLIENT_MAX_SPECS, REPORT_MIN);
-		if (!rs->nreports)
-			break;
-		rs->reports = calloc(rs->nreports, sizeof(*rs->reports));
-		if (!rs->reports) {
-			rs->nreports = 0;
-			ret = -ENOMEM;
-			break;
-		}
-		for (uint32_t i = 0; i < rs->nreports && !r->err && !ret; i++)
-			ret = get_report(r, &rs->reports[i]);
+	case DP_CLIENT_ENABLE_MANY_REPLY:
+		m->reports.reports = dp_rbuf_array(r, &m->reports.nreports, DP_CLIENT_MAX_SPECS,
+						   REPORT_MIN, sizeof(*m->reports.reports),
+						   get_report);
 		break;
-	}
 	case DP_CLIENT_DISABLE:
 		get_name(r, m->disable.session, sizeof(m->disable.session));
 		get_name(r, m->disable.channel, sizeof(m->disable.channel));
@@ -629,7 +590,7 @@ static int get_payload(struct dp_rbuf *r, struct dp_client_msg *m)
 		get_name(r, m->add_context.session, sizeof(m->add_context.session));
 		get_name(r, m->add_context.channel, sizeof(m->add_context.channel));
 		dp_rbuf_str(r, m->add_context.event, sizeof(m->add_context.event));
-		ret = get_strs(r, &m->add_context.ctx, &m->add_context.nctx, DP_CLIENT_MAX_CTX);
+		m->add_context.ctx = get_ctxs(r, &m->add_context.nctx);
 		break;
 	case DP_CLIENT_LIST:
 		dp_rbuf_str(r, m->list, sizeof(m->list));
@@ -648,23 +609,15 @@ static int get_payload(struct dp_rbuf *r, struct dp_client_msg *m)
 	case DP_CLIENT_DISABLE_REPLY:
 	case DP_CLIENT_ADD_CONTEXT_REPLY:
 	case DP_CLIENT_SESSION_DESTROYED_REPLY:
-		ret = get_report(r, &m->report);
+		get_report(r, &m->report);
 		break;
 	case DP_CLIENT_LIST_REPLY: {
 		struct dp_client_list_reply *l = &m->list_reply;
 
 		l->status = get_status(r);
 		dp_rbuf_str(r, l->message, sizeof(l->message));
-		l->nevents = dp_rbuf_count(r, DP_CLIENT_MAX_EVENTS, EVENT_MIN);
-		if (l->nevents) {
-			l->events = calloc(l->nevents, sizeof(*l->events));
-			if (!l->events) {
-				l->nevents = 0;
-				return -ENOMEM;
-			}
-		}
-		for (uint32_t i = 0; i < l->nevents && !r->err && !ret; i++)
-			ret = get_event(r, &l->events[i]);
+		l->events = dp_rbuf_array(r, &l->nevents, DP_CLIENT_MAX_EVENTS, EVENT_MIN,
+					  sizeof(*l->events), get_event);
 		break;
 	}
 	case DP_CLIENT_SITES_REPLY: {
@@ -675,31 +628,8 @@ static int get_payload(struct dp_rbuf *r, struct dp_client_msg *m)
 		dp_rbuf_str(r, s->function, sizeof(s->function));
 		s->start = dp_rbuf_u64(r);
 		s->size = dp_rbuf_u64(r);
-		s->ninsns = dp_rbuf_count(r, DP_CLIENT_MAX_INSNS, INSN_MIN);
-		if (s->ninsns) {
-			s->insns = calloc(s->ninsns, sizeof(*s->insns));
-			if (!s->insns) {
-				s->ninsns = 0;
-				return -ENOMEM;
-			}
-		}
-		for (uint32_t i = 0; i < s->ninsns && !r->err; i++) {
-			struct dp_client_insn *in = &s->insns[i];
-
-			in->offset = dp_rbuf_u32(r);
-			in->len = dp_rbuf_u8(r);
-			if (!r->err && (!in->len || in->len > DP_CLIENT_INSN_MAX)) {
-				dp_rbuf_fail(r, DP_PROTO_ERR_BOUNDS);
-				break;
-			}
-			dp_rbuf_bytes(r, in->bytes, in->len);
-			dp_rbuf_str(r, in->mnemonic, sizeof(in->mnemonic));
-			in->method = dp_rbuf_u8(r);
-			if (!r->err && !method_ok(in->method))
-				dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
-			dp_rbuf_str(r, in->reason, sizeof(in->reason));
-			dp_rbuf_str(r, in->text, sizeof(in->text));
-		}
+		s->insns = dp_rbuf_array(r, &s->ninsns, DP_CLIENT_MAX_INSNS, INSN_MIN,
+					 sizeof(*s->insns), get_insn);
 		break;
 	}
 	case DP_CLIENT_PING_REPLY:
@@ -711,15 +641,23 @@ static int get_payload(struct dp_rbuf *r, struct dp_client_msg *m)
 		m->unsupported = dp_rbuf_u16(r);
 		break;
 	case DP_CLIENT_REFUSE:
-		m->refuse.major = dp_rbuf_u8(r);
-		m->refuse.minor = dp_rbuf_u8(r);
-		dp_rbuf_str(r, m->refuse.reason, sizeof(m->refuse.reason));
+		dp_frame_get_refuse(r, &m->refuse.major, &m->refuse.minor, m->refuse.reason,
+				    sizeof(m->refuse.reason));
 		break;
 	default:
 		dp_rbuf_fail(r, DP_PROTO_ERR_TYPE);
 		break;
 	}
-	return ret;
+}
+
+/* m, empty but for what its header says. */
+static void msg_start(struct dp_client_msg *m, const struct dp_frame_hdr *h)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = h->type;
+	m->seq = h->seq;
+	m->major = h->major;
+	m->minor = h->minor;
 }
 
 int dp_client_decode(const struct dp_frame_hdr *h, const uint8_t *payload,
@@ -728,35 +666,16 @@ int dp_client_decode(const struct dp_frame_hdr *h, const uint8_t *payload,
 	struct dp_rbuf r;
 	int ret;
 
-	memset(m, 0, sizeof(*m));
-	m->type = h->type;
-	m->seq = h->seq;
-	m->major = h->major;
-	m->minor = h->minor;
-	*why = DP_PROTO_ERR_NONE;
-	if (h->magic != DP_CLIENT_MAGIC)
-		*why = DP_PROTO_ERR_MAGIC;
-	else if (h->major != DP_CLIENT_MAJOR && h->type != DP_CLIENT_REFUSE)
-		*why = DP_PROTO_ERR_VERSION;
-	else if (h->len > DP_CLIENT_MAX_PAYLOAD)
-		*why = DP_PROTO_ERR_TOO_BIG;
-	if (*why)
-		return -EPROTO;
-
+	msg_start(m, h);
+	ret = dp_frame_check(&dp_client_proto, h, why);
+	if (ret)
+		return ret;
 	dp_rbuf_init(&r, payload, h->len);
-	ret = get_payload(&r, m);
-	if (!ret)
-		dp_rbuf_finish(&r);
-	if (!ret && r.err) {
-		*why = r.err;
-		ret = -EPROTO;
-	}
+	get_payload(&r, m);
+	ret = dp_rbuf_result(&r, why);
 	if (ret) {
 		dp_client_msg_release(m);
-		m->type = h->type;
-		m->seq = h->seq;
-		m->major = h->major;
-		m->minor = h->minor;
+		msg_start(m, h);
 	}
 	return ret;
 }
@@ -765,45 +684,25 @@ int dp_client_decode_frame(const uint8_t *buf, size_t len, struct dp_client_msg 
 			   enum dp_proto_err *why)
 {
 	struct dp_frame_hdr h;
-	int ret;
+	int ret = dp_frame_split(&dp_client_proto, buf, len, &h, why);
 
-	memset(m, 0, sizeof(*m));
-	if (len < DP_FRAME_HDR_LEN) {
-		*why = DP_PROTO_ERR_TRUNCATED;
-		return -EPROTO;
-	}
-	ret = dp_frame_hdr_decode(buf, DP_CLIENT_MAGIC, DP_CLIENT_MAJOR, DP_CLIENT_MAX_PAYLOAD, &h,
-				  why);
-	if (ret && !(*why == DP_PROTO_ERR_VERSION && h.type == DP_CLIENT_REFUSE))
-		goto header_only;
-	if (len - DP_FRAME_HDR_LEN != h.len) {
-		*why = len - DP_FRAME_HDR_LEN < h.len ? DP_PROTO_ERR_TRUNCATED
-						       : DP_PROTO_ERR_TRAILING;
-		ret = -EPROTO;
-		goto header_only;
-	}
-	return dp_client_decode(&h, buf + DP_FRAME_HDR_LEN, m, why);
-
-header_only:
-	if (*why != DP_PROTO_ERR_MAGIC) {
-		m->type = h.type;
-		m->seq = h.seq;
-		m->major = h.major;
-		m->minor = h.minor;
-	}
+	if (!ret)
+		return dp_client_decode(&h, buf + DP_FRAME_HDR_LEN, m, why);
+	msg_start(m, &h);
 	return ret;
-}
-
-static void proc_release(struct dp_client_proc *p)
-{
-	free(p->sites);
 }
 
 static void procs_release(struct dp_client_proc *v, uint32_t n)
 {
 	for (uint32_t i = 0; i < n && v; i++)
-		proc_release(&v[i]);
+		free(v[i].sites);
 	free(v);
+}
+
+static void report_release(struct dp_client_report *r)
+{
+	free(r->events);
+	procs_release(r->procs, r->nprocs);
 }
 
 void dp_client_msg_release(struct dp_client_msg *m)
@@ -822,10 +721,8 @@ void dp_client_msg_release(struct dp_client_msg *m)
 		free(m->enable_many.specs);
 		break;
 	case DP_CLIENT_ENABLE_MANY_REPLY:
-		for (uint32_t i = 0; i < m->reports.nreports && m->reports.reports; i++) {
-			free(m->reports.reports[i].events);
-			procs_release(m->reports.reports[i].procs, m->reports.reports[i].nprocs);
-		}
+		for (uint32_t i = 0; i < m->reports.nreports && m->reports.reports; i++)
+			report_release(&m->reports.reports[i]);
 		free(m->reports.reports);
 		break;
 	case DP_CLIENT_LIST_REPLY:
@@ -843,10 +740,8 @@ void dp_client_msg_release(struct dp_client_msg *m)
 		free(m->sites_reply.insns);
 		break;
 	default:
-		if (is_report(m->type)) {
-			free(m->report.events);
-			procs_release(m->report.procs, m->report.nprocs);
-		}
+		if (is_report(m->type))
+			report_release(&m->report);
 		break;
 	}
 	memset(m, 0, sizeof(*m));
@@ -869,25 +764,14 @@ int dp_client_send(int fd, const struct dp_client_msg *m, int timeout_ms)
 int dp_client_recv(int fd, struct dp_client_msg *m, int timeout_ms, enum dp_proto_err *why)
 {
 	struct dp_frame_hdr h;
-	uint8_t *payload = NULL;
+	uint8_t *payload;
 	int ret;
 
-	memset(m, 0, sizeof(*m));
-	ret = dp_frame_recv(fd, DP_CLIENT_MAGIC, DP_CLIENT_MAJOR, DP_CLIENT_MAX_PAYLOAD, timeout_ms,
-			    &h, &payload, why);
-	if (ret == -EPROTO && (*why == DP_PROTO_ERR_VERSION || *why == DP_PROTO_ERR_TOO_BIG)) {
-		/* A REFUSE of any version is read: saying why is its point. */
-		if (*why == DP_PROTO_ERR_VERSION && h.type == DP_CLIENT_REFUSE) {
-			ret = dp_client_decode(&h, payload, m, why);
-		} else {
-			m->type = h.type;
-			m->seq = h.seq;
-			m->major = h.major;
-			m->minor = h.minor;
-		}
-	} else if (!ret) {
+	ret = dp_frame_recv_msg(fd, &dp_client_proto, timeout_ms, &h, &payload, why);
+	if (!ret)
 		ret = dp_client_decode(&h, payload, m, why);
-	}
+	else
+		msg_start(m, &h);
 	free(payload);
 	return ret;
 }
@@ -901,22 +785,14 @@ int dp_client_call(int fd, struct dp_client_msg *req, uint32_t *seq, struct dp_c
 	memset(reply, 0, sizeof(*reply));
 	req->seq = (*seq)++;
 	ret = dp_client_send(fd, req, DP_CLIENT_TIMEOUT_MS);
+	if (!ret)
+		ret = dp_client_recv(fd, reply, timeout_ms, why);
 	if (ret)
 		return ret;
-	ret = dp_client_recv(fd, reply, timeout_ms, why);
-	if (ret)
-		return ret;
-	if (reply->type == DP_CLIENT_REFUSE)
-		return -ECONNREFUSED;
-	if (reply->seq != req->seq || (reply->type != DP_CLIENT_UNSUPPORTED &&
-				       reply->type != (req->type | DP_FRAME_REPLY))) {
+	ret = dp_frame_check_reply(req->type, req->seq, reply->type, reply->seq, why);
+	if (ret == -EPROTO)
 		dp_client_msg_release(reply);
-		*why = DP_PROTO_ERR_VALUE;
-		return -EPROTO;
-	}
-	if (reply->type == DP_CLIENT_UNSUPPORTED)
-		return -EOPNOTSUPP;
-	return 0;
+	return ret;
 }
 
 /* The daemon's directory: the root one, or $LTTNG_HOME/.lttng. */

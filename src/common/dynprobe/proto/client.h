@@ -191,9 +191,12 @@ enum dp_client_type {
 	DP_CLIENT_PING_REPLY = DP_CLIENT_PING | DP_FRAME_REPLY,
 	DP_CLIENT_ENABLE_MANY_REPLY = DP_CLIENT_ENABLE_MANY | DP_FRAME_REPLY,
 
-	DP_CLIENT_UNSUPPORTED = 0xfffe,
-	DP_CLIENT_REFUSE = 0xffff,
+	DP_CLIENT_UNSUPPORTED = DP_FRAME_UNSUPPORTED,
+	DP_CLIENT_REFUSE = DP_FRAME_REFUSE,
 };
+
+/* The protocol's frames: magic, our version, the payload's maximum. */
+extern const struct dp_frame_proto dp_client_proto;
 
 /* The name of a message type ("ENABLE"), or NULL if unknown. */
 const char *dp_client_type_name(uint16_t type);

@@ -1,10 +1,12 @@
 /*
- * Frame headers, receiver errors, and blocking transfers with deadlines
- * (see frame.h).
+ * Frame headers, receiver errors, what every protocol's codec does alike
+ * (headers in and out, REFUSE, reply checks), and blocking transfers with
+ * deadlines (see frame.h).
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +64,21 @@ void dp_frame_hdr_encode(const struct dp_frame_hdr *h, uint8_t out[DP_FRAME_HDR_
 	put_le(out + 12, h->seq, 4);
 }
 
+/* A header against a protocol; a REFUSE of another major passes if refuse_any. */
+static int hdr_check(const struct dp_frame_hdr *h, uint32_t magic, uint8_t major,
+		     uint32_t max_len, bool refuse_any, enum dp_proto_err *why)
+{
+	if (h->magic != magic)
+		*why = DP_PROTO_ERR_MAGIC;
+	else if (h->major != major && !(refuse_any && h->type == DP_FRAME_REFUSE))
+		*why = DP_PROTO_ERR_VERSION;
+	else if (h->len > max_len)
+		*why = DP_PROTO_ERR_TOO_BIG;
+	else
+		*why = DP_PROTO_ERR_NONE;
+	return *why ? -EPROTO : 0;
+}
+
 int dp_frame_hdr_decode(const uint8_t in[DP_FRAME_HDR_LEN], uint32_t magic, uint8_t major,
 			uint32_t max_len, struct dp_frame_hdr *h, enum dp_proto_err *why)
 {
@@ -74,15 +91,102 @@ int dp_frame_hdr_decode(const uint8_t in[DP_FRAME_HDR_LEN], uint32_t magic, uint
 	h->type = dp_rbuf_u16(&r);
 	h->len = dp_rbuf_u32(&r);
 	h->seq = dp_rbuf_u32(&r);
-	if (h->magic != magic)
-		*why = DP_PROTO_ERR_MAGIC;
-	else if (h->major != major)
-		*why = DP_PROTO_ERR_VERSION;
-	else if (h->len > max_len)
-		*why = DP_PROTO_ERR_TOO_BIG;
-	else
-		*why = DP_PROTO_ERR_NONE;
-	return *why ? -EPROTO : 0;
+	return hdr_check(h, magic, major, max_len, false, why);
+}
+
+const char *dp_frame_type_name(const struct dp_frame_type_name *names, size_t n, uint16_t type)
+{
+	for (size_t i = 0; i < n; i++)
+		if (names[i].type == type)
+			return names[i].name;
+	return NULL;
+}
+
+void dp_frame_begin(struct dp_wbuf *w, const struct dp_frame_proto *p, uint16_t type,
+		    uint32_t seq)
+{
+	struct dp_frame_hdr h = {
+		.magic = p->magic, .major = p->major, .minor = p->minor, .type = type, .seq = seq,
+	};
+	uint8_t raw[DP_FRAME_HDR_LEN];
+
+	dp_wbuf_init(w, DP_FRAME_HDR_LEN + (size_t)p->max_payload);
+	dp_frame_hdr_encode(&h, raw);
+	dp_wbuf_bytes(w, raw, sizeof(raw));
+}
+
+int dp_frame_end(struct dp_wbuf *w, enum dp_proto_err check)
+{
+	if (check != DP_PROTO_ERR_NONE)
+		return -EINVAL;
+	if (w->err)
+		return w->err;
+	/* The length field, at offset 8. */
+	dp_wbuf_set_u32(w, 8, (uint32_t)(w->len - DP_FRAME_HDR_LEN));
+	return 0;
+}
+
+int dp_frame_check(const struct dp_frame_proto *p, const struct dp_frame_hdr *h,
+		   enum dp_proto_err *why)
+{
+	return hdr_check(h, p->magic, p->major, p->max_payload, true, why);
+}
+
+int dp_frame_split(const struct dp_frame_proto *p, const uint8_t *buf, size_t len,
+		   struct dp_frame_hdr *h, enum dp_proto_err *why)
+{
+	int ret;
+
+	memset(h, 0, sizeof(*h));
+	if (len < DP_FRAME_HDR_LEN) {
+		*why = DP_PROTO_ERR_TRUNCATED;
+		return -EPROTO;
+	}
+	ret = dp_frame_hdr_decode(buf, p->magic, p->major, p->max_payload, h, why);
+	if (ret && *why == DP_PROTO_ERR_MAGIC) {
+		memset(h, 0, sizeof(*h));
+		return ret;
+	}
+	/* A REFUSE of another major version is read all the same (its length
+	 * is checked by the decoder, after the frame's). */
+	if (ret && !(*why == DP_PROTO_ERR_VERSION && h->type == DP_FRAME_REFUSE))
+		return ret;
+	if (len - DP_FRAME_HDR_LEN != h->len) {
+		*why = len - DP_FRAME_HDR_LEN < h->len ? DP_PROTO_ERR_TRUNCATED
+						       : DP_PROTO_ERR_TRAILING;
+		return -EPROTO;
+	}
+	*why = DP_PROTO_ERR_NONE;
+	return 0;
+}
+
+void dp_frame_put_refuse(struct dp_wbuf *w, uint8_t major, uint8_t minor, const char *reason,
+			 size_t size)
+{
+	dp_wbuf_u8(w, major);
+	dp_wbuf_u8(w, minor);
+	dp_wbuf_str(w, reason, size);
+}
+
+void dp_frame_get_refuse(struct dp_rbuf *r, uint8_t *major, uint8_t *minor, char *reason,
+			 size_t size)
+{
+	*major = dp_rbuf_u8(r);
+	*minor = dp_rbuf_u8(r);
+	dp_rbuf_str(r, reason, size);
+}
+
+int dp_frame_check_reply(uint16_t req_type, uint32_t req_seq, uint16_t type, uint32_t seq,
+			 enum dp_proto_err *why)
+{
+	if (type == DP_FRAME_REFUSE)
+		return -ECONNREFUSED;
+	if (seq != req_seq ||
+	    (type != DP_FRAME_UNSUPPORTED && type != (uint16_t)(req_type | DP_FRAME_REPLY))) {
+		*why = DP_PROTO_ERR_VALUE;
+		return -EPROTO;
+	}
+	return type == DP_FRAME_UNSUPPORTED ? -EOPNOTSUPP : 0;
 }
 
 /* Deadlines on the monotonic clock, in milliseconds; -1: none. */
@@ -217,4 +321,25 @@ int dp_frame_recv(int fd, uint32_t magic, uint8_t major, uint32_t max_len, int t
 	}
 	*payload = buf;
 	return *why ? -EPROTO : 0;
+}
+
+int dp_frame_recv_msg(int fd, const struct dp_frame_proto *p, int timeout_ms,
+		      struct dp_frame_hdr *h, uint8_t **payload, enum dp_proto_err *why)
+{
+	int ret = dp_frame_recv(fd, p->magic, p->major, p->max_payload, timeout_ms, h, payload,
+				why);
+
+	/* dp_frame_recv has read the payload of a REFUSE of another major
+	 * version, unless it is too long (the decoder then refuses it so). */
+	if (ret == -EPROTO && *why == DP_PROTO_ERR_VERSION && h->type == DP_FRAME_REFUSE) {
+		*why = DP_PROTO_ERR_NONE;
+		return 0;
+	}
+	if (!ret)
+		return 0;
+	free(*payload);
+	*payload = NULL;
+	if (ret != -EPROTO || (*why != DP_PROTO_ERR_VERSION && *why != DP_PROTO_ERR_TOO_BIG))
+		memset(h, 0, sizeof(*h));
+	return ret;
 }

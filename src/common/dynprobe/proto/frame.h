@@ -13,10 +13,15 @@
  *
  * All integers are little-endian.  This layout never changes, whatever the
  * version: a peer of another major version can always read a header, see the
- * version, and decode the protocol's refusal message.
+ * version, and decode the protocol's refusal message.  Two message types are
+ * the same in every protocol and version:
  *
- * The helpers here block, with a deadline for the whole frame, resume after
- * EINTR and partial transfers, and never raise SIGPIPE.
+ *   0xfffe  UNSUPPORTED  type u16: the reply to a request of an unknown type
+ *   0xffff  REFUSE       major u8, minor u8, reason str: "I will not talk to
+ *                        you", the sender closes
+ *
+ * The transfers here block, with a deadline for the whole frame, resume
+ * after EINTR and partial transfers, and never raise SIGPIPE.
  */
 #ifndef DP_PROTO_FRAME_H
 #define DP_PROTO_FRAME_H
@@ -27,6 +32,11 @@
 
 #define DP_FRAME_HDR_LEN 16
 #define DP_FRAME_REPLY 0x8000u
+#define DP_FRAME_UNSUPPORTED 0xfffeu
+#define DP_FRAME_REFUSE 0xffffu
+
+struct dp_wbuf;
+struct dp_rbuf;
 
 /* Why a received frame or message was rejected. */
 enum dp_proto_err {
@@ -58,6 +68,22 @@ struct dp_frame_hdr {
 	uint32_t seq;
 };
 
+/* What a codec needs to know of its protocol's frames. */
+struct dp_frame_proto {
+	uint32_t magic;
+	uint8_t major, minor;		/* the version we speak */
+	uint32_t max_payload;		/* in bytes */
+};
+
+/* A message type's name, for a table of them. */
+struct dp_frame_type_name {
+	uint16_t type;
+	const char *name;
+};
+
+/* The name of `type` in names[n], or NULL. */
+const char *dp_frame_type_name(const struct dp_frame_type_name *names, size_t n, uint16_t type);
+
 void dp_frame_hdr_encode(const struct dp_frame_hdr *h, uint8_t out[DP_FRAME_HDR_LEN]);
 /*
  * Reads a header and checks it against a protocol: its magic, its major
@@ -67,6 +93,41 @@ void dp_frame_hdr_encode(const struct dp_frame_hdr *h, uint8_t out[DP_FRAME_HDR_
  */
 int dp_frame_hdr_decode(const uint8_t in[DP_FRAME_HDR_LEN], uint32_t magic, uint8_t major,
 			uint32_t max_len, struct dp_frame_hdr *h, enum dp_proto_err *why);
+
+/*
+ * A message's frame in w: dp_frame_begin initializes w (to release even on
+ * error) for a frame of the protocol's maximum size and writes the header
+ * with our version; the payload follows; dp_frame_end takes what the
+ * payload's checks said and sets the header's length.  0, -EINVAL when a
+ * check failed (a field a receiver would refuse), or w's error (-EMSGSIZE,
+ * -ENOMEM, -EINVAL for a string too long).
+ */
+void dp_frame_begin(struct dp_wbuf *w, const struct dp_frame_proto *p, uint16_t type,
+		    uint32_t seq);
+int dp_frame_end(struct dp_wbuf *w, enum dp_proto_err check);
+
+/*
+ * A received header against a protocol, as dp_frame_hdr_decode checks it,
+ * except that a REFUSE of any major version passes.  0, or -EPROTO with *why.
+ */
+int dp_frame_check(const struct dp_frame_proto *p, const struct dp_frame_hdr *h,
+		   enum dp_proto_err *why);
+
+/*
+ * A whole frame in memory (no more, no less): its header, checked, and its
+ * payload at buf + DP_FRAME_HDR_LEN.  0 when the payload is to be decoded,
+ * or -EPROTO with *why.  After an error *h holds the header when it names a
+ * message (another major version, a length above the maximum or other than
+ * the payload's), and is zeroed when it does not (too short, another magic).
+ */
+int dp_frame_split(const struct dp_frame_proto *p, const uint8_t *buf, size_t len,
+		   struct dp_frame_hdr *h, enum dp_proto_err *why);
+
+/* REFUSE's payload; reason is an array of `size` bytes. */
+void dp_frame_put_refuse(struct dp_wbuf *w, uint8_t major, uint8_t minor, const char *reason,
+			 size_t size);
+void dp_frame_get_refuse(struct dp_rbuf *r, uint8_t *major, uint8_t *minor, char *reason,
+			 size_t size);
 
 /*
  * Writes or reads exactly len bytes before the deadline.  timeout_ms < 0
@@ -86,5 +147,22 @@ int dp_frame_read_all(int fd, void *buf, size_t len, int timeout_ms);
  */
 int dp_frame_recv(int fd, uint32_t magic, uint8_t major, uint32_t max_len, int timeout_ms,
 		  struct dp_frame_hdr *h, uint8_t **payload, enum dp_proto_err *why);
+
+/*
+ * dp_frame_recv for a protocol's message: 0 when the payload is to be
+ * decoded (a REFUSE of any major version included: saying why is its
+ * point), or dp_frame_recv's error.  After an error *h is as after
+ * dp_frame_split, and *payload is NULL.
+ */
+int dp_frame_recv_msg(int fd, const struct dp_frame_proto *p, int timeout_ms,
+		      struct dp_frame_hdr *h, uint8_t **payload, enum dp_proto_err *why);
+
+/*
+ * What the reply to the request (req_type, req_seq) says, from its header:
+ * 0 (the request's reply), -EOPNOTSUPP (UNSUPPORTED), -ECONNREFUSED
+ * (REFUSE), or -EPROTO with *why DP_PROTO_ERR_VALUE (another seq or type).
+ */
+int dp_frame_check_reply(uint16_t req_type, uint32_t req_seq, uint16_t type, uint32_t seq,
+			 enum dp_proto_err *why);
 
 #endif /* DP_PROTO_FRAME_H */

@@ -118,11 +118,17 @@ void dp_rbuf_init(struct dp_rbuf *r, const void *p, size_t len)
 	r->len = p ? len : 0;
 	r->off = 0;
 	r->err = DP_PROTO_ERR_NONE;
+	r->nomem = false;
+}
+
+static bool rbuf_stopped(const struct dp_rbuf *r)
+{
+	return r->err || r->nomem;
 }
 
 void dp_rbuf_fail(struct dp_rbuf *r, enum dp_proto_err err)
 {
-	if (!r->err)
+	if (!rbuf_stopped(r))
 		r->err = err;
 }
 
@@ -131,7 +137,7 @@ static const uint8_t *rbuf_take(struct dp_rbuf *r, size_t n)
 {
 	const uint8_t *p;
 
-	if (r->err)
+	if (rbuf_stopped(r))
 		return NULL;
 	if (n > r->len - r->off) {
 		r->err = DP_PROTO_ERR_TRUNCATED;
@@ -199,7 +205,7 @@ void dp_rbuf_str(struct dp_rbuf *r, char *out, size_t size)
 	const uint8_t *p;
 
 	out[0] = '\0';
-	if (r->err)
+	if (rbuf_stopped(r))
 		return;
 	if (n >= size) {
 		r->err = DP_PROTO_ERR_BOUNDS;
@@ -220,7 +226,7 @@ uint32_t dp_rbuf_count(struct dp_rbuf *r, uint32_t max, size_t min_elem)
 {
 	uint32_t n = dp_rbuf_u32(r);
 
-	if (r->err)
+	if (rbuf_stopped(r))
 		return 0;
 	if (n > max) {
 		r->err = DP_PROTO_ERR_BOUNDS;
@@ -233,9 +239,36 @@ uint32_t dp_rbuf_count(struct dp_rbuf *r, uint32_t max, size_t min_elem)
 	return n;
 }
 
+void *dp_rbuf_array(struct dp_rbuf *r, uint32_t *n, uint32_t max, size_t min_elem, size_t size,
+		    dp_rbuf_get_fn get)
+{
+	uint8_t *v;
+
+	*n = dp_rbuf_count(r, max, min_elem);
+	if (!*n)
+		return NULL;
+	v = calloc(*n, size);
+	if (!v) {
+		*n = 0;
+		r->nomem = true;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < *n && !rbuf_stopped(r); i++)
+		get(r, v + (size_t)i * size);
+	return v;
+}
+
 enum dp_proto_err dp_rbuf_finish(struct dp_rbuf *r)
 {
-	if (!r->err && r->off != r->len)
+	if (!rbuf_stopped(r) && r->off != r->len)
 		r->err = DP_PROTO_ERR_TRAILING;
 	return r->err;
+}
+
+int dp_rbuf_result(struct dp_rbuf *r, enum dp_proto_err *why)
+{
+	if (r->nomem)
+		return -ENOMEM;
+	*why = dp_rbuf_finish(r);
+	return *why ? -EPROTO : 0;
 }

@@ -40,16 +40,21 @@ void dp_wbuf_str(struct dp_wbuf *w, const char *s, size_t size);
 /* Overwrites a u32 written earlier at `at` (lengths known only at the end). */
 void dp_wbuf_set_u32(struct dp_wbuf *w, size_t at, uint32_t v);
 
-/* A reader over received bytes; every get checks the bytes are there. */
+/*
+ * A reader over received bytes; every get checks the bytes are there.  A
+ * reader stops at its first error: bad bytes (err), or an array it could
+ * not allocate (nomem).
+ */
 struct dp_rbuf {
 	const uint8_t *p;
 	size_t len, off;
 	enum dp_proto_err err;
+	bool nomem;
 };
 
 void dp_rbuf_init(struct dp_rbuf *r, const void *p, size_t len);
 
-/* Each returns 0 (and reads nothing) once an error is set. */
+/* Each returns 0 (and reads nothing) once the reader has stopped. */
 uint8_t dp_rbuf_u8(struct dp_rbuf *r);
 uint16_t dp_rbuf_u16(struct dp_rbuf *r);
 uint32_t dp_rbuf_u32(struct dp_rbuf *r);
@@ -69,9 +74,23 @@ void dp_rbuf_str(struct dp_rbuf *r, char *out, size_t size);
  * are not there).
  */
 uint32_t dp_rbuf_count(struct dp_rbuf *r, uint32_t max, size_t min_elem);
-/* Marks the buffer failed with `err` unless it already failed. */
+/*
+ * A counted array: a u32 count (checked as by dp_rbuf_count), then that many
+ * elements, each read by get into a new zeroed array of elements of `size`
+ * bytes.  Returns the array and sets *n, NULL with *n 0 when the count is 0
+ * or bad, or when the array cannot be allocated (then r->nomem is set).
+ * Reading stops at the first error, leaving the array to the caller's
+ * release with what it holds.
+ */
+typedef void (*dp_rbuf_get_fn)(struct dp_rbuf *r, void *elem);
+void *dp_rbuf_array(struct dp_rbuf *r, uint32_t *n, uint32_t max, size_t min_elem, size_t size,
+		    dp_rbuf_get_fn get);
+/* Marks the buffer failed with `err` unless it has stopped already. */
 void dp_rbuf_fail(struct dp_rbuf *r, enum dp_proto_err err);
 /* The end of a message: DP_PROTO_ERR_TRAILING if bytes are left. */
 enum dp_proto_err dp_rbuf_finish(struct dp_rbuf *r);
+/* The end of a message, as a decoder returns it: 0, -ENOMEM, or -EPROTO
+ * with *why (dp_rbuf_finish's error). */
+int dp_rbuf_result(struct dp_rbuf *r, enum dp_proto_err *why);
 
 #endif /* DP_PROTO_WIRE_H */
