@@ -48,8 +48,10 @@ pass() {
 		# shellcheck disable=SC2086
 		"$cli" --no-sessiond $step >"$dir/$i.out" 2>"$dir/$i.err"
 		echo $? >"$dir/$i.rc"
-		# babeltrace2's log lines start with a time and its pid.
+		# babeltrace2's log lines start with a time and its pid; lttng
+		# prints a dot for each wait while a session is destroyed.
 		sed -Ei 's/^[0-9-]+ [0-9:.]+ +[0-9]+ +[0-9]+ //' "$dir/$i.err"
+		sed -Ei 's/^(Destroying session .*[^.])\.+$/\1.../' "$dir/$i.out"
 		i=$((i + 1))
 	done
 	"$STOCK" --no-sessiond destroy --all >/dev/null 2>&1
