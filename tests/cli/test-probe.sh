@@ -220,6 +220,16 @@ out=$(echo 5 | "$LTTNG" trace --no-view -o "$DP_TMP/t3" --probe foo+0x6 -- "$TAR
 	[ "$(events "$DP_TMP/t3" | grep -c '^dynprobe:foo_6: ')" -eq 1 ]
 tap_ok $? "--no-view, -o DIR, the command after --: one foo_6 event in DIR"
 
+# A pattern of function names: one event pair for every function it matches.
+out=$(printf '1\n2\n' | "$LTTNG" trace --no-view -o "$DP_TMP/t8" --function '[bf]??' -- "$TARGET" 0 \
+	2>"$DP_TMP/err")
+events "$DP_TMP/t8" >"$DP_TMP/e8"
+[ "$(grep -c '^dynprobe:bf_entry: ' "$DP_TMP/e8")" -eq 4 ] &&
+	[ "$(grep -c '^dynprobe:bf_return: ' "$DP_TMP/e8")" -eq 4 ] &&
+	grep -q '^dynprobe:bf_return: .*ret = 6' "$DP_TMP/e8" &&
+	grep -q '^dynprobe:bf_return: .*ret = 1' "$DP_TMP/e8"
+tap_ok $? "--function '[bf]??': foo's and bar's entries and returns as bf_entry/bf_return ($(grep -c '^dynprobe:bf_' "$DP_TMP/e8") events)"
+
 # A non-PIE executable: by symbol and by absolute address.
 NOPIE=$top_builddir/tests/cli/cli-target-nopie
 bar=$(nm "$NOPIE" | awk '$3 == "bar" { print $1 }' | sed 's/^0*//')

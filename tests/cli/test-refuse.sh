@@ -20,6 +20,12 @@ check_refused "bad octal number" "'09' is not a number: a leading 0 makes it oct
 	"${ee[@]}" --path "$TARGET" --probe foo+09 ev
 check_refused "decimal number with a letter" "'6a' is not a number: 'a' is not a decimal digit" \
 	"${ee[@]}" --path "$TARGET" --probe foo+6a ev
+check_refused "a pattern for --probe" "'fo\\*' is a pattern: it names functions for --function" \
+	"${ee[@]}" --path "$TARGET" --probe 'fo*' ev
+check_refused "a pattern that matches nothing" "no function of .*cli-target matches 'zz\\*'" \
+	"${ee[@]}" --path "$TARGET" --function 'zz*' ev
+check_refused "a pattern with an offset" "a pattern names whole functions and takes no offset" \
+	"${ee[@]}" --path "$TARGET" --function 'fo*+4' ev
 check_refused "number too large" "does not fit in 64 bits" \
 	"${ee[@]}" --path "$TARGET" --probe 0x10000000000000000 ev
 check_refused "mid-instruction offset, with the neighbours" \

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "patch/analysis.h"
@@ -123,6 +124,15 @@ int main(int argc, char **argv)
 	location("foo+1+2", -EINVAL, 0, NULL, 0, "one offset at most");
 	location("0x10+4", -EINVAL, 0, NULL, 0, "an address takes no offset");
 	location("fo o", -EINVAL, 0, NULL, 0, "cannot be part of a symbol");
+	location("fo*", 0, DP_LOC_SYMBOL, "fo*", 0, NULL);
+	location("[bf]a?", 0, DP_LOC_SYMBOL, "[bf]a?", 0, NULL);
+	location("[!a-e]oo", 0, DP_LOC_SYMBOL, "[!a-e]oo", 0, NULL);
+	location("fo*+4", -EINVAL, 0, NULL, 0, "a pattern names whole functions and takes no offset");
+	location("f o*", -EINVAL, 0, NULL, 0, "' ' cannot be part of a pattern");
+	dp_spec_location_parse("f*", &loc, &err);
+	tap_ok(loc.pattern, "'f*' is a pattern");
+	dp_spec_location_parse("foo", &loc, &err);
+	tap_ok(!loc.pattern, "'foo' is not");
 	location("foo+0x1z", -EINVAL, 0, NULL, 0, "'z' is not a hex digit");
 
 	tap_ok(!dp_spec_userspace_probe_parse("elf:/usr/bin/app:foo+4", name, sizeof(name), &loc,
@@ -153,6 +163,12 @@ int main(int argc, char **argv)
 	dp_spec_location_parse("0x401136", &loc, &err);
 	tap_ok(!dp_spec_location_event_name(&loc, name, sizeof(name)) &&
 	       !strcmp(name, "addr_401136"), "trace's event name of 0x401136: addr_401136");
+	dp_spec_location_parse("dp_fn_1???", &loc, &err);
+	tap_ok(!dp_spec_location_event_name(&loc, name, sizeof(name)) && !strcmp(name, "dp_fn_1"),
+	       "a pattern's event name keeps its name characters: %s", name);
+	dp_spec_location_parse("*", &loc, &err);
+	tap_ok(!dp_spec_location_event_name(&loc, name, sizeof(name)) &&
+	       !strcmp(name, "functions"), "'*' gives %s", name);
 	dp_spec_location_parse("foo.cold", &loc, &err);
 	tap_ok(!dp_spec_location_event_name(&loc, name, sizeof(name)) && !strcmp(name, "foo_cold"),
 	       "trace's event name of foo.cold: foo_cold");
@@ -201,6 +217,25 @@ int main(int argc, char **argv)
 		resolve(obj, addr, 0, 9, NULL);
 		snprintf(addr, sizeof(addr), "%#llx", (unsigned long long)(foo->start + 10));
 		resolve(obj, addr, -EINVAL, 0, "inside an instruction of foo");
+	}
+	resolve(obj, "fo*", -EINVAL, 0, "'fo*' is a pattern: it names functions for --function");
+	{
+		const struct dp_function **fns = NULL;
+		size_t n = 0;
+		int ret;
+
+		dp_spec_location_parse("[bf]??", &loc, &err);
+		ret = dp_spec_functions_match(obj, argv[1], &loc, &fns, &n, &err);
+		tap_ok(!ret && n == 2 && fns[0]->start < fns[1]->start &&
+		       ((!strcmp(fns[0]->name, "foo") && !strcmp(fns[1]->name, "bar")) ||
+			(!strcmp(fns[0]->name, "bar") && !strcmp(fns[1]->name, "foo"))),
+		       "'[bf]??' matches foo and bar, once each, by address (%d, %zu)", ret, n);
+		free(fns);
+		dp_spec_location_parse("nothing_*", &loc, &err);
+		ret = dp_spec_functions_match(obj, argv[1], &loc, &fns, &n, &err);
+		tap_ok(ret == -ENOENT && !fns && strstr(err.msg, "no function of ") &&
+		       strstr(err.msg, "matches 'nothing_*'"), "'nothing_*' matches nothing: %s",
+		       err.msg);
 	}
 	dp_object_close(obj);
 	return tap_done();

@@ -42,6 +42,7 @@ dp_lttng create cost --output="$DP_TMP/trace" >/dev/null &&
 start_target many-fns "$TARGET" "$THREADS" ||
 	{ echo "install-cost.sh: the target does not start" >&2; exit 1; }
 tpid=$TARGET_PID
+tpids=$tpid
 session=cost
 
 # fns FIRST COUNT: dp_fn_FIRST ... dp_fn_(FIRST + COUNT - 1)
@@ -49,61 +50,71 @@ fns() {
 	seq -f 'dp_fn_%g' "$1" $(($1 + $2 - 1))
 }
 
-# step LABEL FIRST COUNT [each|many]: enables COUNT probes, one request
-# each (default) or all in one ENABLE_MANY, prints a row of the table.
+# step LABEL COUNT DPCTL-ARGS...: runs one dpctl command that enables COUNT
+# probes (or functions), prints a row of the table.
 step() {
-	local label=$1 from wall
+	local label=$1 n=$2 from t0 wall
+	shift 2
 	from=$(($(wc -l <"$DP_TMP/dynprobed.log") + 1))
-	# shellcheck disable=SC2046
-	dpctl "enable-${4:-each}" "$session" chan "$tpid" "$TARGET" $(fns "$2" "$3") ||
+	t0=$(date +%s%N)
+	dpctl "$@" ||
 		{ echo "install-cost.sh: $label: $(tail -n 3 "$DP_TMP/out")" >&2; exit 1; }
-	wall=$(sed -n 's/^status=.* wall_ms=\([0-9.]*\).*/\1/p' "$DP_TMP/out")
+	wall=$(($(date +%s%N) - t0))
 	# The daemon's lines for this step: "... N stops, T ms in all, threads
 	# held M ms" for the injection and for each batch it wrote.
-	tail -n +"$from" "$DP_TMP/dynprobed.log" | gawk -v label="$label" -v n="$3" -v wall="$wall" '
+	tail -n +"$from" "$DP_TMP/dynprobed.log" | gawk -v label="$label" -v n="$n" -v wall="$wall" '
 		match($0, /([0-9]+) stops, ([0-9.]+) ms in all, threads held ([0-9.]+) ms/, m) {
-			if (/agent injected/)
-				inject = sprintf("%.3f", m[2])
 			stops += m[1]; total += m[2]; batches++
 			if (m[3] + 0 > longest)
 				longest = m[3] + 0
 		}
 		END {
-			printf "| %-26s | %6d | %9.1f | %7d | %5d | %12.3f | %12.3f | %7.2f |\n",
-				label, n, wall, batches, stops, total, longest, total / 20
+			printf "| %-28s | %6d | %9.1f | %7d | %5d | %12.3f | %12.3f | %7.2f |\n",
+				label, n, wall / 1e6, batches, stops, total, longest, total / 20
 		}'
+}
+
+# A new process and session for the steps that follow.
+next_target() {
+	session=$1
+	dp_lttng create "$session" --output="$DP_TMP/trace-$session" >/dev/null &&
+		dp_lttng enable-channel -u -s "$session" chan >/dev/null ||
+		{ cat "$DP_TMP/lttng.log" >&2; exit 1; }
+	start_target "many-fns-$session" "$TARGET" "$THREADS" ||
+		{ echo "install-cost.sh: a target does not start" >&2; exit 1; }
+	tpid=$TARGET_PID
+	tpids="$tpids $tpid"
 }
 
 echo "target: $TARGET, $THREADS threads calling 2,000 functions, pid $tpid"
 echo
-echo "| step                       | probes | wall (ms) | batches | stops | stopped (ms) | longest (ms) | / 20 ms |"
-echo "|----------------------------|-------:|----------:|--------:|------:|-------------:|-------------:|--------:|"
-step "attach + inject + 1" 1000 1
-step "1 probe" 1001 1
-step "100 probes" 1002 100
-step "1,000 probes" 2000 1000
+echo "| step                         | probes | wall (ms) | batches | stops | stopped (ms) | longest (ms) | / 20 ms |"
+echo "|------------------------------|-------:|----------:|--------:|------:|-------------:|-------------:|--------:|"
+step "attach + inject + 1" 1 enable-each "$session" chan "$tpid" "$TARGET" $(fns 1000 1)
+step "1 probe" 1 enable-each "$session" chan "$tpid" "$TARGET" $(fns 1001 1)
+step "100 probes" 100 enable-each "$session" chan "$tpid" "$TARGET" $(fns 1002 100)
+step "1,000 probes" 1000 enable-each "$session" chan "$tpid" "$TARGET" $(fns 2000 1000)
 # The same functions again in a second process (and session: the events'
 # pids differ), all of them in one request.
-dp_lttng create cost2 --output="$DP_TMP/trace2" >/dev/null &&
-	dp_lttng enable-channel -u -s cost2 chan >/dev/null ||
-	{ cat "$DP_TMP/lttng.log" >&2; exit 1; }
-start_target many-fns2 "$TARGET" "$THREADS" ||
-	{ echo "install-cost.sh: the second target does not start" >&2; exit 1; }
-tpid1=$tpid
-tpid=$TARGET_PID
-session=cost2
-step "2nd process: inject + 1" 1000 1
-step "1,000 probes, one request" 2000 1000 many
+next_target cost2
+step "2nd process: inject + 1" 1 enable-each "$session" chan "$tpid" "$TARGET" $(fns 1000 1)
+step "1,000 probes, one request" 1000 enable-many "$session" chan "$tpid" "$TARGET" $(fns 2000 1000)
+# What a user types: one --function pattern matching 1,000 functions, their
+# entries and returns in one event.
+next_target cost3
+step "inject + 1" 1 enable-each "$session" chan "$tpid" "$TARGET" $(fns 2999 1)
+step "--function 'dp_fn_1???'" 1000 enable "$session" chan fns function 'dp_fn_1???' "$TARGET" -p "$tpid"
 echo
 grep -m1 'agent injected' "$DP_TMP/dynprobed.log" | sed 's/^.*agent injected/agent injected:/'
 
 # A target that exited stays a zombie of ours: kill -0 would not tell.
 sleep 0.2
-for p in "$tpid1" "$tpid"; do
+for p in $tpids; do
 	grep -q '^State:[[:space:]]*[RS]' /proc/"$p"/status 2>/dev/null ||
 		{ echo "install-cost.sh: target $p died" >&2; exit 1; }
 done
 echo "the targets run on, every result right"
-dp_lttng destroy cost >/dev/null
-dp_lttng destroy cost2 >/dev/null
+for s in cost cost2 cost3; do
+	dp_lttng destroy "$s" >/dev/null
+done
 exit 0

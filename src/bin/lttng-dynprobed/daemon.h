@@ -90,6 +90,8 @@ enum dpd_role {
 struct dpd_point {
 	uint64_t vaddr;
 	uint8_t role;		/* enum dpd_role */
+	bool optional;		/* may be left out when it cannot be placed: a
+				   return site, or an entry of a pattern's */
 };
 
 /*

@@ -518,11 +518,11 @@ static pid_t sigtrap_blocker(pid_t pid, char *comm, size_t len)
 	return found;
 }
 
-/* Whether every point of the patch is a return site of ev. */
-static bool returns_only(const struct dpd_event *ev, const struct dp_patch *pl)
+/* Whether every point of the patch may be left out (dpd_point.optional). */
+static bool optional_only(const struct dpd_event *ev, const struct dp_patch *pl)
 {
 	for (unsigned k = 0; k < pl->npoints; k++)
-		if (ev->points[pl->point_ids[k]].role != DPD_ROLE_RETURN)
+		if (!ev->points[pl->point_ids[k]].optional)
 			return false;
 	return true;
 }
@@ -789,7 +789,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 					 "process", (int)blocker, blocker_comm, (int)pid);
 				/* As in planning: the probe point or a function's entry
 				 * must be placeable, a return site may be left out. */
-				if (!returns_only(ev, pl)) {
+				if (!optional_only(ev, pl)) {
 					dpd_msg_set(&msg, "the site 0x%" PRIx64 " of %s: %s",
 						    pl->win.addr, ev->path, text);
 					ret = -ENOTSUP;

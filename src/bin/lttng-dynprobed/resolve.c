@@ -125,18 +125,21 @@ struct dpd_object *dpd_object_get(const char *path, struct dpd_msg *msg)
 int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kind,
 			 struct dpd_point **points, uint32_t *npoints, struct dpd_msg *msg)
 {
-	const struct dp_function *fn;
+	const struct dp_function *fn, **fns = NULL;
 	struct dp_location loc;
 	struct dp_spec_err err;
 	struct dpd_point *pts;
 	uint64_t addr;
+	size_t nfns = 0;
 	uint32_t n = 0;
 	int ret;
 
 	*points = NULL;
 	*npoints = 0;
 	ret = dp_spec_location_parse(location, &loc, &err);
-	if (!ret && kind == DP_CLIENT_KIND_FUNCTION)
+	if (!ret && kind == DP_CLIENT_KIND_FUNCTION && loc.pattern)
+		ret = dp_spec_functions_match(o->obj, o->path, &loc, &fns, &nfns, &err);
+	else if (!ret && kind == DP_CLIENT_KIND_FUNCTION)
 		ret = dp_spec_function_entry(o->obj, o->path, &loc, &fn, &err);
 	else if (!ret)
 		ret = dp_spec_location_resolve(o->obj, o->path, &loc, &addr, &fn, &err);
@@ -145,21 +148,47 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 		return ret;
 	}
 	if (kind == DP_CLIENT_KIND_FUNCTION) {
-		pts = calloc(1 + fn->nrets, sizeof(*pts));
-		if (!pts)
-			return -ENOMEM;
-		pts[n++] = (struct dpd_point){ fn->start, DPD_ROLE_ENTRY };
-		for (uint32_t i = 0; i < fn->nrets; i++)
-			pts[n++] = (struct dpd_point){ fn->rets[i].addr, DPD_ROLE_RETURN };
+		size_t total = 0;
+
+		if (!fns) {
+			fns = &fn;
+			nfns = 1;
+		}
+		for (size_t f = 0; f < nfns; f++)
+			total += 1 + fns[f]->nrets;
+		if (total > DP_APP_MAX_PATCHES) {
+			dpd_msg_set(msg, "'%s' matches %zu functions of %s, %zu entries and "
+					 "returns: more than the %u one process can hold; narrow "
+					 "the pattern", location, nfns, o->path, total,
+				    DP_APP_MAX_PATCHES);
+			ret = -E2BIG;
+			goto out;
+		}
+		pts = calloc(total, sizeof(*pts));
+		if (!pts) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		/* Each function of a pattern stands alone: one whose entry
+		 * cannot be placed is left out, not the whole event. */
+		for (size_t f = 0; f < nfns; f++) {
+			pts[n++] = (struct dpd_point){ fns[f]->start, DPD_ROLE_ENTRY, loc.pattern };
+			for (uint32_t i = 0; i < fns[f]->nrets; i++)
+				pts[n++] = (struct dpd_point){ fns[f]->rets[i].addr,
+							       DPD_ROLE_RETURN, true };
+		}
 	} else {
 		pts = calloc(1, sizeof(*pts));
 		if (!pts)
 			return -ENOMEM;
-		pts[n++] = (struct dpd_point){ addr, DPD_ROLE_PROBE };
+		pts[n++] = (struct dpd_point){ addr, DPD_ROLE_PROBE, false };
 	}
 	*points = pts;
 	*npoints = n;
-	return 0;
+out:
+	if (fns != &fn)
+		free(fns);
+	return ret;
 }
 
 /* ---- contexts --------------------------------------------------------- */

@@ -119,7 +119,8 @@ int dpd_event_resolve(struct dpd_event *ev, struct dpd_msg *msg)
 	}
 	dp_plan_refuse_unsafe_traps(ev->obj->obj, ev->plan, ev->nplan);
 	/* The probe point itself (or a function's entry) must be placeable;
-	 * return sites refused alone are reported, not fatal. */
+	 * return sites (and a pattern's functions) refused alone are reported,
+	 * not fatal. */
 	for (size_t i = 0; i < ev->nplan; i++) {
 		const struct dp_patch *pl = &ev->plan[i];
 
@@ -128,7 +129,7 @@ int dpd_event_resolve(struct dpd_event *ev, struct dpd_msg *msg)
 		for (unsigned k = 0; k < pl->npoints; k++) {
 			const struct dpd_point *pt = &ev->points[pl->point_ids[k]];
 
-			if (pt->role == DPD_ROLE_RETURN)
+			if (pt->optional)
 				continue;
 			dpd_msg_set(msg, "the site 0x%" PRIx64 " (%s) of %s is refused: %s",
 				    pt->vaddr, ev->location, ev->path, dp_reason_str(pl->reason));

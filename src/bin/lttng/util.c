@@ -348,10 +348,17 @@ int dp_check_location(const char *path, const char *location, bool function)
 		dp_err("%s: %s", path, dp_elf_strerror(errno));
 		return -1;
 	}
-	if (function)
+	if (function && loc.pattern) {
+		const struct dp_function **fns;
+		size_t n;
+
+		ret = dp_spec_functions_match(obj, path, &loc, &fns, &n, &err);
+		free(fns);
+	} else if (function) {
 		ret = dp_spec_function_entry(obj, path, &loc, &fn, &err);
-	else
+	} else {
 		ret = dp_spec_location_resolve(obj, path, &loc, &vaddr, &fn, &err);
+	}
 	dp_object_close(obj);
 	if (ret) {
 		dp_err("%s", err.msg);

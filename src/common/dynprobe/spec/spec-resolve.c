@@ -6,6 +6,7 @@
  * neighbouring boundaries for an offset that falls inside an instruction.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
@@ -233,6 +234,47 @@ static int no_function(struct dp_object *obj, const char *path, const char *name
 	return -ENOENT;
 }
 
+int dp_spec_functions_match(struct dp_object *obj, const char *path,
+			    const struct dp_location *loc, const struct dp_function ***out,
+			    size_t *nout, struct dp_spec_err *err)
+{
+	const struct dp_function *fns, **m;
+	size_t n, k = 0;
+	int ret;
+
+	*out = NULL;
+	*nout = 0;
+	ret = dp_object_functions(obj, &fns, &n);
+	if (ret) {
+		say(err, "cannot analyse %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	m = calloc(n ? n : 1, sizeof(*m));
+	if (!m) {
+		say(err, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct dp_function *fn = &fns[i];
+
+		if (!fn->name || strstr(fn->name, ".cold") || fnmatch(loc->symbol, fn->name, 0))
+			continue;
+		/* Functions come by start: an alias follows its twin. */
+		if (k && m[k - 1]->start == fn->start)
+			continue;
+		m[k++] = fn;
+	}
+	if (!k) {
+		free(m);
+		say(err, "no function of %s matches '%s' (nm lists the file's symbols)", path,
+		    loc->symbol);
+		return -ENOENT;
+	}
+	*out = m;
+	*nout = k;
+	return 0;
+}
+
 int dp_spec_function_find(struct dp_object *obj, const char *path,
 			  const struct dp_location *loc, const struct dp_function **fnp,
 			  struct dp_spec_err *err)
@@ -240,6 +282,12 @@ int dp_spec_function_find(struct dp_object *obj, const char *path,
 	char what[DP_SPEC_SYMBOL_MAX + 32];
 	const struct dp_function *fn;
 	int e;
+
+	if (loc->pattern) {
+		say(err, "'%s' is a pattern: it names functions for --function, not one place "
+			 "(give a symbol, SYMBOL+OFFSET or an address)", loc->symbol);
+		return -EINVAL;
+	}
 
 	if (loc->kind == DP_LOC_SYMBOL)
 		fn = dp_object_function_by_name(obj, loc->symbol);

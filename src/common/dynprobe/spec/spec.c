@@ -120,6 +120,29 @@ int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_spe
 		return ret;
 	}
 	loc->kind = DP_LOC_SYMBOL;
+	if (strpbrk(s, "*?[")) {
+		/* A pattern of function names: symbol characters and the
+		 * pattern's own (fnmatch(3)), no offset. */
+		len = strlen(s);
+		if (strchr(s, '+')) {
+			fail(err, "'%s': a pattern names whole functions and takes no offset", s);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < len; i++)
+			if (!symbol_char(s[i]) && !strchr("*?[]!^-", s[i])) {
+				fail(err, "'%s': '%c' cannot be part of a pattern of function "
+				     "names", s, s[i]);
+				return -EINVAL;
+			}
+		if (len >= sizeof(loc->symbol)) {
+			fail(err, "'%.40s...': pattern longer than %zu bytes", s,
+			     sizeof(loc->symbol) - 1);
+			return -ENAMETOOLONG;
+		}
+		memcpy(loc->symbol, s, len + 1);
+		loc->pattern = true;
+		return 0;
+	}
 	plus = strchr(s, '+');
 	len = plus ? (size_t)(plus - s) : strlen(s);
 	if (!len) {
@@ -283,7 +306,16 @@ int dp_spec_location_event_name(const struct dp_location *loc, char *out, size_t
 {
 	int n;
 
-	if (loc->kind == DP_LOC_ADDR)
+	if (loc->pattern) {
+		/* Its name characters alone: "dp_fn_1???" -> "dp_fn_1". */
+		size_t k = 0;
+
+		for (const char *p = loc->symbol; *p && k + 1 < size; p++)
+			if (ident_char(*p))
+				out[k++] = *p;
+		out[k] = '\0';
+		n = k ? (int)k : snprintf(out, size, "functions");
+	} else if (loc->kind == DP_LOC_ADDR)
 		n = snprintf(out, size, "addr_%" PRIx64, loc->addr);
 	else if (loc->offset)
 		n = snprintf(out, size, "%s_%" PRIx64, loc->symbol, loc->offset);

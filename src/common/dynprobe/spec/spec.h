@@ -4,9 +4,11 @@
  * both read user input through this file, so that a location, an event name
  * or a context type means the same thing everywhere.
  *
- *   location   ADDR | SYMBOL | SYMBOL+OFFSET
+ *   location   ADDR | SYMBOL | SYMBOL+OFFSET | PATTERN
  *              numbers: octal 0NNN, decimal, hex 0xNNN (no sign);
- *              ADDR is a virtual address of the ELF file (as nm prints it)
+ *              ADDR is a virtual address of the ELF file (as nm prints it);
+ *              PATTERN, a shell pattern (* ? [...]) of function names, for
+ *              --function only: every function it matches
  *   event      NAME -> dynprobe:NAME; PROVIDER:EVENT is kept;
  *              --function gives NAME_entry and NAME_return
  *   context    regs | reg:NAME | TYPE:NAME:ADDR | string:NAME:ADDR[:MAX] |
@@ -57,9 +59,10 @@ struct dp_location {
 	uint64_t addr;				/* DP_LOC_ADDR */
 	uint64_t offset;			/* DP_LOC_SYMBOL */
 	bool has_offset;			/* "foo+0" was written as such */
+	bool pattern;				/* symbol is a shell pattern */
 };
 
-/* Parses ADDR | SYMBOL | SYMBOL+OFFSET.  -EINVAL or -ERANGE. */
+/* Parses ADDR | SYMBOL | SYMBOL+OFFSET | PATTERN.  -EINVAL or -ERANGE. */
 int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_spec_err *err);
 
 /* The location as users write it ("foo+0x6", "0x401136"); snprintf's return. */
@@ -86,7 +89,9 @@ int dp_spec_event_name(const char *name, const char *suffix, char *out, size_t s
 /*
  * A NAME for a probe that has none (lttng trace): the symbol, with the
  * offset in hex after an underscore ("foo_6" for foo+0x6), or "addr_401136".
- * Characters a C identifier does not allow become '_'.
+ * Characters a C identifier does not allow become '_'.  A pattern keeps
+ * only its identifier characters ("dp_fn_1???" -> "dp_fn_1", "*" ->
+ * "functions").
  */
 int dp_spec_location_event_name(const struct dp_location *loc, char *out, size_t size);
 
@@ -115,6 +120,16 @@ struct dp_function;
 int dp_spec_location_resolve(struct dp_object *obj, const char *path,
 			     const struct dp_location *loc, uint64_t *vaddr,
 			     const struct dp_function **fn, struct dp_spec_err *err);
+
+/*
+ * The functions a PATTERN location matches, by name, each once (aliases of
+ * one function count once), ascending by address, without the .cold parts
+ * of functions: *fns is malloc'd (free() it), *n at least 1.  -ENOENT when
+ * none matches (the message says so), -ENOMEM, or the analysis' -errno.
+ */
+int dp_spec_functions_match(struct dp_object *obj, const char *path,
+			    const struct dp_location *loc, const struct dp_function ***fns,
+			    size_t *n, struct dp_spec_err *err);
 
 /*
  * The function a location names, without checking the instruction boundary
