@@ -120,50 +120,37 @@ int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_spe
 		return ret;
 	}
 	loc->kind = DP_LOC_SYMBOL;
-	if (strpbrk(s, "*?[")) {
-		/* A pattern of function names: symbol characters and the
-		 * pattern's own (fnmatch(3)), no offset. */
-		len = strlen(s);
-		if (strchr(s, '+')) {
-			fail(err, "'%s': a pattern names whole functions and takes no offset", s);
-			return -EINVAL;
-		}
-		for (size_t i = 0; i < len; i++)
-			if (!symbol_char(s[i]) && !strchr("*?[]!^-", s[i])) {
-				fail(err, "'%s': '%c' cannot be part of a pattern of function "
-				     "names", s, s[i]);
-				return -EINVAL;
-			}
-		if (len >= sizeof(loc->symbol)) {
-			fail(err, "'%.40s...': pattern longer than %zu bytes", s,
-			     sizeof(loc->symbol) - 1);
-			return -ENAMETOOLONG;
-		}
-		memcpy(loc->symbol, s, len + 1);
-		loc->pattern = true;
-		return 0;
-	}
+	/* A pattern of function names (fnmatch(3)) takes no offset, and its
+	 * own characters besides a symbol's. */
+	loc->pattern = strpbrk(s, "*?[") != NULL;
 	plus = strchr(s, '+');
+	if (loc->pattern && plus) {
+		fail(err, "'%s': a pattern names whole functions and takes no offset", s);
+		return -EINVAL;
+	}
 	len = plus ? (size_t)(plus - s) : strlen(s);
 	if (!len) {
 		fail(err, "'%s': a symbol is missing before '+' (expected SYMBOL+OFFSET)", s);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < len; i++) {
+		if (loc->pattern && strchr("*?[]!^-", s[i]))
+			continue;
 		if (s[i] == '-') {
 			fail(err, "'%s': offsets go forward from the symbol: write "
 			     "SYMBOL+OFFSET", s);
 			return -EINVAL;
 		}
 		if (!symbol_char(s[i])) {
-			fail(err, "'%s': '%c' cannot be part of a symbol name (expected ADDR, "
-			     "SYMBOL or SYMBOL+OFFSET)", s, s[i]);
+			fail(err, "'%s': '%c' cannot be part of a %s", s, s[i],
+			     loc->pattern ? "pattern of function names" :
+			     "symbol name (expected ADDR, SYMBOL or SYMBOL+OFFSET)");
 			return -EINVAL;
 		}
 	}
 	if (len >= sizeof(loc->symbol)) {
-		fail(err, "'%.40s...': symbol name longer than %zu bytes", s,
-		     sizeof(loc->symbol) - 1);
+		fail(err, "'%.40s...': %s longer than %zu bytes", s,
+		     loc->pattern ? "pattern" : "symbol name", sizeof(loc->symbol) - 1);
 		return -ENAMETOOLONG;
 	}
 	memcpy(loc->symbol, s, len);
