@@ -35,6 +35,7 @@ int main(int argc, char **argv)
 
 		if (dp_plan_site(obj, fn->start + fn->insn_off[i], &p))
 			return 1;
+		dp_plan_refuse_unsafe_traps(obj, &p, 1);
 		printf("+0x%" PRIx32 " %s%s%s\n", fn->insn_off[i], dp_site_method_str(p.method),
 		       p.method == DP_SITE_JUMP ? "" : ": ",
 		       p.method == DP_SITE_JUMP ? "" : dp_reason_str(p.reason));

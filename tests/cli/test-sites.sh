@@ -57,6 +57,16 @@ out=$("$LTTNG" list -u --path "$TARGET" --sites bar)
 grep -Eq '^  \+0x8 +0x[0-9a-f]+ +c3 +ret +int3: fewer than 5 bytes' <<<"$out"
 tap_ok $? "bar+0x8: a final ret too short for a jump: int3, with the reason"
 
+# A pattern: every function it matches, one table each, and the totals.
+out=$("$LTTNG" list -u --path "$TARGET" --sites '[bf]??' 2>&1)
+foo_sum=$("$LTTNG" list -u --path "$TARGET" --sites foo | sed -n 's/^Sites: //p')
+bar_sum=$("$LTTNG" list -u --path "$TARGET" --sites bar | sed -n 's/^Sites: //p')
+total=$(printf '%s\n%s\n' "$foo_sum" "$bar_sum" |
+	awk '{ j += $1; i += $4; r += $7 } END { printf "%d by jump, %d by int3, %d refused", j, i, r }')
+[ "$(grep -c '^Sites of ' <<<"$out")" -eq 2 ] && grep -q '^Sites of foo in ' <<<"$out" &&
+	grep -q '^Sites of bar in ' <<<"$out" && grep -q "^Sites: $total, in 2 functions$" <<<"$out"
+tap_ok $? "--sites '[bf]??': foo's and bar's tables, $total in 2 functions"
+
 # An address inside the function names it too.
 addr=$(nm "$TARGET" | awk '$3 == "foo" { print $1 }')
 out2=$("$LTTNG" list -u --path "$TARGET" --sites "0x$(printf %x $((16#$addr + 6)))")

@@ -25,8 +25,10 @@
 #define BYTES_SHOWN 8
 #define BYTES_WIDTH (3 * BYTES_SHOWN + 2)
 
-static const struct dp_function *find_function(struct dp_object *obj, const char *path,
-					       const char *what)
+/* The functions --sites names: one, or every one a pattern matches
+ * (*fns malloc'd).  0, or -1 once said why. */
+static int find_functions(struct dp_object *obj, const char *path, const char *what,
+			  const struct dp_function ***fns, size_t *n)
 {
 	struct dp_location loc;
 	struct dp_spec_err err;
@@ -34,18 +36,32 @@ static const struct dp_function *find_function(struct dp_object *obj, const char
 
 	if (dp_spec_location_parse(what, &loc, &err)) {
 		dp_err("--sites: %s", err.msg);
-		return NULL;
+		return -1;
 	}
 	if (loc.kind == DP_LOC_SYMBOL && loc.has_offset) {
 		dp_err("--sites takes a function (a name, or an address inside it), not %s", what);
-		return NULL;
+		return -1;
+	}
+	if (loc.pattern) {
+		if (dp_spec_functions_match(obj, path, &loc, fns, n, &err)) {
+			dp_err("%s", err.msg);
+			return -1;
+		}
+		return 0;
 	}
 	/* Any address inside the function will do here. */
 	if (dp_spec_function_find(obj, path, &loc, &fn, &err)) {
 		dp_err("%s", err.msg);
-		return NULL;
+		return -1;
 	}
-	return fn;
+	*fns = malloc(sizeof(**fns));
+	if (!*fns) {
+		dp_err("out of memory");
+		return -1;
+	}
+	(*fns)[0] = fn;
+	*n = 1;
+	return 0;
 }
 
 /* The first bytes of an instruction, in hex ("f3 0f 1e fa", ".." past
@@ -61,33 +77,19 @@ static void format_bytes(const uint8_t *b, size_t len, char *buf, size_t size)
 		snprintf(buf + n, size - n, " ..");
 }
 
-static int list_sites(struct dp_cli *cli, const char *upath, const char *function)
+/* One function's table; its sites are added to counts.  0, or -1 once
+ * said why. */
+static int function_sites(struct dp_object *obj, const char *path,
+			  const struct dp_function *fn, unsigned counts[3])
 {
-	char *path = dp_abs_path(upath);
-	struct dp_object *obj = NULL;
-	const struct dp_function *fn;
-	const uint8_t *code;
-	unsigned counts[3] = { 0 };
 	char fname[DP_SPEC_SYMBOL_MAX + 32];
-	int ret = DP_CMD_ERROR;
+	const uint8_t *code = dp_elf_code(dp_object_elf(obj), fn->start, fn->size);
 
-	if (!path)
-		return DP_CMD_ERROR;
-	obj = dp_object_open(path);
-	if (!obj) {
-		dp_err("%s: %s", path, dp_elf_strerror(errno));
-		goto out;
-	}
-	fn = find_function(obj, path, function);
-	if (!fn)
-		goto out;
-	code = dp_elf_code(dp_object_elf(obj), fn->start, fn->size);
-	if (!code) {
-		dp_err("%s: the code of %s is not in the file (%s)", path, function,
-		       strerror(errno));
-		goto out;
-	}
 	dp_spec_function_format(fn, fname, sizeof(fname));
+	if (!code) {
+		dp_err("%s: the code of %s is not in the file (%s)", path, fname, strerror(errno));
+		return -1;
+	}
 	printf("Sites of %s in %s: 0x%" PRIx64 ", %" PRIu64 " bytes, %" PRIu32 " instructions\n\n",
 	       fname, path, fn->start, fn->size, fn->ninsns);
 	printf("  %-8s  %-12s  %-*s  %-12s  %s\n", "OFFSET", "ADDRESS", BYTES_WIDTH, "BYTES",
@@ -127,11 +129,42 @@ static int list_sites(struct dp_cli *cli, const char *upath, const char *functio
 			printf("  (0x%" PRIx64 " bytes from +0x%" PRIx64 " do not decode: no probe "
 			       "there)\n", fn->size - last - insn.len, last + insn.len);
 	}
-	printf("\nSites: %u by jump, %u by int3, %u refused\n", counts[DP_SITE_JUMP],
+	return 0;
+}
+
+static int list_sites(struct dp_cli *cli, const char *upath, const char *function)
+{
+	char *path = dp_abs_path(upath);
+	struct dp_object *obj = NULL;
+	const struct dp_function **fns = NULL;
+	unsigned counts[3] = { 0 };
+	size_t n = 0;
+	int ret = DP_CMD_ERROR;
+
+	if (!path)
+		return DP_CMD_ERROR;
+	obj = dp_object_open(path);
+	if (!obj) {
+		dp_err("%s: %s", path, dp_elf_strerror(errno));
+		goto out;
+	}
+	if (find_functions(obj, path, function, &fns, &n))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			printf("\n");
+		if (function_sites(obj, path, fns[i], counts))
+			goto out;
+	}
+	printf("\nSites: %u by jump, %u by int3, %u refused", counts[DP_SITE_JUMP],
 	       counts[DP_SITE_INT3], counts[DP_SITE_REFUSED]);
+	if (n > 1)
+		printf(", in %zu functions", n);
+	printf("\n");
 	ret = DP_CMD_SUCCESS;
 	(void)cli;
 out:
+	free(fns);
 	dp_object_close(obj);
 	free(path);
 	return ret;
