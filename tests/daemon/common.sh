@@ -111,28 +111,32 @@ runtime_addr() {
 	echo $((0x$start - (first & ~0xfff) + $3))
 }
 
-# same_as_file PID PATH SYMBOL: the symbol's first 16 bytes in PID are the file's.
+# same_as_file PID PATH SYMBOL [LEN]: the symbol's first LEN bytes (16) in
+# PID are the file's.
 same_as_file() {
-	local v
+	local v len=${4:-16}
 	v=$(sym_vaddr "$2" "$3")
-	[ "$(site_bytes "$1" "$(runtime_addr "$1" "$2" "$v")" 16)" = "$(file_bytes "$(realpath "$2")" "$v" 16)" ]
+	[ "$(site_bytes "$1" "$(runtime_addr "$1" "$2" "$v")" "$len")" = \
+		"$(file_bytes "$(realpath "$2")" "$v" "$len")" ]
 }
 
-# wait_events SESSION TRACE EVENT...: whether every EVENT (a full name) is
-# in SESSION's trace within 30 s.  The session is stopped (which flushes its
-# buffers), its trace read into $DP_TMP/events, and started again until
-# then: the session daemon enables a class registered in a running process
-# asynchronously, and how soon depends on the machine's load.  The session
-# is left stopped.
+# wait_events SESSION TRACE EVENT[>N]...: whether every EVENT (a full name)
+# is in SESSION's trace, more than N times when given, within 30 s.  The
+# session is stopped (which flushes its buffers), its trace read into
+# $DP_TMP/events, and started again until then: the session daemon enables
+# a class registered in a running process asynchronously, and how soon
+# depends on the machine's load.  The session is left stopped.
 wait_events() {
-	local session=$1 trace=$2 ev missing i
+	local session=$1 trace=$2 ev min missing i
 	shift 2
 	for i in $(seq 60); do
 		dp_lttng stop "$session" >/dev/null || return 1
 		bt_text "$trace" >"$DP_TMP/events"
 		missing=
 		for ev in "$@"; do
-			grep -q "^$ev:" "$DP_TMP/events" || missing=$ev
+			min=0
+			[ "${ev%>*}" != "$ev" ] && min=${ev##*>}
+			[ "$(grep -c "^${ev%>*}:" "$DP_TMP/events")" -gt "$min" ] || missing=$ev
 		done
 		[ -z "$missing" ] && return 0
 		[ "$i" -eq 60 ] && break

@@ -5,11 +5,11 @@
  *
  * The agent is the source of truth: its HELLO lists what is installed, so a
  * restarted daemon rebuilds a process's record from it and matches each
- * patch to the event that owns it (by the event names of its probes).  A
- * HELLO is served in two steps: the record and HELLO_REPLY at once (also
- * while an install waits for an injected agent), then, from the main loop,
- * the installs pending for that process (the probes of `lttng trace`) and
- * GO.
+ * patch to the events that own it (by the event names of its probes; one
+ * patch may serve several events).  A HELLO is served in two steps: the
+ * record and HELLO_REPLY at once (also while an install waits for an
+ * injected agent), then, from the main loop, the installs pending for that
+ * process (the probes of `lttng trace`) and GO.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -95,19 +95,74 @@ static const struct dpd_probe *probe_by_id(const struct dpd_proc *p, uint32_t id
 	return NULL;
 }
 
-/* The event that owns a recovered patch: one whose lttng names include the
- * patch's event and whose object this process maps. */
-static struct dpd_event *owner_of(const struct dpd_proc *p, const char *name)
+bool dpd_site_owned(const struct dpd_site *s, const struct dpd_event *ev)
 {
-	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
-		if (ev->owner && ev->owner != p->uid)
-			continue;
-		for (uint32_t k = 0; k < ev->nnames; k++)
-			if (!strcmp(ev->names[k], name) && ev->obj &&
-			    dpd_object_mapped(ev->obj, p->pid))
-				return ev;
+	for (uint32_t i = 0; i < s->nowners; i++)
+		if (s->owners[i].ev == ev)
+			return true;
+	return false;
+}
+
+void dpd_site_disown(struct dpd_site *s, const struct dpd_event *ev)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < s->nowners; i++)
+		if (s->owners[i].ev != ev)
+			s->owners[k++] = s->owners[i];
+	s->nowners = k;
+}
+
+/* Whether a probe of the patch records one of ev's lttng names. */
+static bool names_probe(const struct dpd_proc *p, const struct dpd_event *ev,
+			const struct dp_app_patch *ap)
+{
+	for (uint32_t i = 0; i < ap->nprobes; i++) {
+		const struct dpd_probe *pr = probe_by_id(p, ap->probes[i]);
+
+		for (uint32_t k = 0; pr && k < ev->nnames; k++)
+			if (!strcmp(ev->names[k], pr->event))
+				return true;
 	}
-	return NULL;
+	return false;
+}
+
+/*
+ * The owners of the installed patches of p that no event claims (recovered
+ * from the agent): every enabled event meant for this process whose plan has
+ * the patch's window here and one of whose lttng names a probe of the patch
+ * records.  Several events may claim one patch: they shared it.
+ */
+static void claim_sites(struct dpd_proc *p)
+{
+	uint32_t *idx = calloc(p->nsites ? p->nsites : 1, sizeof(*idx)), n = 0;
+
+	for (uint32_t i = 0; idx && i < p->nsites; i++)
+		if (p->sites[i].installed && !p->sites[i].nowners)
+			idx[n++] = i;
+	for (struct dpd_event *ev = n ? dpd_events : NULL; ev; ev = ev->next) {
+		bool listed = !ev->npids, biased = false;
+		uint64_t bias = 0;
+
+		for (uint32_t k = 0; k < ev->npids; k++)
+			listed |= ev->pids[k] == (uint32_t)p->pid;
+		if ((ev->owner && ev->owner != p->uid) || !ev->enabled || !ev->obj || !listed)
+			continue;
+		for (uint32_t i = 0; i < n; i++) {
+			struct dpd_site *s = &p->sites[idx[i]];
+			const struct dp_patch *pl;
+
+			if (s->nowners == DPD_SITE_MAX_OWNERS || !names_probe(p, ev, &s->patch))
+				continue;
+			if (!biased && dpd_object_bias(ev->obj, p->pid, &bias))
+				break;
+			biased = true;
+			pl = dpd_event_window(ev, bias, &s->patch);
+			if (pl)
+				s->owners[s->nowners++] = (struct dpd_owner){ ev, pl, bias };
+		}
+	}
+	free(idx);
 }
 
 /* What HELLO says is installed, merged into our record of the process. */
@@ -142,28 +197,33 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 	for (uint32_t i = 0; i < s->npatches; i++) {
 		const struct dp_app_patch *ap = &s->patches[i];
 		const struct dpd_probe *first = probe_by_id(p, ap->probes[0]);
-		struct dpd_site *site = NULL, *v;
+		struct dpd_site *site, *v;
+		uint32_t at = p->nsites;
 
+		/* Our own record of that trampoline, when we wrote it. */
 		for (uint32_t k = 0; k < p->nsites; k++)
-			if (p->sites[k].patch.site == ap->site)
-				site = &p->sites[k];
-		if (!site) {
+			if (p->sites[k].patch.site == ap->site && p->sites[k].patch.tramp == ap->tramp)
+				at = k;
+		if (at == p->nsites) {
 			v = realloc(p->sites, (p->nsites + 1) * sizeof(*v));
 			if (!v)
 				return -ENOMEM;
 			p->sites = v;
-			site = &p->sites[p->nsites++];
-			memset(site, 0, sizeof(*site));
-			site->entry = ap->tramp;
+			memset(&v[p->nsites++], 0, sizeof(*v));
+			v[at].entry = ap->tramp;
 		}
+		/* The agent knows which one the code holds. */
+		for (uint32_t k = 0; k < p->nsites; k++)
+			if (p->sites[k].patch.site == ap->site)
+				p->sites[k].installed = false;
+		site = &p->sites[at];
 		site->patch = *ap;
 		site->installed = true;
 		if (first)
 			snprintf(site->event, sizeof(site->event), "%s", first->event);
-		if (!site->ev)
-			site->ev = owner_of(p, site->event);
 		p->recovered = true;
 	}
+	claim_sites(p);
 	if (s->npatches)
 		dpd_info("process %d: recovered %u patches and %u probes from its agent",
 			 (int)p->pid, s->npatches, s->nprobes);
@@ -376,7 +436,7 @@ uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *
 	for (uint32_t i = 0; i < p->nsites; i++) {
 		const struct dpd_site *s = &p->sites[i];
 
-		if (!s->installed || (ev && s->ev != ev))
+		if (!s->installed || (ev && !dpd_site_owned(s, ev)))
 			continue;
 		n++;
 		if (s->patch.method == DP_APP_METHOD_INT3)

@@ -632,7 +632,8 @@ static void add_proc_counts(struct dp_client_event *out, const struct dpd_event 
 		for (uint32_t i = 0; i < p->nsites; i++) {
 			const struct dpd_site *s = &p->sites[i];
 
-			if (!s->installed || s->ev != ev || (orphan && strcmp(s->event, orphan)))
+			if (!s->installed || (ev ? !dpd_site_owned(s, ev) :
+					      s->nowners || strcmp(s->event, orphan)))
 				continue;
 			if (s->patch.method == DP_APP_METHOD_INT3)
 				ni++;
@@ -684,7 +685,7 @@ static void do_list(const struct dpd_client *c, const char *session,
 				const struct dpd_site *s = &p->sites[i];
 				bool seen = false;
 
-				if (!s->installed || s->ev || !s->event[0])
+				if (!s->installed || s->nowners || !s->event[0])
 					continue;
 				for (size_t k = 0; k < n && !seen; k++)
 					seen = !strcmp(l->events[k].session, "(unknown)") &&

@@ -7,7 +7,7 @@
  *   resolve.c   specs against objects: locations, symbols, contexts, plans,
  *               where an object is mapped in a process
  *   agents.c    agent connections: HELLO, requests, what each process holds
- *   install.c   patching and unpatching one event in one process
+ *   install.c   patching and unpatching events in one process
  *   clients.c   the client protocol's requests
  *   sessions.c  noticing destroyed sessions (liblttng-ctl)
  *
@@ -184,16 +184,33 @@ struct dpd_probe {
 	uint64_t handle;			/* the agent's probe (0 when recovered) */
 };
 
-/* A patch this daemon (or a previous one) wrote in a process. */
+/* An event whose probes a patch serves, and its plan entry for that window. */
+struct dpd_owner {
+	struct dpd_event *ev;
+	const struct dp_patch *pl;	/* in ev->plan */
+	uint64_t bias;			/* of ev's object in the process */
+};
+
+/* Events sharing one patch: each gives the hooks of its own probes. */
+#define DPD_SITE_MAX_OWNERS DP_APP_MAX_PATCH_PROBES
+
+/*
+ * A patch this daemon (or a previous one) wrote in a process, or a
+ * trampoline kept for reuse: one record per trampoline, at most one
+ * installed per site.  Events whose windows are the same (site, length,
+ * method, hop) share the installed patch; its trampoline calls the probes
+ * of them all.
+ */
 struct dpd_site {
 	struct dp_app_patch patch;	/* as noted to the agent */
-	struct dpd_event *ev;		/* NULL: recovered, no event claims it */
+	uint32_t nowners;		/* 0: recovered, no event claims it */
+	struct dpd_owner owners[DPD_SITE_MAX_OWNERS];
 	char event[DP_CLIENT_EVENT_MAX];	/* the lttng name of its first probe */
 	uint64_t entry;			/* trampoline entry (jump) */
-	uint8_t ninsns;
+	uint8_t ninsns;			/* 0: recovered, the trampoline's layout unknown */
 	uint8_t off[DP_WINDOW_MAX_INSNS];	/* the window's instructions */
 	uint64_t insn_at[DP_WINDOW_MAX_INSNS];
-	bool installed;			/* false: removed, trampoline kept for reuse */
+	bool installed;			/* false: replaced or removed, trampoline kept */
 };
 
 struct dpd_proc {
@@ -234,7 +251,11 @@ void dpd_proc_forget(struct dpd_proc *p);
 void dpd_procs_reap(void);
 /* For every process whose HELLO is waiting: installs what is pending, GO. */
 void dpd_agents_run_pending(void);
-/* Sites of an event in a process. */
+/* Whether ev is among the owners of s. */
+bool dpd_site_owned(const struct dpd_site *s, const struct dpd_event *ev);
+/* Takes ev out of the owners of s (its probes stay until s is rebuilt). */
+void dpd_site_disown(struct dpd_site *s, const struct dpd_event *ev);
+/* Sites of an event in a process (ev NULL: every installed site). */
 uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *ev,
 			      uint32_t *njump, uint32_t *nint3);
 
@@ -242,8 +263,11 @@ uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *
 
 /*
  * Installs ev's plan in pid (injecting the agent when needed), filling rp's
- * sites.  0 or -errno with rp->message.  Nothing stays half-done: a failure
- * leaves the sites installed before it, and rp says which.
+ * sites.  A window another event's installed patch already has (the same
+ * bytes, placed the same way) is shared: that patch is rebuilt with the
+ * probes of both; a window that only overlaps one is refused.  0 or -errno
+ * with rp->message.  Nothing stays half-done: a failure leaves the sites
+ * installed before it, and rp says which.
  */
 int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
 /*
@@ -254,10 +278,18 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
  */
 int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		     struct dp_client_proc *const *rps);
-/* Removes ev's installed sites from p (ev NULL: every site).  0 or -errno. */
+/*
+ * Takes ev out of its installed sites in p, in one stop of p's threads: a
+ * site ev shared is rebuilt for the other events and retargeted, a site ev
+ * held alone gets its original bytes back (ev NULL: every site restored).
+ * 0 or -errno (rp says why; a site that could not change stays as it was).
+ */
 int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp);
 /* Removes ev everywhere, adding a report entry per process when rep is set. */
 void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep);
+/* ev's plan entry whose window, at load bias `bias`, is ap's, or NULL. */
+const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,
+					const struct dp_app_patch *ap);
 /* Every process of uid (root: any) that maps ev's object now. */
 int dpd_find_mappers(struct dpd_event *ev, pid_t **pids, size_t *n);
 

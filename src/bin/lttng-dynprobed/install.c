@@ -1,28 +1,43 @@
 /*
- * Patching one event into one process, and taking it out again.
+ * Patching events into one process, and taking them out again.
  *
- * Install, for the event's plan (file addresses) at the object's load bias:
+ * Install, for the events' plans (file addresses) at their objects' load
+ * bias:
  *   1. the agent: injected when absent, then its HELLO;
- *   2. per patch, while the program runs: the bytes checked against the
- *      file, the probes defined (DEFINE_PROBE, reused when the same probe
- *      exists), a trampoline built locally for its remote address in
- *      ALLOC_CODE memory (or a kept one reused: memory a thread may run in
- *      is never freed or rewritten), and the patch noted to the agent
- *      (NOTE_INSTALLED) before it can exist: an int3 must never reach the
- *      program unknown, and a daemon killed at any point leaves the agent
- *      knowing every patch that may be in the code (a new daemon forgets
- *      the noted ones whose site still holds its original bytes);
- *   3. the new trampolines written, still while the program runs (nothing
+ *   2. each plan entry placed on a patch: one of its own, or the patch of
+ *      the same window (same site, length, method and hop) that another
+ *      event has installed, or takes in the same request: the events share
+ *      it, and its trampoline calls the probes of them all.  A window that
+ *      only overlaps another's is refused (DP_REASON_OVERLAP);
+ *   3. per patch, while the program runs: a new patch's bytes checked
+ *      against the file, the probes of every event it serves defined
+ *      (DEFINE_PROBE, reused when the same probe exists), a trampoline built
+ *      locally for its remote address in ALLOC_CODE memory (or one built
+ *      before reused: memory a thread may run in is never freed or
+ *      rewritten);
+ *   4. the new trampolines written, still while the program runs (nothing
  *      reaches them yet);
- *   4. one stop of every thread for the whole batch: threads inside a
+ *   5. each patch noted to the agent (NOTE_INSTALLED) before it can exist:
+ *      an int3 must never reach the program unknown, and a daemon killed at
+ *      any point leaves the agent knowing every patch that may be in the
+ *      code (a new daemon forgets the noted ones whose site still holds its
+ *      original bytes).  A rebuilt patch's note replaces the agent's record
+ *      of the site, for an int3 its trap entry too: its trampoline, which a
+ *      trapped thread resumes in at once, is written already;
+ *   6. one stop of every thread for the whole batch: threads inside a new
  *      window moved to the matching relocated instruction, hops then jumps
- *      (or int3s) written; resume and detach;
- *   5. patches that could not be written taken back (NOTE_REMOVED).
- * Remove is the same in reverse: one stop, the site's bytes then the hop's
- * restored, threads between a hop and its trampoline sent on to the
- * trampoline, threads about to run a hook sent back to the original code,
- * then NOTE_REMOVED.  The target is never left with a half-written patch: a
- * patch is written whole while every thread is held, or not at all.
+ *      (or int3s) written; a rebuilt patch's jump retargeted to its new
+ *      trampoline (threads inside the old one finish there); resume and
+ *      detach;
+ *   7. patches that could not be written taken back (NOTE_REMOVED, or the
+ *      note of the patch still in place).
+ * Remove takes an event out of its patches: those it shares are rebuilt for
+ * the other events with steps 3 to 7, and in the same stop those it held
+ * alone are restored: the site's bytes then the hop's, threads between a
+ * hop and its trampoline sent on to the trampoline, threads about to run a
+ * hook sent back to the original code, then NOTE_REMOVED.  The target is
+ * never left with a half-written patch: a patch is written whole while
+ * every thread is held, or not at all.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,15 +56,17 @@
 #include "proc/ptrace.h"
 #include "x86/emit.h"
 
-/* One patch of the batch being installed. */
+/* One patch to write: a new one, or an installed one rebuilt for another
+ * set of owners. */
 struct work {
-	struct dpd_event *ev;		/* the event whose plan holds pl */
-	uint64_t bias;			/* of ev's object in the process */
-	struct dp_client_proc *rp;	/* ev's report for the process */
-	const struct dp_patch *pl;
-	struct dpd_site rec;		/* what the process will hold */
+	struct dpd_site rec;		/* what the process will hold, owners included */
+	/* Each owner's report when it joins now; NULL for one that owned the
+	 * patch already. */
+	struct dp_client_proc *rps[DPD_SITE_MAX_OWNERS];
+	bool replaces;			/* rec replaces the installed p->sites[old] */
+	uint32_t old;
 	uint8_t *code;			/* a new trampoline to write, or NULL */
-	bool fail;			/* dropped: rp says why */
+	bool fail;			/* dropped: the joining owners' reports say why */
 	bool noted;			/* noted to the agent already */
 };
 
@@ -83,14 +100,15 @@ static struct dp_client_site *add_site(struct dp_client_proc *rp, const char *ev
 	return s;
 }
 
-/* Reports every point of a patch as refused, with a reason or a text. */
-static void refuse_points(struct dpd_event *ev, const struct dp_patch *pl, uint64_t bias,
-			  struct dp_client_proc *rp, enum dp_reason reason, const char *text)
+/* Reports every point of an owner's patch as refused, with a reason or a
+ * text. */
+static void refuse_points(const struct dpd_owner *o, struct dp_client_proc *rp,
+			  enum dp_reason reason, const char *text)
 {
-	for (unsigned k = 0; k < pl->npoints; k++) {
-		const struct dpd_point *pt = &ev->points[pl->point_ids[k]];
-		struct dp_client_site *s = add_site(rp, dpd_event_point_name(ev, pt),
-						    pt->vaddr + bias, pt->vaddr);
+	for (unsigned k = 0; k < o->pl->npoints; k++) {
+		const struct dpd_point *pt = &o->ev->points[o->pl->point_ids[k]];
+		struct dp_client_site *s = add_site(rp, dpd_event_point_name(o->ev, pt),
+						    pt->vaddr + o->bias, pt->vaddr);
 
 		if (!s)
 			continue;
@@ -102,21 +120,55 @@ static void refuse_points(struct dpd_event *ev, const struct dp_patch *pl, uint6
 	}
 }
 
-static void report_installed(struct dpd_event *ev, const struct dp_patch *pl, uint64_t bias,
-			     struct dp_client_proc *rp)
+static void report_installed(const struct dpd_owner *o, struct dp_client_proc *rp)
 {
-	for (unsigned k = 0; k < pl->npoints; k++) {
-		const struct dpd_point *pt = &ev->points[pl->point_ids[k]];
-		struct dp_client_site *s = add_site(rp, dpd_event_point_name(ev, pt),
-						    pt->vaddr + bias, pt->vaddr);
+	for (unsigned k = 0; k < o->pl->npoints; k++) {
+		const struct dpd_point *pt = &o->ev->points[o->pl->point_ids[k]];
+		struct dp_client_site *s = add_site(rp, dpd_event_point_name(o->ev, pt),
+						    pt->vaddr + o->bias, pt->vaddr);
 
 		if (s)
-			dpd_plan_method(pl, s);
-		if (rp && pl->method == DP_SITE_INT3)
+			dpd_plan_method(o->pl, s);
+		if (rp && o->pl->method == DP_SITE_INT3)
 			rp->nint3++;
 		else if (rp)
 			rp->njump++;
 	}
+}
+
+/* Drops w, refusing the owners that join now with a reason or a text; the
+ * patch in place, if any, stays as it is. */
+static void fail_work(pid_t pid, struct work *w, enum dp_reason reason, const char *text)
+{
+	dpd_info("process %d: the patch at 0x%" PRIx64 " is not written: %s", (int)pid,
+		 w->rec.patch.site, text ? text : dp_reason_str(reason));
+	for (uint32_t i = 0; i < w->rec.nowners; i++)
+		if (w->rps[i])
+			refuse_points(&w->rec.owners[i], w->rps[i], reason, text);
+	w->fail = true;
+}
+
+/* The window of plan entry pl at load bias `bias`, as the agent records it. */
+static void patch_window(const struct dp_patch *pl, uint64_t bias, struct dp_app_patch *ap)
+{
+	memset(ap, 0, sizeof(*ap));
+	ap->site = pl->win.addr + bias;
+	ap->method = pl->method == DP_SITE_INT3 ? DP_APP_METHOD_INT3 : DP_APP_METHOD_JUMP;
+	ap->len = pl->win.len;
+	memcpy(ap->orig, pl->win.bytes, pl->win.len);
+	if (pl->method == DP_SITE_JUMP && pl->hop.len) {
+		ap->hop = pl->hop.addr + bias;
+		ap->hop_len = pl->hop.len;
+		memcpy(ap->hop_orig, pl->hop.bytes, pl->hop.len);
+	}
+}
+
+/* Whether two patches overwrite the same bytes the same way: then they can
+ * be one patch serving the probes of both. */
+static bool same_window(const struct dp_app_patch *a, const struct dp_app_patch *b)
+{
+	return a->site == b->site && a->method == b->method && a->len == b->len &&
+	       a->hop == b->hop && a->hop_len == b->hop_len;
 }
 
 /* Whether two byte ranges meet. */
@@ -125,18 +177,26 @@ static bool meets(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return alen && blen && a < b + blen && b < a + alen;
 }
 
-/* Another installed patch of p writes some byte this one would. */
-static const struct dpd_site *overlap(const struct dpd_proc *p, uint64_t site, uint8_t len,
-				      uint64_t hop, uint8_t hop_len)
+/* Whether two patches write some byte in common, hops included. */
+static bool patches_meet(const struct dp_app_patch *a, const struct dp_app_patch *b)
 {
-	for (uint32_t i = 0; i < p->nsites; i++) {
-		const struct dp_app_patch *o = &p->sites[i].patch;
+	return meets(a->site, a->len, b->site, b->len) ||
+	       meets(a->site, a->len, b->hop, b->hop_len) ||
+	       meets(a->hop, a->hop_len, b->site, b->len) ||
+	       meets(a->hop, a->hop_len, b->hop, b->hop_len);
+}
 
-		if (!p->sites[i].installed)
+const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,
+					const struct dp_app_patch *ap)
+{
+	for (size_t i = 0; i < ev->nplan; i++) {
+		struct dp_app_patch w;
+
+		if (ev->plan[i].method == DP_SITE_REFUSED || ev->plan[i].win.addr + bias != ap->site)
 			continue;
-		if (meets(site, len, o->site, o->len) || meets(site, len, o->hop, o->hop_len) ||
-		    meets(hop, hop_len, o->site, o->len) || meets(hop, hop_len, o->hop, o->hop_len))
-			return &p->sites[i];
+		patch_window(&ev->plan[i], bias, &w);
+		if (same_window(&w, ap))
+			return &ev->plan[i];
 	}
 	return NULL;
 }
@@ -218,73 +278,99 @@ static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_
 	return ret;
 }
 
-/* A kept trampoline of p for exactly this patch (same window, same probes). */
-static const struct dpd_site *kept_tramp(const struct dpd_proc *p, const struct dp_app_patch *ap)
+/*
+ * A trampoline of p that can serve ap: one we built for the same window,
+ * with the same probes for a jump (an int3's trampoline has no hooks, only
+ * the relocated instruction and the way back).  Kept ones and the one in
+ * place alike: trampoline code is never rewritten.
+ */
+static const struct dpd_site *reusable_tramp(const struct dpd_proc *p,
+					     const struct dp_app_patch *ap)
 {
 	for (uint32_t i = 0; i < p->nsites; i++) {
 		const struct dpd_site *s = &p->sites[i];
 
-		if (s->installed || !s->ninsns || s->patch.site != ap->site ||
-		    s->patch.method != ap->method || s->patch.len != ap->len ||
-		    s->patch.hop != ap->hop || s->patch.nprobes != ap->nprobes ||
-		    memcmp(s->patch.probes, ap->probes, ap->nprobes * sizeof(ap->probes[0])))
+		if (!s->ninsns || !same_window(&s->patch, ap))
 			continue;
-		return s;
+		if (ap->method == DP_APP_METHOD_INT3 ||
+		    (s->patch.nprobes == ap->nprobes &&
+		     !memcmp(s->patch.probes, ap->probes, ap->nprobes * sizeof(ap->probes[0]))))
+			return s;
 	}
 	return NULL;
 }
 
-/* Step 2 for one patch: 0, or -errno with w->fail (and the reason in rp). */
-static int prepare(struct dpd_event *ev, struct dpd_proc *p, uint64_t bias, struct work *w,
-		   struct dp_client_proc *rp, struct dpd_msg *msg)
+/* The probes of every owner of w, and their hooks: 0, or -errno with msg
+ * (w->fail, with the reports, when there are too many). */
+static int owner_probes(struct dpd_proc *p, struct work *w, struct dp_tramp_hook *hooks,
+			struct dpd_msg *msg)
+{
+	struct dp_app_patch *ap = &w->rec.patch;
+
+	ap->nprobes = 0;
+	for (uint32_t i = 0; i < w->rec.nowners; i++) {
+		const struct dpd_owner *o = &w->rec.owners[i];
+
+		for (unsigned k = 0; k < o->pl->npoints; k++) {
+			const struct dpd_point *pt = &o->ev->points[o->pl->point_ids[k]];
+			uint64_t handle;
+			uint32_t id, j;
+			int ret = get_probe(o->ev, p, pt, o->bias, &id, &handle, msg);
+
+			if (ret)
+				return ret;
+			/* Events of one name with the same contexts (in two
+			 * sessions) record through one probe. */
+			for (j = 0; j < ap->nprobes && ap->probes[j] != id; j++)
+				;
+			if (j < ap->nprobes)
+				continue;
+			if (ap->nprobes == DP_APP_MAX_PATCH_PROBES) {
+				char text[DP_CLIENT_TEXT_MAX];
+
+				snprintf(text, sizeof(text), "the patch at 0x%" PRIx64 " would serve "
+					 "more than %d probes", ap->site, DP_APP_MAX_PATCH_PROBES);
+				fail_work(p->pid, w, DP_REASON_NONE, text);
+				return 0;
+			}
+			hooks[ap->nprobes].addr = o->pl->points[k] + o->bias;
+			hooks[ap->nprobes].arg = (void *)(uintptr_t)handle;
+			ap->probes[ap->nprobes++] = id;
+		}
+	}
+	return 0;
+}
+
+/* Step 3 for one patch: 0, or -errno with msg when the agent failed us;
+ * otherwise a patch that cannot be made is dropped (w->fail). */
+static int prepare(struct dpd_proc *p, struct work *w, struct dpd_msg *msg)
 {
 	static enum dp_vec_save vec = (enum dp_vec_save)-1;
-	const struct dp_patch *pl = w->pl;
 	struct dp_app_patch *ap = &w->rec.patch;
-	struct dp_tramp_hook hooks[DP_PATCH_MAX_POINTS];
-	uint64_t handles[DP_PATCH_MAX_POINTS];
+	struct dp_tramp_hook hooks[DP_APP_MAX_PATCH_PROBES];
 	uint8_t cur[DP_WINDOW_MAX_LEN];
-	const struct dpd_site *other, *kept;
+	const struct dpd_site *kept;
 	enum dp_reason why = DP_REASON_NONE;
 	struct dp_window win;
 	struct dp_tramp tramp;
 	struct dp_emit e;
-	size_t cap;
-	int ret;
+	size_t cap, nhooks;
+	int ret = 0;
 
 	if ((int)vec < 0)
 		vec = dp_vec_save_detect();
-	memset(ap, 0, sizeof(*ap));
-	ap->site = pl->win.addr + bias;
-	ap->method = pl->method == DP_SITE_INT3 ? DP_APP_METHOD_INT3 : DP_APP_METHOD_JUMP;
-	ap->len = pl->win.len;
-	memcpy(ap->orig, pl->win.bytes, pl->win.len);
-	if (pl->method == DP_SITE_JUMP && pl->hop.len) {
-		ap->hop = pl->hop.addr + bias;
-		ap->hop_len = pl->hop.len;
-		memcpy(ap->hop_orig, pl->hop.bytes, pl->hop.len);
-	}
-
-	other = overlap(p, ap->site, ap->len, ap->hop, ap->hop_len);
-	if (other) {
-		char text[DP_CLIENT_TEXT_MAX];
-
-		snprintf(text, sizeof(text), "%s (the patch at 0x%" PRIx64 " of %s)",
-			 dp_reason_str(DP_REASON_OVERLAP), other->patch.site,
-			 other->ev ? other->ev->names[0] : other->event);
-		refuse_points(ev, pl, bias, rp, DP_REASON_OVERLAP, text);
-		w->fail = true;
-		return 0;
-	}
-	/* The program's bytes must be the file's: another tool's patch, or
-	 * code the program rewrote, is not ours to displace. */
-	ret = read_mem(p->pid, ap->site, cur, ap->len);
-	if (!ret && memcmp(cur, ap->orig, ap->len))
-		ret = -ESTALE;
-	if (!ret && ap->hop_len) {
-		ret = read_mem(p->pid, ap->hop, cur, ap->hop_len);
-		if (!ret && memcmp(cur, ap->hop_orig, ap->hop_len))
+	/* A new patch's bytes must be the file's: another tool's patch, or
+	 * code the program rewrote, is not ours to displace.  (A rebuilt
+	 * patch is ours, in place.) */
+	if (!w->replaces) {
+		ret = read_mem(p->pid, ap->site, cur, ap->len);
+		if (!ret && memcmp(cur, ap->orig, ap->len))
 			ret = -ESTALE;
+		if (!ret && ap->hop_len) {
+			ret = read_mem(p->pid, ap->hop, cur, ap->hop_len);
+			if (!ret && memcmp(cur, ap->hop_orig, ap->hop_len))
+				ret = -ESTALE;
+		}
 	}
 	if (ret) {
 		char text[DP_CLIENT_TEXT_MAX];
@@ -295,23 +381,14 @@ static int prepare(struct dpd_event *ev, struct dpd_proc *p, uint64_t bias, stru
 		else
 			snprintf(text, sizeof(text), "cannot read the code at 0x%" PRIx64 ": %s",
 				 ap->site, strerror(-ret));
-		refuse_points(ev, pl, bias, rp, DP_REASON_NONE, text);
-		w->fail = true;
+		fail_work(p->pid, w, DP_REASON_NONE, text);
 		return ret == -ESTALE ? 0 : ret;
 	}
 
-	for (unsigned k = 0; k < pl->npoints; k++) {
-		const struct dpd_point *pt = &ev->points[pl->point_ids[k]];
-
-		ret = get_probe(ev, p, pt, bias, &ap->probes[k], &handles[k], msg);
-		if (ret)
-			return ret;
-		hooks[k].addr = pl->points[k] + bias;
-		hooks[k].arg = (void *)(uintptr_t)handles[k];
-	}
-	ap->nprobes = pl->npoints;
-
-	kept = kept_tramp(p, ap);
+	ret = owner_probes(p, w, hooks, msg);
+	if (ret || w->fail)
+		return ret;
+	kept = reusable_tramp(p, ap);
 	if (kept) {
 		dpd_dbg("process %d: trampoline at 0x%" PRIx64 " reused for 0x%" PRIx64,
 			(int)p->pid, kept->patch.tramp, ap->site);
@@ -325,7 +402,10 @@ static int prepare(struct dpd_event *ev, struct dpd_proc *p, uint64_t bias, stru
 		return 0;
 	}
 
-	cap = dp_tramp_max_len(ap->method == DP_APP_METHOD_INT3 ? 0 : pl->npoints, vec);
+	/* int3 sites reach their probes through the agent's trap table: their
+	 * trampoline is only the relocated instruction and the way back. */
+	nhooks = ap->method == DP_APP_METHOD_INT3 ? 0 : ap->nprobes;
+	cap = dp_tramp_max_len(nhooks, vec);
 	{
 		struct dp_app_msg req = { .type = DP_APP_ALLOC_CODE }, rep;
 
@@ -342,23 +422,20 @@ static int prepare(struct dpd_event *ev, struct dpd_proc *p, uint64_t bias, stru
 		dpd_msg_set(msg, "out of memory");
 		return -ENOMEM;
 	}
-	win = pl->win;
+	/* The owners' windows are the same: the first one's instructions. */
+	win = w->rec.owners[0].pl->win;
 	win.addr = ap->site;
 	dp_emit_init(&e, w->code, cap, ap->tramp);
-	/* int3 sites reach their probes through the agent's trap table: their
-	 * trampoline is only the relocated instruction and the way back. */
-	ret = dp_tramp_build(&e, &win, hooks, ap->method == DP_APP_METHOD_INT3 ? 0 : pl->npoints,
-			     (dp_handler_fn)(uintptr_t)p->probe_hit, vec, &tramp, &why);
+	ret = dp_tramp_build(&e, &win, hooks, nhooks, (dp_handler_fn)(uintptr_t)p->probe_hit,
+			     vec, &tramp, &why);
 	if (ret) {
 		free(w->code);
 		w->code = NULL;
-		refuse_points(ev, pl, bias, rp, why, why ? NULL : "the trampoline could not be built");
-		w->fail = true;
+		fail_work(p->pid, w, why, why ? NULL : "the trampoline could not be built");
 		return 0;
 	}
 	ap->tramp_len = (uint32_t)tramp.len;
-	if (ap->method == DP_APP_METHOD_INT3)
-		ap->resume = tramp.insn_at[0];
+	ap->resume = ap->method == DP_APP_METHOD_INT3 ? tramp.insn_at[0] : 0;
 	w->rec.entry = tramp.entry;
 	w->rec.ninsns = win.ninsns;
 	memcpy(w->rec.off, win.off, sizeof(w->rec.off));
@@ -408,28 +485,6 @@ static int note_removed(struct dpd_proc *p, uint64_t site, struct dpd_msg *msg)
 	return ret;
 }
 
-/* Records a written patch in p (replacing a kept record of the same site). */
-static int record(struct dpd_proc *p, struct dpd_event *ev, struct work *w)
-{
-	struct dpd_site *s = NULL, *v;
-
-	for (uint32_t i = 0; i < p->nsites; i++)
-		if (p->sites[i].patch.site == w->rec.patch.site && !p->sites[i].installed)
-			s = &p->sites[i];
-	if (!s) {
-		v = realloc(p->sites, (p->nsites + 1) * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		p->sites = v;
-		s = &p->sites[p->nsites++];
-	}
-	*s = w->rec;
-	s->ev = ev;
-	snprintf(s->event, sizeof(s->event), "%s", ev->names[0]);
-	s->installed = true;
-	return 0;
-}
-
 /* Ensures pid's agent talks to us: the process, or NULL with a message. */
 static struct dpd_proc *ensure_agent(pid_t pid, struct dpd_msg *msg, int *err)
 {
@@ -445,7 +500,7 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dpd_msg *msg, int *err)
 	dp_inject_opts_init(&opts);
 	/* The agent connects to the daemon that loaded it, whoever owns the
 	 * process and whatever its environment says of LTTNG_HOME. */
-	opts.env_name = "LTTNG_DYNPROBE_APP_SOCKET";
+	opts.env_name = DP_APP_ENV_SOCKET;
 	opts.env_value = dpd_cfg.app_sock;
 	ret = dp_inject_agent(pid, dpd_cfg.agent_path, &opts, &res, why, sizeof(why));
 	if (ret < 0) {
@@ -527,20 +582,20 @@ static bool optional_only(const struct dpd_event *ev, const struct dp_patch *pl)
 	return true;
 }
 
-/* Whether ev already has the patch at `site` installed in p. */
+/* Whether ev owns the patch installed at `site` in p. */
 static bool has_site(const struct dpd_proc *p, const struct dpd_event *ev, uint64_t site)
 {
 	for (uint32_t i = 0; i < p->nsites; i++)
-		if (p->sites[i].installed && p->sites[i].ev == ev &&
-		    p->sites[i].patch.site == site)
+		if (p->sites[i].installed && p->sites[i].patch.site == site &&
+		    dpd_site_owned(&p->sites[i], ev))
 			return true;
 	return false;
 }
 
 /*
- * Writes the batch's new trampolines while the program runs: nothing
- * reaches them before their jumps exist.  One that cannot be written fails
- * its patch alone.
+ * Step 4: the new trampolines written while the program runs: nothing
+ * reaches them before their jumps exist, or their notes for int3s.  One
+ * that cannot be written fails its patch alone.
  */
 static void write_trampolines(pid_t pid, struct work *ws, size_t n)
 {
@@ -562,11 +617,105 @@ static void write_trampolines(pid_t pid, struct work *ws, size_t n)
 			continue;
 		snprintf(text, sizeof(text), "cannot write the trampoline at 0x%" PRIx64 ": %s",
 			 ap->tramp, done < 0 ? strerror(errno) : "short write");
-		refuse_points(w->ev, w->pl, w->bias, w->rp, DP_REASON_NONE, text);
-		w->fail = true;
+		fail_work(pid, w, DP_REASON_NONE, text);
 	}
 	if (fd >= 0)
 		close(fd);
+}
+
+/* Takes back w's note: the agent's record of the site is again what the
+ * code holds (the patch w would have replaced, or none). */
+static void unnote(struct dpd_proc *p, struct work *w)
+{
+	struct dpd_msg ignored;
+
+	if (w->noted && p->fd >= 0) {
+		if (w->replaces)
+			note(p, &p->sites[w->old].patch, &ignored);
+		else
+			note_removed(p, w->rec.patch.site, &ignored);
+	}
+	w->noted = false;
+}
+
+/*
+ * Steps 3 to 5 for every work.  0, or -errno with msg when the agent failed
+ * us: then every note is taken back and every work dropped.
+ */
+static int stage(struct dpd_proc *p, struct work *ws, size_t n, struct dpd_msg *msg)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < n && !ret; i++)
+		if (!ws[i].fail)
+			ret = prepare(p, &ws[i], msg);
+	if (!ret)
+		write_trampolines(p->pid, ws, n);
+	for (size_t i = 0; i < n && !ret; i++) {
+		if (ws[i].fail)
+			continue;
+		ret = note(p, &ws[i].rec.patch, msg);
+		ws[i].noted = !ret;
+	}
+	for (size_t i = 0; i < n && ret; i++) {
+		unnote(p, &ws[i]);
+		ws[i].fail = true;
+	}
+	return ret;
+}
+
+/* Writes a patch's bytes, threads held: a jump's hop first (nothing reaches
+ * it before the rel8 exists), then its site; or the int3. */
+static int put_patch(struct dp_proc *proc, const struct dp_app_patch *ap, uint64_t entry)
+{
+	uint8_t site_bytes[DP_WINDOW_MAX_LEN], hop_bytes[DP_APP_HOP_LEN];
+	int ret = 0;
+
+	if (ap->method == DP_APP_METHOD_INT3) {
+		uint8_t int3 = 0xcc;
+
+		return dp_proc_write(proc, ap->site, &int3, 1);
+	}
+	jump_bytes(ap, entry, site_bytes, hop_bytes);
+	if (ap->hop_len)
+		ret = dp_proc_write(proc, ap->hop, hop_bytes, ap->hop_len);
+	if (!ret)
+		ret = dp_proc_write(proc, ap->site, site_bytes, ap->len);
+	return ret;
+}
+
+/*
+ * Puts a site's original bytes back, threads held: the site first, then the
+ * hop (a thread between the two has taken the rel8: it goes on to the
+ * trampoline's entry); a thread about to run a hook goes back to the
+ * original code, its event being out from now on.  0 or -errno.
+ */
+static int restore_site(struct dp_proc *proc, const struct dpd_site *s)
+{
+	const struct dp_app_patch *ap = &s->patch;
+	uint8_t cur[DP_APP_HOP_LEN];
+	uint64_t entry = s->entry;
+	int ret;
+
+	ret = dp_proc_write(proc, ap->site, ap->orig, ap->len);
+	if (ap->hop_len && !ret) {
+		if (!dp_proc_read(proc, ap->hop, cur, sizeof(cur)) && cur[0] == 0xe9) {
+			int32_t rel;
+
+			memcpy(&rel, cur + 1, 4);
+			entry = ap->hop + 5 + (int64_t)rel;
+		}
+		struct dp_pc_move mv = { ap->hop, entry };
+
+		dp_proc_move_pcs(proc, ap->hop, ap->hop + 1, &mv, 1, NULL);
+		ret = dp_proc_write(proc, ap->hop, ap->hop_orig, ap->hop_len);
+	}
+	for (uint8_t i = 0; i < s->ninsns && ap->method == DP_APP_METHOD_JUMP; i++) {
+		struct dp_pc_move mv = { s->insn_at[i], ap->site + s->off[i] };
+
+		dp_proc_move_pcs(proc, s->insn_at[i], s->insn_at[i] + 1, &mv, 1, NULL);
+	}
+	return ret;
 }
 
 /*
@@ -605,14 +754,59 @@ static bool pc_within(const uint64_t *pcs, size_t n, uint64_t start, uint64_t en
 	return false;
 }
 
-/* Holds every thread and writes the batch's sites.  0 or -errno with msg. */
-static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd_msg *msg)
+/*
+ * Writes w's patch, threads held: threads inside a new window moved to the
+ * matching relocated instruction (a patch in place has none there: its
+ * window is entered by its first byte only), then the bytes.  One that
+ * cannot be written is dropped, and what it changed put back as it was.
+ */
+static void write_patch(struct dp_proc *proc, struct dpd_proc *p, const uint64_t *pcs,
+			size_t npcs, struct work *w)
 {
-	struct dp_proc *proc = dp_proc_open(p->pid);
+	const struct dp_app_patch *ap = &w->rec.patch;
+
+	if (!w->replaces && ap->method == DP_APP_METHOD_JUMP &&
+	    pc_within(pcs, npcs, ap->site, ap->site + ap->len)) {
+		struct dp_pc_move map[DP_WINDOW_MAX_INSNS];
+		size_t nm = 0;
+
+		map[nm++] = (struct dp_pc_move){ ap->site, ap->site };
+		for (uint8_t k = 1; k < w->rec.ninsns; k++)
+			map[nm++] = (struct dp_pc_move){ ap->site + w->rec.off[k], w->rec.insn_at[k] };
+		if (dp_proc_move_pcs(proc, ap->site, ap->site + ap->len, map, nm, NULL)) {
+			fail_work(p->pid, w, DP_REASON_NONE, dp_proc_errmsg(proc));
+			return;
+		}
+	}
+	if (!put_patch(proc, ap, w->rec.entry))
+		return;
+	fail_work(p->pid, w, DP_REASON_NONE, dp_proc_errmsg(proc));
+	/* Nothing half-written stays. */
+	if (w->replaces)
+		put_patch(proc, &p->sites[w->old].patch, p->sites[w->old].entry);
+	else
+		restore_site(proc, &w->rec);
+}
+
+/*
+ * Step 6: one stop of p's threads writes the works' patches, then restores
+ * the sites `gone` (indexes in p->sites), marking them not installed.  0, or
+ * -errno with msg when the threads could not be held (every work dropped)
+ * or let go.
+ */
+static int hold_and_write(struct dpd_proc *p, struct work *ws, size_t n, const uint32_t *gone,
+			  size_t ngone, struct dpd_msg *msg)
+{
+	struct dp_proc *proc;
 	uint64_t *pcs;
-	size_t npcs;
+	size_t npcs, nwrite = 0;
 	int ret;
 
+	for (size_t i = 0; i < n; i++)
+		nwrite += !ws[i].fail;
+	if (!nwrite && !ngone)
+		return 0;
+	proc = dp_proc_open(p->pid);
 	if (!proc) {
 		dpd_msg_set(msg, "out of memory");
 		return -ENOMEM;
@@ -624,58 +818,27 @@ static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd
 		else
 			dpd_msg_set(msg, "%s", dp_proc_errmsg(proc));
 		dp_proc_close(proc);
+		for (size_t i = 0; i < n; i++)
+			ws[i].fail = true;
 		return ret;
 	}
 	pcs = held_pcs(proc, &npcs);
 	/* Each patch stands alone: one that cannot be written is dropped
 	 * (and reported) whole, the others go on. */
-	for (size_t i = 0; i < n; i++) {
-		struct work *w = &ws[i];
-		struct dp_app_patch *ap = &w->rec.patch;
-		uint8_t site_bytes[DP_WINDOW_MAX_LEN], hop_bytes[DP_APP_HOP_LEN];
-
-		if (w->fail)
-			continue;
-		ret = 0;
-		if (ap->method == DP_APP_METHOD_JUMP) {
-			struct dp_pc_move map[DP_WINDOW_MAX_INSNS];
-			size_t nm = 0;
-
-			map[nm++] = (struct dp_pc_move){ ap->site, ap->site };
-			for (uint8_t k = 1; k < w->rec.ninsns; k++)
-				map[nm++] = (struct dp_pc_move){ ap->site + w->rec.off[k],
-								 w->rec.insn_at[k] };
-			if (pc_within(pcs, npcs, ap->site, ap->site + ap->len) &&
-			    dp_proc_move_pcs(proc, ap->site, ap->site + ap->len, map, nm, NULL)) {
-				refuse_points(w->ev, w->pl, w->bias, w->rp, DP_REASON_NONE,
-					      dp_proc_errmsg(proc));
-				w->fail = true;
-				continue;
-			}
-			jump_bytes(ap, w->rec.entry, site_bytes, hop_bytes);
-			/* The hop first: nothing reaches it before the rel8 exists. */
-			if (ap->hop_len)
-				ret = dp_proc_write(proc, ap->hop, hop_bytes, ap->hop_len);
-			if (!ret)
-				ret = dp_proc_write(proc, ap->site, site_bytes, ap->len);
-		} else {
-			uint8_t int3 = 0xcc;
-
-			ret = dp_proc_write(proc, ap->site, &int3, 1);
-		}
-		if (ret) {
-			/* Nothing half-written stays: put back what this
-			 * patch may have changed. */
-			refuse_points(w->ev, w->pl, w->bias, w->rp, DP_REASON_NONE, dp_proc_errmsg(proc));
-			dp_proc_write(proc, ap->site, ap->orig, ap->len);
-			if (ap->hop_len)
-				dp_proc_write(proc, ap->hop, ap->hop_orig, ap->hop_len);
-			w->fail = true;
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		if (!ws[i].fail)
+			write_patch(proc, p, pcs, npcs, &ws[i]);
 	free(pcs);
-	ret = 0;
-	if (dp_proc_detach(proc) && !ret) {
+	for (size_t k = 0; k < ngone; k++) {
+		struct dpd_site *s = &p->sites[gone[k]];
+
+		if (restore_site(proc, s))
+			dpd_err("process %d: cannot restore 0x%" PRIx64 ": %s", (int)p->pid,
+				s->patch.site, dp_proc_errmsg(proc));
+		else
+			s->installed = false;
+	}
+	if (dp_proc_detach(proc)) {
 		dpd_msg_set(msg, "%s", dp_proc_errmsg(proc));
 		ret = -ESRCH;
 	}
@@ -687,32 +850,115 @@ static int write_batch(struct dpd_proc *p, struct work *ws, size_t n, struct dpd
 		uint64_t total = dp_proc_total_held_ns(proc, &nholds);
 
 		dpd_info("process %d: a batch of %zu sites in %u stops, %.3f ms in all, "
-			 "threads held %.3f ms", (int)p->pid, n, nholds, total / 1e6,
+			 "threads held %.3f ms", (int)p->pid, nwrite + ngone, nholds, total / 1e6,
 			 dp_proc_max_held_ns(proc) / 1e6);
 	}
 	dp_proc_close(proc);
 	return ret;
 }
 
-/* Whether w's patch meets one already taken into the batch (two events of
- * one request at the same place): the first one keeps the place. */
-static const struct work *batch_overlap(const struct work *ws, size_t n, const struct work *w)
+/* Records a written patch in p: as the record of its trampoline (one it
+ * reused has one, a new one gets one); the patch it replaced is kept, not
+ * installed. */
+static int record(struct dpd_proc *p, const struct work *w)
 {
-	uint64_t site = w->pl->win.addr + w->bias, hop = w->pl->hop.addr + w->bias;
-	uint8_t hop_len = w->pl->method == DP_SITE_JUMP ? w->pl->hop.len : 0;
+	struct dpd_site *s = NULL, *v;
 
-	for (size_t i = 0; i < n; i++) {
-		const struct dp_app_patch *ap = &ws[i].rec.patch;
-
-		if (ws[i].fail || &ws[i] == w)
-			continue;
-		if (meets(site, w->pl->win.len, ap->site, ap->len) ||
-		    (ap->hop_len && meets(site, w->pl->win.len, ap->hop, ap->hop_len)) ||
-		    (hop_len && meets(hop, hop_len, ap->site, ap->len)) ||
-		    (hop_len && ap->hop_len && meets(hop, hop_len, ap->hop, ap->hop_len)))
-			return &ws[i];
+	for (uint32_t i = 0; !w->code && i < p->nsites; i++)
+		if (p->sites[i].patch.site == w->rec.patch.site &&
+		    p->sites[i].patch.tramp == w->rec.patch.tramp)
+			s = &p->sites[i];
+	if (!s) {
+		v = realloc(p->sites, (p->nsites + 1) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		p->sites = v;
+		s = &p->sites[p->nsites++];
 	}
-	return NULL;
+	if (w->replaces)
+		p->sites[w->old].installed = false;
+	*s = w->rec;
+	snprintf(s->event, sizeof(s->event), "%s", s->owners[0].ev->names[0]);
+	s->installed = true;
+	return 0;
+}
+
+/* Makes w the rebuilding of the patch installed at p->sites[i], for its
+ * owners so far. */
+static void rebuild(struct work *w, const struct dpd_proc *p, uint32_t i)
+{
+	w->replaces = true;
+	w->old = i;
+	w->rec.patch = p->sites[i].patch;
+	w->rec.nowners = p->sites[i].nowners;
+	memcpy(w->rec.owners, p->sites[i].owners, sizeof(w->rec.owners));
+}
+
+/*
+ * Step 2 for one plan entry of an event joining now (owner o, reported in
+ * rp, at window ap): onto the work of the batch that writes the same
+ * window, or a new work, which rebuilds the patch installed there if any.
+ * A window that meets another without being the same is refused.  The
+ * works from `others` on are the event's own: its plan's patches never
+ * meet.
+ */
+static void place(struct dpd_proc *p, struct work *ws, size_t *n, size_t others,
+		  const struct dpd_owner *o, struct dp_client_proc *rp,
+		  const struct dp_app_patch *ap)
+{
+	const struct dpd_site *in_place = NULL;
+	const char *holder = NULL;
+	struct work *w = NULL;
+	char text[DP_CLIENT_TEXT_MAX];
+	uint32_t old = 0, nowners;
+	uint64_t at = 0;
+
+	for (size_t i = 0; i < others && !w && !holder; i++) {
+		if (!patches_meet(&ws[i].rec.patch, ap))
+			continue;
+		if (same_window(&ws[i].rec.patch, ap)) {
+			w = &ws[i];
+		} else {
+			holder = ws[i].rec.owners[0].ev->names[0];
+			at = ws[i].rec.patch.site;
+		}
+	}
+	for (uint32_t i = 0; i < p->nsites && !w && !in_place && !holder; i++) {
+		const struct dpd_site *s = &p->sites[i];
+
+		if (!s->installed || !patches_meet(&s->patch, ap))
+			continue;
+		if (same_window(&s->patch, ap)) {
+			in_place = s;
+			old = i;
+		} else {
+			holder = s->nowners ? s->owners[0].ev->names[0] :
+				 s->event[0] ? s->event : "an event this daemon does not know";
+			at = s->patch.site;
+		}
+	}
+	if (holder) {
+		snprintf(text, sizeof(text), "%s (the patch at 0x%" PRIx64 " of %s): probes at "
+			 "the same address share one patch", dp_reason_str(DP_REASON_OVERLAP), at,
+			 holder);
+		refuse_points(o, rp, DP_REASON_OVERLAP, text);
+		return;
+	}
+	nowners = w ? w->rec.nowners : in_place ? in_place->nowners : 0;
+	if (nowners == DPD_SITE_MAX_OWNERS) {
+		snprintf(text, sizeof(text), "%d events share the patch at 0x%" PRIx64 " already",
+			 DPD_SITE_MAX_OWNERS, ap->site);
+		refuse_points(o, rp, DP_REASON_NONE, text);
+		return;
+	}
+	if (!w) {
+		w = &ws[(*n)++];
+		w->rec.patch = *ap;
+	}
+	if (in_place)
+		rebuild(w, p, old);
+	w->rps[w->rec.nowners] = rp;
+	w->rec.owners[w->rec.nowners++] = *o;
 }
 
 int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
@@ -771,17 +1017,17 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	 * writing below holds the threads, once for the whole request. */
 	for (size_t e = 0; e < nev; e++) {
 		struct dpd_event *ev = evs[e];
+		size_t others = n;
 
 		for (size_t i = 0; i < ev->nplan; i++) {
-			const struct dp_patch *pl = &ev->plan[i];
-			const struct work *other;
-			struct work *w;
+			const struct dpd_owner o = { ev, &ev->plan[i], bias[e] };
+			struct dp_app_patch ap;
 
-			if (pl->method == DP_SITE_REFUSED) {
-				refuse_points(ev, pl, bias[e], rps[e], pl->reason, NULL);
+			if (o.pl->method == DP_SITE_REFUSED) {
+				refuse_points(&o, rps[e], o.pl->reason, NULL);
 				continue;
 			}
-			if (pl->method == DP_SITE_INT3 && blocker) {
+			if (o.pl->method == DP_SITE_INT3 && blocker) {
 				char text[DP_CLIENT_TEXT_MAX];
 
 				snprintf(text, sizeof(text), "only an int3 fits, and thread %d (%s) of "
@@ -789,80 +1035,56 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 					 "process", (int)blocker, blocker_comm, (int)pid);
 				/* As in planning: the probe point or a function's entry
 				 * must be placeable, a return site may be left out. */
-				if (!optional_only(ev, pl)) {
+				if (!optional_only(ev, o.pl)) {
 					dpd_msg_set(&msg, "the site 0x%" PRIx64 " of %s: %s",
-						    pl->win.addr, ev->path, text);
+						    o.pl->win.addr, ev->path, text);
 					ret = -ENOTSUP;
 					goto undo;
 				}
-				refuse_points(ev, pl, bias[e], rps[e], DP_REASON_TRAP_UNSAFE, text);
+				refuse_points(&o, rps[e], DP_REASON_TRAP_UNSAFE, text);
 				continue;
 			}
-			if (has_site(p, ev, pl->win.addr + bias[e])) {
-				report_installed(ev, pl, bias[e], rps[e]);
+			patch_window(o.pl, o.bias, &ap);
+			if (has_site(p, ev, ap.site)) {
+				report_installed(&o, rps[e]);
 				continue;
 			}
-			w = &ws[n++];
-			w->ev = ev;
-			w->bias = bias[e];
-			w->rp = rps[e];
-			w->pl = pl;
-			other = batch_overlap(ws, n, w);
-			if (other) {
-				char text[DP_CLIENT_TEXT_MAX];
-
-				snprintf(text, sizeof(text), "%s (the patch at 0x%" PRIx64 " of %s)",
-					 dp_reason_str(DP_REASON_OVERLAP), other->rec.patch.site,
-					 other->ev->names[0]);
-				refuse_points(ev, pl, bias[e], rps[e], DP_REASON_OVERLAP, text);
-				w->fail = true;
-				continue;
-			}
-			ret = prepare(ev, p, bias[e], w, rps[e], &msg);
-			if (ret)
-				goto undo;
-			if (!w->fail) {
-				ret = note(p, &w->rec.patch, &msg);
-				if (ret)
-					goto undo;
-				w->noted = true;
-			}
+			place(p, ws, &n, others, &o, rps[e], &ap);
 		}
 	}
+	ret = stage(p, ws, n, &msg);
+	if (ret)
+		goto undo;
 	if (dpd_cfg.test_pause_ms) {
 		dpd_info("test pause: %d ms before writing into process %d", dpd_cfg.test_pause_ms,
 			 (int)pid);
 		usleep((useconds_t)dpd_cfg.test_pause_ms * 1000);
 	}
-	write_trampolines(pid, ws, n);
-	ret = write_batch(p, ws, n, &msg);
+	ret = hold_and_write(p, ws, n, NULL, 0, &msg);
 	if (ret)
 		goto undo;
 	for (size_t i = 0; i < n; i++) {
 		struct work *w = &ws[i];
 
 		if (w->fail) {
-			if (w->noted)
-				note_removed(p, w->rec.patch.site, &msg);
+			unnote(p, w);
 			continue;
 		}
-		if (record(p, w->ev, w))
+		if (record(p, w))
 			dpd_err("process %d: out of memory recording a patch", (int)pid);
-		report_installed(w->ev, w->pl, w->bias, w->rp);
+		for (uint32_t k = 0; k < w->rec.nowners; k++)
+			if (w->rps[k])
+				report_installed(&w->rec.owners[k], w->rps[k]);
 	}
 	msg.text[0] = '\0';
 	goto out;
 
 undo:
-	/* Nothing was written, or write_batch put back what it wrote: only
+	/* Nothing was written, or hold_and_write put back what it wrote: only
 	 * the agent's notes are to take back. */
 	p = dpd_proc_find(pid);
-	for (size_t i = 0; i < n && p && p->fd >= 0; i++) {
-		struct dpd_msg ignored;
-
-		if (ws[i].noted)
-			note_removed(p, ws[i].rec.patch.site, &ignored);
-	}
+	for (size_t i = 0; i < n && p; i++)
+		unnote(p, &ws[i]);
 	if (p && p->fd < 0 && kill(pid, 0)) {
 		dpd_msg_set(&msg, "process %d exited during the operation", (int)pid);
 		dpd_proc_forget(p);
@@ -884,122 +1106,130 @@ out:
 	return ret > 0 ? -ret : ret;
 }
 
+/* Counts a site ev left in its report. */
+static void report_left(struct dp_client_proc *rp, const struct dp_app_patch *ap)
+{
+	if (rp && ap->method == DP_APP_METHOD_INT3)
+		rp->nint3++;
+	else if (rp)
+		rp->njump++;
+}
+
 int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp)
 {
 	struct dpd_msg msg = { "" };
-	struct dp_proc *proc;
-	uint32_t *idx, n = 0;
+	struct work *ws;
+	uint32_t *gone, ngone = 0, nstay = 0;
+	size_t n = 0;
 	pid_t pid = p->pid;
 	int ret;
 
 	if (rp)
 		rp->pid = (uint32_t)pid;
-	idx = calloc(p->nsites ? p->nsites : 1, sizeof(*idx));
-	if (!idx)
+	ws = calloc(p->nsites ? p->nsites : 1, sizeof(*ws));
+	gone = calloc(p->nsites ? p->nsites : 1, sizeof(*gone));
+	if (!ws || !gone) {
+		free(ws);
+		free(gone);
 		return -ENOMEM;
-	for (uint32_t i = 0; i < p->nsites; i++)
-		if (p->sites[i].installed && (!ev || p->sites[i].ev == ev))
-			idx[n++] = i;
-	if (!n) {
-		free(idx);
-		return 0;
 	}
-	proc = dp_proc_open(pid);
-	ret = proc ? dp_proc_attach(proc, 0) : -ENOMEM;
+	/* A patch ev shares is rebuilt for the others; one it holds alone
+	 * (or every one, without ev) is restored. */
+	for (uint32_t i = 0; i < p->nsites; i++) {
+		const struct dpd_site *s = &p->sites[i];
+		struct work *w;
+
+		if (!s->installed || (ev && !dpd_site_owned(s, ev)))
+			continue;
+		if (!ev || s->nowners < 2) {
+			gone[ngone++] = i;
+			continue;
+		}
+		w = &ws[n++];
+		rebuild(w, p, i);
+		dpd_site_disown(&w->rec, ev);
+	}
+	if (stage(p, ws, n, &msg))
+		dpd_info("process %d: the patches %s shares stay: %s", (int)pid, ev->names[0],
+			 msg.text);
+	ret = hold_and_write(p, ws, n, gone, ngone, &msg);
 	if (ret == -DP_PROC_ENOPROC) {
 		/* Gone: nothing to restore, and nothing to remember. */
-		dp_proc_close(proc);
-		free(idx);
 		if (rp) {
 			rp->status = -ESRCH;
 			snprintf(rp->message, sizeof(rp->message), "process %d exited", (int)pid);
 		}
 		dpd_proc_forget(p);
-		return -ESRCH;
+		goto out;
 	}
-	if (ret) {
-		dpd_msg_set(&msg, "%s", proc ? dp_proc_errmsg(proc) : "out of memory");
-		dp_proc_close(proc);
-		free(idx);
+	for (uint32_t k = 0; k < ngone; k++) {
+		const struct dpd_site *s = &p->sites[gone[k]];
+
+		if (s->installed) {
+			nstay++;
+			continue;
+		}
+		report_left(rp, &s->patch);
+		if (p->fd >= 0 && note_removed(p, s->patch.site, &msg))
+			dpd_info("process %d: %s", (int)pid, msg.text);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct work *w = &ws[i];
+
+		if (w->fail) {
+			unnote(p, w);
+			nstay++;
+			continue;
+		}
+		if (record(p, w))
+			dpd_err("process %d: out of memory recording a patch", (int)pid);
+		report_left(rp, &w->rec.patch);
+	}
+	if (ret || nstay) {
+		if (!ret)
+			dpd_msg_set(&msg, "%u patches of process %d could not change: they stay as "
+					  "they were", nstay, (int)pid);
+		ret = ret ? ret : -EIO;
 		if (rp) {
 			rp->status = ret;
 			snprintf(rp->message, sizeof(rp->message), "%s", msg.text);
 		}
 		dpd_err("remove from %d: %s", (int)pid, msg.text);
-		return ret;
 	}
-	for (uint32_t k = 0; k < n; k++) {
-		struct dpd_site *s = &p->sites[idx[k]];
-		struct dp_app_patch *ap = &s->patch;
-		uint8_t cur[DP_APP_HOP_LEN];
-		uint64_t entry = s->entry;
-
-		/* The site first, then the hop: a thread between the two (it
-		 * took the rel8) goes on to the trampoline's entry. */
-		ret = dp_proc_write(proc, ap->site, ap->orig, ap->len);
-		if (ap->hop_len && !ret) {
-			if (!dp_proc_read(proc, ap->hop, cur, sizeof(cur)) && cur[0] == 0xe9) {
-				int32_t rel;
-
-				memcpy(&rel, cur + 1, 4);
-				entry = ap->hop + 5 + (int64_t)rel;
-			}
-			struct dp_pc_move mv = { ap->hop, entry };
-
-			dp_proc_move_pcs(proc, ap->hop, ap->hop + 1, &mv, 1, NULL);
-			ret = dp_proc_write(proc, ap->hop, ap->hop_orig, ap->hop_len);
-		}
-		/* A thread about to run a hook goes back to the original code:
-		 * the event is disabled from now on. */
-		for (uint8_t i = 0; i < s->ninsns && ap->method == DP_APP_METHOD_JUMP; i++) {
-			struct dp_pc_move mv = { s->insn_at[i], ap->site + s->off[i] };
-
-			dp_proc_move_pcs(proc, s->insn_at[i], s->insn_at[i] + 1, &mv, 1, NULL);
-		}
-		if (ret)
-			dpd_err("process %d: cannot restore 0x%" PRIx64 ": %s", (int)pid, ap->site,
-				dp_proc_errmsg(proc));
-		else
-			s->installed = false;
-	}
-	dp_proc_close(proc);
-	for (uint32_t k = 0; k < n; k++) {
-		struct dpd_site *s = &p->sites[idx[k]];
-
-		if (s->installed)
-			continue;
-		if (rp) {
-			if (s->patch.method == DP_APP_METHOD_INT3)
-				rp->nint3++;
-			else
-				rp->njump++;
-		}
-		if (p->fd >= 0 && note_removed(p, s->patch.site, &msg))
-			dpd_info("process %d: %s", (int)pid, msg.text);
-	}
-	free(idx);
-	return 0;
+out:
+	for (size_t i = 0; i < n; i++)
+		free(ws[i].code);
+	free(ws);
+	free(gone);
+	return ret;
 }
 
 void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep)
 {
-	bool again = true;
+	size_t n = 0, k = 0;
+	pid_t *pids;
 
-	/* A removal may forget the process (it exited): restart each time. */
-	while (again) {
-		again = false;
-		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
-			uint32_t j, i;
-			struct dp_client_proc *rp;
-
-			if (!dpd_proc_count_sites(p, ev, &j, &i))
-				continue;
-			rp = rep ? dp_client_report_add_proc(rep) : NULL;
-			dpd_remove(ev, p, rp);
-			again = true;
-			break;
-		}
+	/* By pid: a removal may forget its process (it exited). */
+	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
+		n++;
+	pids = calloc(n ? n : 1, sizeof(*pids));
+	if (!pids) {
+		dpd_err("out of memory removing %s", ev->names[0]);
+		return;
 	}
+	for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
+		uint32_t j, i;
+
+		if (dpd_proc_count_sites(p, ev, &j, &i))
+			pids[k++] = p->pid;
+	}
+	for (size_t i = 0; i < k; i++) {
+		struct dpd_proc *p = dpd_proc_find(pids[i]);
+
+		if (p)
+			dpd_remove(ev, p, rep ? dp_client_report_add_proc(rep) : NULL);
+	}
+	free(pids);
 }
 
 /* The real uid of pid, or -1. */

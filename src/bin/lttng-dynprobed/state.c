@@ -43,11 +43,10 @@ void dpd_event_unlink(struct dpd_event *ev)
 			break;
 		}
 	}
-	/* Patches recovered from agents may still name it. */
+	/* Patches it could not be taken out of still serve its probes. */
 	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
 		for (uint32_t i = 0; i < p->nsites; i++)
-			if (p->sites[i].ev == ev)
-				p->sites[i].ev = NULL;
+			dpd_site_disown(&p->sites[i], ev);
 }
 
 void dpd_event_free(struct dpd_event *ev)

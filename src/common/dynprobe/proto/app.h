@@ -62,11 +62,12 @@
  *    hooks (the handler being HELLO's probe_hit).  Probes are never freed
  *    and their ids never reused in a process: to probe a site again, note a
  *    patch naming the existing probe;
- *  - NOTE_INSTALLED of an int3 patch must come before the int3 is written
- *    (the agent registers the trap site: an int3 it does not know would
- *    reach the program); of a jump patch, once the trampoline and the jump
- *    are written.  A site noted again replaces its record (a patch rebuilt
- *    with more probes);
+ *  - NOTE_INSTALLED comes before the patch is written: for an int3 the
+ *    agent registers the trap site (an int3 it does not know would reach
+ *    the program), and a daemon that dies before writing leaves a record
+ *    whose site still holds its original bytes, which the next one forgets.
+ *    A site noted again replaces its record (a patch rebuilt for another
+ *    set of probes: its trampoline is written before the note);
  *  - NOTE_REMOVED comes after the original bytes are back;
  *  - the agent reports everything noted, with counters, in every HELLO:
  *    after a reconnection, and from a forked child (its own pid, what it
