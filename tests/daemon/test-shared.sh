@@ -128,11 +128,14 @@ tap_ok $? "both record: $(count dynprobe:pfp) probe, $(count dynprobe:pff_entry)
 site=$(printf '0x%x' "$(runtime_addr "$pid" "$PIE" "$(sym_vaddr "$PIE" dp_work)")")
 before=$(site_bytes "$pid" "$site" "$LEN")
 dpctl enable pf channel0 pfo probe dp_work+1 "$PIE" -p "$pid"
-grep -q "^site event=dynprobe:pfo .*method=refused reason=overlap text=another probe's jump already overwrites these bytes (the patch at $site of dynprobe:pf[a-z_]*): probes at the same address share one patch$" "$DP_TMP/out"
-tap_ok $? "a window that overlaps the shared one is refused: $(grep '^site' "$DP_TMP/out" | sed 's/.*text=//')"
+st=$?
+[ $st -eq 1 ] && out_has "^status=-16 message=dynprobe:pfo at 0x[0-9a-f]+ \\(0x[0-9a-f]+ of $PIE\\) cannot be placed: another probe's jump already overwrites these bytes \\(the patch at $site of dynprobe:pf[a-z_]*\\): probes at the same address share one patch$"
+tap_ok $? "a window that overlaps the shared one is refused: $(head -n1 "$DP_TMP/out")"
 [ "$(site_bytes "$pid" "$site" "$LEN")" = "$before" ]
 tap_ok $? "and the shared patch is left as it was"
-dpctl disable pf channel0 pfo
+dpctl list pf
+! out_has "event=pfo "
+tap_ok $? "the refused event is not kept"
 
 from=$(($(wc -l <"$DP_TMP/dynprobed.log") + 1))
 dpctl enable-many pf channel0 "$pid" "$PIE" pfm1=dp_work+20 pfm2=dp_work+20 &&

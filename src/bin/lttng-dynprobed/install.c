@@ -582,6 +582,23 @@ static bool optional_only(const struct dpd_event *ev, const struct dp_patch *pl)
 	return true;
 }
 
+/* A site of ev that rp reports refused although its point may not be left
+ * out (dpd_point.optional), or NULL. */
+static const struct dp_client_site *required_refused(const struct dpd_event *ev,
+						     const struct dp_client_proc *rp)
+{
+	for (uint32_t i = 0; i < rp->nsites; i++) {
+		const struct dp_client_site *s = &rp->sites[i];
+
+		if (s->method != DP_CLIENT_METHOD_REFUSED)
+			continue;
+		for (uint32_t k = 0; k < ev->npoints; k++)
+			if (ev->points[k].vaddr == s->vaddr && !ev->points[k].optional)
+				return s;
+	}
+	return NULL;
+}
+
 /* Whether ev owns the patch installed at `site` in p. */
 static bool has_site(const struct dpd_proc *p, const struct dpd_event *ev, uint64_t site)
 {
@@ -1053,6 +1070,20 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		}
 	}
 	ret = stage(p, ws, n, &msg);
+	if (ret)
+		goto undo;
+	/* As in planning: a probe point or a function's entry that cannot be
+	 * placed here (another event's bytes, code that changed) fails the
+	 * request in this process, before anything is written. */
+	for (size_t e = 0; e < nev && !ret; e++) {
+		const struct dp_client_site *s = required_refused(evs[e], rps[e]);
+
+		if (!s)
+			continue;
+		dpd_msg_set(&msg, "%s at 0x%" PRIx64 " (0x%" PRIx64 " of %s) cannot be placed: %s",
+			    s->event, s->addr, s->vaddr, evs[e]->path, s->text);
+		ret = strcmp(s->reason, dp_reason_name(DP_REASON_OVERLAP)) ? -ENOTSUP : -EBUSY;
+	}
 	if (ret)
 		goto undo;
 	if (dpd_cfg.test_pause_ms) {
