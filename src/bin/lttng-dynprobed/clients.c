@@ -706,11 +706,14 @@ static void do_list(const struct dpd_client *c, const char *session,
 	l->nevents = (uint32_t)n;
 }
 
-void dpd_session_drop(const char *session, uid_t uid, struct dp_client_report *rep)
+void dpd_session_drop(const char *name, uid_t uid, struct dp_client_report *rep)
 {
 	struct dpd_event *ev, *next;
+	char session[DP_CLIENT_NAME_MAX];
 	bool changed = false;
 
+	/* The name may be an event's own, freed below. */
+	snprintf(session, sizeof(session), "%s", name);
 	for (ev = dpd_events; ev; ev = next) {
 		next = ev->next;
 		if (strcmp(ev->session, session) || (uid && ev->owner != uid))
