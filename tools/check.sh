@@ -31,23 +31,58 @@ echo "== make check"
 make -j"$jobs" check >"$log/check.log" 2>&1
 status=$?
 
-# Every TAP result of every test script counts.
+# Every TAP result of the test scripts under $1 counts.
 passed=0 failed=0
-while IFS= read -r trs; do
-	p=$(grep -c '^:test-result: \(PASS\|XFAIL\)' "$trs")
-	f=$(grep -c '^:test-result: \(FAIL\|XPASS\|ERROR\|SKIP\)' "$trs")
-	passed=$((passed + p))
-	failed=$((failed + f))
-	printf '   %-40s %5d passed, %d failed\n' "${trs%.trs}" "$p" "$f"
-	if [ "$f" -gt 0 ]; then
-		echo "-- ${trs%.trs}.log:"
-		grep -E '^(not ok|Bail out|#)' "${trs%.trs}.log" | head -n 40
-	fi
-done < <(find tests -name '*.trs' | sort)
+count() {
+	local trs p f
+	while IFS= read -r trs; do
+		p=$(grep -c '^:test-result: \(PASS\|XFAIL\)' "$trs")
+		f=$(grep -c '^:test-result: \(FAIL\|XPASS\|ERROR\|SKIP\)' "$trs")
+		passed=$((passed + p))
+		failed=$((failed + f))
+		printf '   %-40s %5d passed, %d failed\n' "${2:-}${trs%.trs}" "$p" "$f"
+		if [ "$f" -gt 0 ]; then
+			echo "-- ${trs%.trs}.log:"
+			grep -E '^(not ok|Bail out|#)' "${trs%.trs}.log" | head -n 40
+		fi
+	done < <(find "$1" -name '*.trs' | sort)
+}
+count tests
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
 	# make check failed without a failing test result: a build or driver error.
 	tail -n 40 "$log/check.log"
 	failed=1
+fi
+
+# The daemon's tests again, with the daemon built with AddressSanitizer and
+# UndefinedBehaviorSanitizer: any report is a failure.  Only the daemon: the
+# agent goes into programs that are not built with them.
+echo "== tests/daemon with a sanitized lttng-dynprobed"
+san="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined"
+# The tests run it as an unprivileged user too: it must be reachable, and
+# its reports writable, by anyone.
+chmod 0755 "$log" && mkdir -m 1777 "$log/san"
+if make -C src/bin/lttng-dynprobed clean >"$log/san.log" 2>&1 &&
+	make -C src/bin/lttng-dynprobed CFLAGS="$san" LDFLAGS="-fsanitize=address,undefined" \
+		>>"$log/san.log" 2>&1 &&
+	cp src/bin/lttng-dynprobed/lttng-dynprobed "$log/san/" &&
+	make -C src/bin/lttng-dynprobed clean >>"$log/san.log" 2>&1 &&
+	make -C src/bin/lttng-dynprobed >>"$log/san.log" 2>&1; then
+	DP_TEST_DAEMON=$log/san/lttng-dynprobed \
+		ASAN_OPTIONS=log_path=$log/san/report:detect_leaks=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:log_path=$log/san/report \
+		make -C tests/daemon -j"$jobs" check >>"$log/san.log" 2>&1
+	count tests/daemon "sanitized: "
+	for report in "$log"/san/report.*; do
+		[ -e "$report" ] || continue
+		echo "-- sanitizer report $(basename "$report"):"
+		head -n 30 "$report"
+		failed=$((failed + 1))
+	done
+else
+	tail -n 40 "$log/san.log"
+	echo "check.sh: cannot build the sanitized daemon"
+	failed=$((failed + 1))
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

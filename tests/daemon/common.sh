@@ -11,7 +11,9 @@
 #   out_has REGEX              whether the last dpctl output matches
 #   site_bytes PID ADDR LEN    hex of LEN bytes of PID's memory at ADDR
 
-DPD=$abs_top_builddir/src/bin/lttng-dynprobed/lttng-dynprobed
+# DP_TEST_DAEMON: another build of the daemon to test (tools/check.sh runs
+# these tests again with one built with sanitizers).
+DPD=${DP_TEST_DAEMON:-$abs_top_builddir/src/bin/lttng-dynprobed/lttng-dynprobed}
 AGENT=$abs_top_builddir/src/lib/lttng-ust-dynprobe/.libs/liblttng-ust-dynprobe.so
 DPCTL=$builddir/dpctl
 DPD_PID=
