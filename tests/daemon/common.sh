@@ -43,6 +43,19 @@ stop_dynprobed() {
 	return 0
 }
 
+# kill_dynprobed: SIGKILL, and wait until the daemon is dead (a zombie
+# counts: its pid file lock is released), so that a new one may start.
+kill_dynprobed() {
+	local i
+	[ -n "$DPD_PID" ] || return 0
+	kill -KILL "$DPD_PID" 2>/dev/null
+	for i in $(seq 200); do
+		grep -q '^State:[[:space:]]*[RSDT]' /proc/"$DPD_PID"/status 2>/dev/null || break
+		sleep 0.05
+	done
+	DPD_PID=
+}
+
 dpctl() {
 	local status
 	"$DPCTL" "$@" >"$DP_TMP/out" 2>&1

@@ -29,9 +29,8 @@ for i in $(seq 100); do
 	[ "$(grep -c "test pause: .* process $pid" "$DP_TMP/dynprobed.log")" -ge 2 ] && break
 	sleep 0.05
 done
-kill -KILL "$DPD_PID"
 old=$DPD_PID
-DPD_PID=
+kill_dynprobed
 wait "$client"
 [ $? -eq 2 ]
 tap_ok $? "the daemon killed in the middle of installing event b (its client saw: $(head -n1 "$DP_TMP/b-enable"))"

@@ -164,8 +164,7 @@ start_dynprobed || tap_bail "lttng-dynprobed does not start again"
 dpctl enable one channel0 one function dp_work "$PIE" -p "$pid" -c reg:rdi &&
 	dpctl enable two channel0 two function dp_work "$PIE" -p "$pid"
 tap_ok $? "a new daemon shares them again: $(grep '^proc' "$DP_TMP/out")"
-kill -KILL "$DPD_PID"
-DPD_PID=
+kill_dynprobed
 start_dynprobed
 tap_ok $? "the daemon killed with SIGKILL, a new one started"
 for i in $(seq 100); do
