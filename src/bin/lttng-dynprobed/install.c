@@ -702,44 +702,12 @@ static int put_patch(struct dp_proc *proc, const struct dp_app_patch *ap, uint64
 }
 
 /*
- * Puts a site's original bytes back, threads held: the site first, then the
- * hop (a thread between the two has taken the rel8: it goes on to the
- * trampoline's entry); a thread about to run a hook goes back to the
- * original code, its event being out from now on.  0 or -errno.
- */
-static int restore_site(struct dp_proc *proc, const struct dpd_site *s)
-{
-	const struct dp_app_patch *ap = &s->patch;
-	uint8_t cur[DP_APP_HOP_LEN];
-	uint64_t entry = s->entry;
-	int ret;
-
-	ret = dp_proc_write(proc, ap->site, ap->orig, ap->len);
-	if (ap->hop_len && !ret) {
-		if (!dp_proc_read(proc, ap->hop, cur, sizeof(cur)) && cur[0] == 0xe9) {
-			int32_t rel;
-
-			memcpy(&rel, cur + 1, 4);
-			entry = ap->hop + 5 + (int64_t)rel;
-		}
-		struct dp_pc_move mv = { ap->hop, entry };
-
-		dp_proc_move_pcs(proc, ap->hop, ap->hop + 1, &mv, 1, NULL);
-		ret = dp_proc_write(proc, ap->hop, ap->hop_orig, ap->hop_len);
-	}
-	for (uint8_t i = 0; i < s->ninsns && ap->method == DP_APP_METHOD_JUMP; i++) {
-		struct dp_pc_move mv = { s->insn_at[i], ap->site + s->off[i] };
-
-		dp_proc_move_pcs(proc, s->insn_at[i], s->insn_at[i] + 1, &mv, 1, NULL);
-	}
-	return ret;
-}
-
-/*
  * The PCs of the held threads, read once for a whole batch: only moving a
- * thread changes one, and that moves it into a trampoline, never into
- * another patch's bytes.  A thread whose registers cannot be read counts as
- * everywhere (its PC is 0 and *n is SIZE_MAX): every patch then checks it.
+ * thread changes one, into the trampoline of the patch being written, or
+ * back to the original bytes of the patch being restored, never into
+ * another patch's bytes, hop or trampoline.  A thread whose registers cannot
+ * be read counts as everywhere (*n is SIZE_MAX, as it may be passed to mean
+ * "check every thread"): every patch then checks it.
  */
 static uint64_t *held_pcs(struct dp_proc *proc, size_t *n)
 {
@@ -769,6 +737,44 @@ static bool pc_within(const uint64_t *pcs, size_t n, uint64_t start, uint64_t en
 		if (pcs[i] >= start && pcs[i] < end)
 			return true;
 	return false;
+}
+
+/*
+ * Puts a site's original bytes back, threads held: the site first, then the
+ * hop (a thread between the two has taken the rel8: it goes on to the
+ * trampoline's entry); a thread about to run a hook goes back to the
+ * original code, its event being out from now on.  Only threads whose PC in
+ * pcs (held_pcs) lies there are looked at.  0 or -errno.
+ */
+static int restore_site(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
+			const struct dpd_site *s)
+{
+	const struct dp_app_patch *ap = &s->patch;
+	uint8_t cur[DP_APP_HOP_LEN];
+	uint64_t entry = s->entry;
+	int ret;
+
+	ret = dp_proc_write(proc, ap->site, ap->orig, ap->len);
+	if (ap->hop_len && !ret) {
+		if (!dp_proc_read(proc, ap->hop, cur, sizeof(cur)) && cur[0] == 0xe9) {
+			int32_t rel;
+
+			memcpy(&rel, cur + 1, 4);
+			entry = ap->hop + 5 + (int64_t)rel;
+		}
+		struct dp_pc_move mv = { ap->hop, entry };
+
+		if (pc_within(pcs, npcs, ap->hop, ap->hop + 1))
+			dp_proc_move_pcs(proc, ap->hop, ap->hop + 1, &mv, 1, NULL);
+		ret = dp_proc_write(proc, ap->hop, ap->hop_orig, ap->hop_len);
+	}
+	for (uint8_t i = 0; i < s->ninsns && ap->method == DP_APP_METHOD_JUMP; i++) {
+		struct dp_pc_move mv = { s->insn_at[i], ap->site + s->off[i] };
+
+		if (pc_within(pcs, npcs, s->insn_at[i], s->insn_at[i] + 1))
+			dp_proc_move_pcs(proc, s->insn_at[i], s->insn_at[i] + 1, &mv, 1, NULL);
+	}
+	return ret;
 }
 
 /*
@@ -802,7 +808,9 @@ static void write_patch(struct dp_proc *proc, struct dpd_proc *p, const uint64_t
 	if (w->replaces)
 		put_patch(proc, &p->sites[w->old].patch, p->sites[w->old].entry);
 	else
-		restore_site(proc, &w->rec);
+		/* Threads this patch just moved are not where pcs says:
+		 * every one is checked. */
+		restore_site(proc, NULL, SIZE_MAX, &w->rec);
 }
 
 /*
@@ -845,16 +853,16 @@ static int hold_and_write(struct dpd_proc *p, struct work *ws, size_t n, const u
 	for (size_t i = 0; i < n; i++)
 		if (!ws[i].fail)
 			write_patch(proc, p, pcs, npcs, &ws[i]);
-	free(pcs);
 	for (size_t k = 0; k < ngone; k++) {
 		struct dpd_site *s = &p->sites[gone[k]];
 
-		if (restore_site(proc, s))
+		if (restore_site(proc, pcs, npcs, s))
 			dpd_err("process %d: cannot restore 0x%" PRIx64 ": %s", (int)p->pid,
 				s->patch.site, dp_proc_errmsg(proc));
 		else
 			s->installed = false;
 	}
+	free(pcs);
 	if (dp_proc_detach(proc)) {
 		dpd_msg_set(msg, "%s", dp_proc_errmsg(proc));
 		ret = -ESRCH;
