@@ -15,8 +15,8 @@
 
 #include <Zydis/Zydis.h>
 
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/x86/insn.h"
+#include "elf/elf.h"
+#include "x86/insn.h"
 
 #define PROG "decode-bench"
 #define DEFAULT_FILE "/usr/lib/x86_64-linux-gnu/libc.so.6"

@@ -24,10 +24,10 @@
 
 #include <gelf.h>
 
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/patch/analysis.h"
-#include "dynprobe/patch/plan.h"
-#include "dynprobe/x86/insn.h"
+#include "elf/elf.h"
+#include "patch/analysis.h"
+#include "patch/plan.h"
+#include "x86/insn.h"
 
 struct counts {
 	size_t fns, insns, undecoded, ind, unresolved, jt_fns, jt_targets, pads, pad_fns;

@@ -36,10 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/patch/analysis.h"
-#include "dynprobe/patch/plan.h"
-#include "dynprobe/x86/insn.h"
+#include "elf/elf.h"
+#include "patch/analysis.h"
+#include "patch/plan.h"
+#include "x86/insn.h"
 #include "tap.h"
 
 #ifndef UNIT_BUILDDIR

@@ -20,8 +20,8 @@
 
 #include <Zydis/Zydis.h>
 
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/x86/insn.h"
+#include "elf/elf.h"
+#include "x86/insn.h"
 
 #define PROG "decoder-diff"
 #define RANDOM_LEN 16

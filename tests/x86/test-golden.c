@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dynprobe/x86/insn.h"
+#include "x86/insn.h"
 #include "tap.h"
 #include "guard.h"
 

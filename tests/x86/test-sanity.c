@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dynprobe/x86/insn.h"
+#include "x86/insn.h"
 #include "tap.h"
 #include "guard.h"
 

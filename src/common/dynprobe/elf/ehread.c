@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynprobe/elf/ehread.h"
+#include "elf/ehread.h"
 
 void dp_ehread_skip(struct dp_ehread *r, size_t n)
 {

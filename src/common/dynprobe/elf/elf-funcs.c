@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dynprobe/elf/ehread.h"
-#include "dynprobe/elf/elf.h"
+#include "elf/ehread.h"
+#include "elf/elf.h"
 
 /* An allocated section with a nonzero size. */
 struct elf_scn {

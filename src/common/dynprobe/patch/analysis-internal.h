@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dynprobe/patch/analysis.h"
-#include "dynprobe/x86/insn.h"
+#include "patch/analysis.h"
+#include "x86/insn.h"
 
 /*
  * Branch targets are collected as keys (address << 8 | kind bits), sorted

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/patch/analysis-internal.h"
+#include "elf/elf.h"
+#include "patch/analysis-internal.h"
 
 /* Ranges an address lookup looks back over (see an_function_at). */
 #define FN_AT_WALK 1024

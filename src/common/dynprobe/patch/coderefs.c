@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/patch/analysis-internal.h"
+#include "elf/elf.h"
+#include "patch/analysis-internal.h"
 
 #ifndef SHT_RELR
 #define SHT_RELR 19

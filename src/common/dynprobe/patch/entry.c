@@ -11,9 +11,9 @@
 #include <gelf.h>
 #include <string.h>
 
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/patch/analysis-internal.h"
-#include "dynprobe/x86/insn.h"
+#include "elf/elf.h"
+#include "patch/analysis-internal.h"
+#include "x86/insn.h"
 
 #define ENTRY_INSNS 32		/* _start is a dozen instructions */
 

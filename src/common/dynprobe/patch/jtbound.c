@@ -15,7 +15,7 @@
  * tighter bounds the index.  At a join every path must give a bound and the
  * largest one wins: the table serves every path.
  */
-#include "dynprobe/patch/analysis-internal.h"
+#include "patch/analysis-internal.h"
 
 /* Condition codes of jcc (low nibble of 7x and 0F 8x). */
 #define CC_B 0x2

@@ -44,8 +44,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/patch/analysis-internal.h"
+#include "elf/elf.h"
+#include "patch/analysis-internal.h"
 
 #define JT_DEFS 32		/* definitions of one register merged */
 #define JT_DEPTH 6		/* nested value evaluations */

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynprobe/elf/ehread.h"
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/patch/analysis-internal.h"
+#include "elf/ehread.h"
+#include "elf/elf.h"
+#include "patch/analysis-internal.h"
 
 /* Records one landing pad and flags the function that holds it. */
 static int pad_add(struct dp_object *obj, uint64_t pad)

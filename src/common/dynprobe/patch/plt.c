@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/patch/analysis-internal.h"
+#include "elf/elf.h"
+#include "patch/analysis-internal.h"
 
 #define STUB_INSNS 3		/* endbr64; bnd jmp *slot(%rip) */
 

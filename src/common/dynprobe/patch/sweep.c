@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/patch/analysis-internal.h"
+#include "elf/elf.h"
+#include "patch/analysis-internal.h"
 
 /* Nested ranges decode the same bytes twice; real objects stay far below. */
 #define AN_DECODE_FACTOR 4

@@ -41,8 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynprobe/elf/elf.h"
-#include "dynprobe/patch/analysis-internal.h"
+#include "elf/elf.h"
+#include "patch/analysis-internal.h"
 
 #define TC_DEPTH 4		/* nested register copies followed */
 #define TC_EXTRA_PREDS 64	/* table jmps of one function taken as predecessors */
