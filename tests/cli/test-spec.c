@@ -14,7 +14,7 @@
 
 static void number(const char *s, int want, uint64_t value, const char *msg)
 {
-	struct dp_spec_err err = { "" };
+	struct dp_err err = DP_ERR_INIT;
 	uint64_t v = 0;
 	int ret = dp_spec_number(s, &v, &err);
 
@@ -27,7 +27,7 @@ static void number(const char *s, int want, uint64_t value, const char *msg)
 static void location(const char *s, int want, enum dp_loc_kind kind, const char *sym,
 		     uint64_t n, const char *msg)
 {
-	struct dp_spec_err err = { "" };
+	struct dp_err err = DP_ERR_INIT;
 	struct dp_location loc;
 	int ret = dp_spec_location_parse(s, &loc, &err);
 
@@ -45,7 +45,7 @@ static void location(const char *s, int want, enum dp_loc_kind kind, const char 
 
 static void event(const char *name, const char *suffix, const char *want)
 {
-	struct dp_spec_err err = { "" };
+	struct dp_err err = DP_ERR_INIT;
 	char out[DP_SPEC_EVENT_MAX];
 	int ret = dp_spec_event_name(name, suffix, out, sizeof(out), &err);
 
@@ -57,7 +57,7 @@ static void event(const char *name, const char *suffix, const char *want)
 
 static void context(const char *type, bool dynamic, const char *msg)
 {
-	struct dp_spec_err err = { "" };
+	struct dp_err err = DP_ERR_INIT;
 
 	tap_ok(dp_spec_context_is_dynamic(type) == dynamic, "'%s' is %s", type,
 	       dynamic ? "dynamic" : "standard");
@@ -72,7 +72,7 @@ static void context(const char *type, bool dynamic, const char *msg)
 
 static void resolve(struct dp_object *obj, const char *s, int want, uint64_t off, const char *msg)
 {
-	struct dp_spec_err err = { "" };
+	struct dp_err err = DP_ERR_INIT;
 	const struct dp_function *fn = NULL, *foo = dp_object_function_by_name(obj, "foo");
 	struct dp_location loc;
 	uint64_t vaddr = 0;
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
 	struct dp_object *obj;
 	char name[DP_SPEC_EVENT_MAX];
 	struct dp_location loc;
-	struct dp_spec_err err;
+	struct dp_err err;
 
 	number("0", 0, 0, NULL);
 	number("42", 0, 42, NULL);

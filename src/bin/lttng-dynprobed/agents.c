@@ -354,7 +354,7 @@ struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms)
 }
 
 int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg *rep,
-		   struct dpd_msg *msg)
+		   struct dp_err *msg)
 {
 	enum dp_proto_err why = DP_PROTO_ERR_NONE;
 	const char *name = dp_app_type_name(req->type);
@@ -380,7 +380,7 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 			dpd_msg_set(msg, "the agent of process %d did not answer %s: %s",
 				    (int)p->pid, name,
 				    ret == -EPROTO ? dp_proto_err_str(why) : strerror(-ret));
-		dpd_dbg("%s to %d: %s", name, (int)p->pid, msg->text);
+		dpd_dbg("%s to %d: %s", name, (int)p->pid, msg->msg);
 		/* The stream cannot be trusted after a failed call. */
 		if (p->fd >= 0)
 			close(p->fd);
@@ -474,7 +474,7 @@ static void reconcile(struct dpd_proc *p)
 		struct dpd_site *s = &p->sites[i];
 		uint8_t cur[DP_APP_MAX_ORIG];
 		struct dp_app_msg req = { .type = DP_APP_NOTE_REMOVED }, rep;
-		struct dpd_msg msg;
+		struct dp_err msg;
 
 		if (!s->installed || pread(fd, cur, s->patch.len, (off_t)s->patch.site) !=
 					     (ssize_t)s->patch.len ||
@@ -493,7 +493,7 @@ static void reconcile(struct dpd_proc *p)
 static void run_pending(struct dpd_proc *p)
 {
 	struct dp_app_msg req = { .type = DP_APP_GO }, rep;
-	struct dpd_msg msg;
+	struct dp_err msg;
 	pid_t pid = p->pid;
 
 	if (p->recovered) {
@@ -525,7 +525,7 @@ static void run_pending(struct dpd_proc *p)
 	if (p->minor < 1)
 		return;	/* an agent that does not know GO does not wait for it */
 	if (dpd_agent_call(p, &req, &rep, &msg))
-		dpd_info("GO to process %d: %s", (int)pid, msg.text);
+		dpd_info("GO to process %d: %s", (int)pid, msg.msg);
 	dp_app_msg_release(&rep);
 }
 

@@ -105,7 +105,7 @@ static int proc_ids(pid_t pid, uid_t uid[3], pid_t *tgid)
 }
 
 /* Whether the client may probe pid.  0 or -errno with a message. */
-static int check_pid(const struct dpd_client *c, pid_t pid, struct dpd_msg *msg)
+static int check_pid(const struct dpd_client *c, pid_t pid, struct dp_err *msg)
 {
 	uid_t uid[3];
 	pid_t tgid;
@@ -169,10 +169,10 @@ static bool has_control(const char *s)
 	return false;
 }
 
-static void set_report(struct dp_client_report *r, int status, const struct dpd_msg *msg)
+static void set_report(struct dp_client_report *r, int status, const struct dp_err *msg)
 {
 	r->status = status > 0 ? -status : status;
-	snprintf(r->message, sizeof(r->message), "%s", msg->text);
+	snprintf(r->message, sizeof(r->message), "%s", msg->msg);
 }
 
 static void add_names(struct dp_client_report *r, const struct dpd_event *ev)
@@ -184,7 +184,7 @@ static void add_names(struct dp_client_report *r, const struct dpd_event *ev)
 
 /* Installs ev in its processes (explicit pids, or every mapper).  With
  * explicit pids, the first failure is returned (the caller rolls back). */
-static int install_all(struct dpd_event *ev, struct dp_client_report *r, struct dpd_msg *msg)
+static int install_all(struct dpd_event *ev, struct dp_client_report *r, struct dp_err *msg)
 {
 	pid_t *pids = NULL;
 	size_t n = 0;
@@ -256,7 +256,7 @@ static struct dpd_event *enable_begin(const struct dpd_client *c,
 				      const struct dp_client_enable *e,
 				      struct dp_client_report *r, bool *fresh)
 {
-	struct dpd_msg msg = { "" };
+	struct dp_err msg = DP_ERR_INIT;
 	struct dpd_event *ev;
 	int ret;
 
@@ -349,7 +349,7 @@ static struct dpd_event *enable_begin(const struct dpd_client *c,
 
 /* ENABLE after installing ev, which gave ret (and msg); the state is saved
  * when `save` (a batch saves it once). */
-static void enable_end(struct dpd_event *ev, bool fresh, int ret, const struct dpd_msg *msg,
+static void enable_end(struct dpd_event *ev, bool fresh, int ret, const struct dp_err *msg,
 		       struct dp_client_report *r, bool save)
 {
 	if (!fresh) {
@@ -379,7 +379,7 @@ static void enable_end(struct dpd_event *ev, bool fresh, int ret, const struct d
 static void do_enable(const struct dpd_client *c, const struct dp_client_enable *e,
 		      struct dp_client_report *r)
 {
-	struct dpd_msg msg = { "" };
+	struct dp_err msg = DP_ERR_INIT;
 	struct dpd_event *ev;
 	bool fresh;
 	int ret;
@@ -404,7 +404,7 @@ static void do_enable_many(const struct dpd_client *c, const struct dp_client_en
 	struct dp_client_proc **rps = NULL;
 	uint32_t *idx = NULL;
 	bool *fresh = NULL;
-	struct dpd_msg msg = { "" };
+	struct dp_err msg = DP_ERR_INIT;
 	pid_t *found = NULL;
 	size_t k = 0, npids = 0;
 	int ret = 0;
@@ -434,7 +434,7 @@ static void do_enable_many(const struct dpd_client *c, const struct dp_client_en
 		for (uint32_t j = 0; j < i && !twice; j++)
 			twice = !strcmp(m->specs[j].event, m->specs[i].event);
 		if (twice) {
-			struct dpd_msg tm;
+			struct dp_err tm;
 
 			dpd_msg_set(&tm, "event '%s' is given twice in this request",
 				    m->specs[i].event);
@@ -500,7 +500,7 @@ done:
 static void do_disable(const struct dpd_client *c, const struct dp_client_event_ref *d,
 		       struct dp_client_report *r)
 {
-	struct dpd_msg msg = { "" };
+	struct dp_err msg = DP_ERR_INIT;
 	struct dpd_event *ev = find_event(c, d->session, d->channel, d->event);
 
 	if (!ev) {
@@ -519,7 +519,7 @@ static void do_disable(const struct dpd_client *c, const struct dp_client_event_
 static void do_add_context(const struct dpd_client *c, const struct dp_client_add_context *a,
 			   struct dp_client_report *r)
 {
-	struct dpd_msg msg = { "" };
+	struct dp_err msg = DP_ERR_INIT;
 	struct dpd_event *match[256];
 	size_t n = 0;
 	int ret = 0;

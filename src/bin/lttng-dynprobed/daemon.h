@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "err.h"
 #include "patch/plan.h"
 #include "proto/app.h"
 #include "proto/client.h"
@@ -56,11 +57,7 @@ extern volatile int dpd_quit;
 
 /* ---- messages ---- */
 
-/* A user message buffer, one line. */
-struct dpd_msg {
-	char text[DP_CLIENT_MSG_MAX];
-};
-void dpd_msg_set(struct dpd_msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void dpd_msg_set(struct dp_err *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- resolve.c ---- */
 
@@ -78,7 +75,7 @@ struct dpd_object {
 
 /* The object at path (opened and cached; reopened when the file changed).
  * NULL with a message. */
-struct dpd_object *dpd_object_get(const char *path, struct dpd_msg *msg);
+struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg);
 
 /* Roles of a probe point. */
 enum dpd_role {
@@ -100,7 +97,7 @@ struct dpd_point {
  * one-line message of dp_spec_location_resolve or dp_spec_function_entry.
  */
 int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kind,
-			 struct dpd_point **points, uint32_t *npoints, struct dpd_msg *msg);
+			 struct dpd_point **points, uint32_t *npoints, struct dp_err *msg);
 
 /*
  * A context spec for one process: symbols of the object in ADDR replaced by
@@ -108,7 +105,7 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
  * message.
  */
 int dpd_resolve_ctx(struct dpd_object *o, const char *spec, uint64_t bias, struct dp_ctx *out,
-		    struct dpd_msg *msg);
+		    struct dp_err *msg);
 
 /*
  * Where the object is loaded in pid: its load bias (0 for a non-PIE
@@ -163,10 +160,10 @@ void dpd_event_free(struct dpd_event *ev);
 void dpd_event_unlink(struct dpd_event *ev);
 /* The event's lttng names from its name as typed and its kind.  0 or -errno
  * with a message. */
-int dpd_event_names(struct dpd_event *ev, struct dpd_msg *msg);
+int dpd_event_names(struct dpd_event *ev, struct dp_err *msg);
 /* Resolves the event's spec: object, points, contexts, plan.  0 or -errno
  * with a message. */
-int dpd_event_resolve(struct dpd_event *ev, struct dpd_msg *msg);
+int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg);
 /* Writes every event to the state file (a restarted daemon reads it back). */
 void dpd_state_save(void);
 /* Reads the state file at start.  Events whose object is gone are dropped. */
@@ -242,7 +239,7 @@ struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms);
 /* A request to a process's agent: 0, or -errno with a message; the
  * connection is dropped (and the process forgotten) when it fails. */
 int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg *rep,
-		   struct dpd_msg *msg);
+		   struct dp_err *msg);
 /* Data on an agent connection outside a call: it closed, or spoke out of turn. */
 void dpd_agent_readable(struct dpd_proc *p);
 /* Forgets a process (its agent closed, or it exited). */

@@ -216,7 +216,7 @@ static void ctx_sig(const struct dp_ctx *ctx, uint32_t n, uint32_t flags, char *
 
 /* A probe of the event at `site` in p: an existing one, or a new one. */
 static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_point *pt,
-		     uint64_t bias, uint32_t *id, uint64_t *handle, struct dpd_msg *msg)
+		     uint64_t bias, uint32_t *id, uint64_t *handle, struct dp_err *msg)
 {
 	struct dp_ctx ctx[DP_CLIENT_MAX_CTX + 1];
 	struct dp_app_msg req = { .type = DP_APP_DEFINE_PROBE }, rep;
@@ -303,7 +303,7 @@ static const struct dpd_site *reusable_tramp(const struct dpd_proc *p,
 /* The probes of every owner of w, and their hooks: 0, or -errno with msg
  * (w->fail, with the reports, when there are too many). */
 static int owner_probes(struct dpd_proc *p, struct work *w, struct dp_tramp_hook *hooks,
-			struct dpd_msg *msg)
+			struct dp_err *msg)
 {
 	struct dp_app_patch *ap = &w->rec.patch;
 
@@ -343,7 +343,7 @@ static int owner_probes(struct dpd_proc *p, struct work *w, struct dp_tramp_hook
 
 /* Step 3 for one patch: 0, or -errno with msg when the agent failed us;
  * otherwise a patch that cannot be made is dropped (w->fail). */
-static int prepare(struct dpd_proc *p, struct work *w, struct dpd_msg *msg)
+static int prepare(struct dpd_proc *p, struct work *w, struct dp_err *msg)
 {
 	static enum dp_vec_save vec = (enum dp_vec_save)-1;
 	struct dp_app_patch *ap = &w->rec.patch;
@@ -463,7 +463,7 @@ static void jump_bytes(const struct dp_app_patch *ap, uint64_t entry, uint8_t *s
 	}
 }
 
-static int note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dpd_msg *msg)
+static int note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dp_err *msg)
 {
 	struct dp_app_msg req = { .type = DP_APP_NOTE_INSTALLED }, rep;
 	int ret;
@@ -474,7 +474,7 @@ static int note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dpd_ms
 	return ret;
 }
 
-static int note_removed(struct dpd_proc *p, uint64_t site, struct dpd_msg *msg)
+static int note_removed(struct dpd_proc *p, uint64_t site, struct dp_err *msg)
 {
 	struct dp_app_msg req = { .type = DP_APP_NOTE_REMOVED }, rep;
 	int ret;
@@ -486,7 +486,7 @@ static int note_removed(struct dpd_proc *p, uint64_t site, struct dpd_msg *msg)
 }
 
 /* Ensures pid's agent talks to us: the process, or NULL with a message. */
-static struct dpd_proc *ensure_agent(pid_t pid, struct dpd_msg *msg, int *err)
+static struct dpd_proc *ensure_agent(pid_t pid, struct dp_err *msg, int *err)
 {
 	struct dpd_proc *p = dpd_proc_find(pid);
 	struct dp_inject_opts opts;
@@ -644,7 +644,7 @@ static void write_trampolines(pid_t pid, struct work *ws, size_t n)
  * code holds (the patch w would have replaced, or none). */
 static void unnote(struct dpd_proc *p, struct work *w)
 {
-	struct dpd_msg ignored;
+	struct dp_err ignored;
 
 	if (w->noted && p->fd >= 0) {
 		if (w->replaces)
@@ -659,7 +659,7 @@ static void unnote(struct dpd_proc *p, struct work *w)
  * Steps 3 to 5 for every work.  0, or -errno with msg when the agent failed
  * us: then every note is taken back and every work dropped.
  */
-static int stage(struct dpd_proc *p, struct work *ws, size_t n, struct dpd_msg *msg)
+static int stage(struct dpd_proc *p, struct work *ws, size_t n, struct dp_err *msg)
 {
 	int ret = 0;
 
@@ -820,7 +820,7 @@ static void write_patch(struct dp_proc *proc, struct dpd_proc *p, const uint64_t
  * or let go.
  */
 static int hold_and_write(struct dpd_proc *p, struct work *ws, size_t n, const uint32_t *gone,
-			  size_t ngone, struct dpd_msg *msg)
+			  size_t ngone, struct dp_err *msg)
 {
 	struct dp_proc *proc;
 	uint64_t *pcs;
@@ -994,7 +994,7 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
 int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		     struct dp_client_proc *const *rps)
 {
-	struct dpd_msg msg = { "" };
+	struct dp_err msg = DP_ERR_INIT;
 	struct dpd_proc *p;
 	struct work *ws = NULL;
 	uint64_t *bias;
@@ -1115,7 +1115,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 			if (w->rps[k])
 				report_installed(&w->rec.owners[k], w->rps[k]);
 	}
-	msg.text[0] = '\0';
+	msg.msg[0] = '\0';
 	goto out;
 
 undo:
@@ -1138,9 +1138,9 @@ out:
 	 * wrote nothing of any event. */
 	for (size_t e = 0; e < nev; e++) {
 		rps[e]->status = ret > 0 ? -ret : ret;
-		snprintf(rps[e]->message, sizeof(rps[e]->message), "%s", msg.text);
+		snprintf(rps[e]->message, sizeof(rps[e]->message), "%s", msg.msg);
 		if (ret)
-			dpd_info("install %s in %d: %s", evs[e]->names[0], (int)pid, msg.text);
+			dpd_info("install %s in %d: %s", evs[e]->names[0], (int)pid, msg.msg);
 	}
 	return ret > 0 ? -ret : ret;
 }
@@ -1156,7 +1156,7 @@ static void report_left(struct dp_client_proc *rp, const struct dp_app_patch *ap
 
 int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp)
 {
-	struct dpd_msg msg = { "" };
+	struct dp_err msg = DP_ERR_INIT;
 	struct work *ws;
 	uint32_t *gone, ngone = 0, nstay = 0;
 	size_t n = 0;
@@ -1190,7 +1190,7 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 	}
 	if (stage(p, ws, n, &msg))
 		dpd_info("process %d: the patches %s shares stay: %s", (int)pid, ev->names[0],
-			 msg.text);
+			 msg.msg);
 	ret = hold_and_write(p, ws, n, gone, ngone, &msg);
 	if (ret == -DP_PROC_ENOPROC) {
 		/* Gone: nothing to restore, and nothing to remember. */
@@ -1210,7 +1210,7 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 		}
 		report_left(rp, &s->patch);
 		if (p->fd >= 0 && note_removed(p, s->patch.site, &msg))
-			dpd_info("process %d: %s", (int)pid, msg.text);
+			dpd_info("process %d: %s", (int)pid, msg.msg);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct work *w = &ws[i];
@@ -1231,9 +1231,9 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 		ret = ret ? ret : -EIO;
 		if (rp) {
 			rp->status = ret;
-			snprintf(rp->message, sizeof(rp->message), "%s", msg.text);
+			snprintf(rp->message, sizeof(rp->message), "%s", msg.msg);
 		}
-		dpd_err("remove from %d: %s", (int)pid, msg.text);
+		dpd_err("remove from %d: %s", (int)pid, msg.msg);
 	}
 out:
 	for (size_t i = 0; i < n; i++)

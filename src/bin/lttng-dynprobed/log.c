@@ -55,15 +55,11 @@ void dpd_log(enum dpd_level level, const char *fmt, ...)
 		return;
 }
 
-void dpd_msg_set(struct dpd_msg *msg, const char *fmt, ...)
+void dpd_msg_set(struct dp_err *msg, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg->text, sizeof(msg->text), fmt, ap);
+	dp_err_vset(msg, msg->code, fmt, ap);
 	va_end(ap);
-	/* One line, always: the CLI prints it after "Error: ". */
-	for (char *p = msg->text; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
 }

@@ -69,7 +69,7 @@ static void read_segments(struct obj_priv *o)
 	}
 }
 
-struct dpd_object *dpd_object_get(const char *path, struct dpd_msg *msg)
+struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg)
 {
 	struct obj_priv *o;
 	struct dpd_object *it;
@@ -123,11 +123,11 @@ struct dpd_object *dpd_object_get(const char *path, struct dpd_msg *msg)
 /* ---- locations -------------------------------------------------------- */
 
 int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kind,
-			 struct dpd_point **points, uint32_t *npoints, struct dpd_msg *msg)
+			 struct dpd_point **points, uint32_t *npoints, struct dp_err *msg)
 {
 	const struct dp_function *fn, **fns = NULL;
 	struct dp_location loc;
-	struct dp_spec_err err;
+	struct dp_err err;
 	struct dpd_point *pts;
 	uint64_t addr;
 	size_t nfns = 0;
@@ -229,7 +229,7 @@ static bool has_addr(const char *spec)
 }
 
 int dpd_resolve_ctx(struct dpd_object *o, const char *spec, uint64_t bias, struct dp_ctx *out,
-		    struct dpd_msg *msg)
+		    struct dp_err *msg)
 {
 	char buf[DP_CLIENT_CTX_MAX * 2];
 	const char *err = NULL, *p, *addr;
@@ -351,11 +351,11 @@ static void set_method(const struct dp_patch *pl, uint8_t *method, char *reason,
 
 void dpd_sites(const char *path, const char *function, struct dp_client_sites_reply *rep)
 {
-	struct dpd_msg msg = { "" };
+	struct dp_err msg = DP_ERR_INIT;
 	const struct dp_function *fn;
 	struct dpd_object *o = dpd_object_get(path, &msg);
 	struct dp_location loc;
-	struct dp_spec_err err;
+	struct dp_err err;
 	int ret = -EINVAL;
 
 	memset(rep, 0, sizeof(*rep));
@@ -414,7 +414,7 @@ void dpd_sites(const char *path, const char *function, struct dp_client_sites_re
 
 fail:
 	rep->status = ret;
-	snprintf(rep->message, sizeof(rep->message), "%s", msg.text);
+	snprintf(rep->message, sizeof(rep->message), "%s", msg.msg);
 }
 
 void dpd_plan_method(const struct dp_patch *pl, struct dp_client_site *s)

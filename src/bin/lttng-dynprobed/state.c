@@ -63,9 +63,9 @@ void dpd_event_free(struct dpd_event *ev)
 /* What spec/ accepts, the agent (and lttng-ust) can register. */
 _Static_assert(DP_SPEC_EVENT_MAX <= DP_NAME_MAX, "event names longer than the agent's");
 
-int dpd_event_names(struct dpd_event *ev, struct dpd_msg *msg)
+int dpd_event_names(struct dpd_event *ev, struct dp_err *msg)
 {
-	struct dp_spec_err err;
+	struct dp_err err;
 
 	ev->nnames = ev->kind == DP_CLIENT_KIND_FUNCTION ? 2 : 1;
 	for (uint32_t i = 0; i < ev->nnames; i++) {
@@ -82,7 +82,7 @@ int dpd_event_names(struct dpd_event *ev, struct dpd_msg *msg)
 	return 0;
 }
 
-int dpd_event_resolve(struct dpd_event *ev, struct dpd_msg *msg)
+int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 {
 	uint64_t *vaddrs;
 	int ret;
@@ -268,7 +268,7 @@ void dpd_state_load(void)
 		char *fields[16 + DP_CLIENT_MAX_PIDS + DP_CLIENT_MAX_CTX];
 		size_t n = split(line, fields, sizeof(fields) / sizeof(fields[0]));
 		struct dpd_event *ev = parse_event(fields, n);
-		struct dpd_msg msg = { "" };
+		struct dp_err msg = DP_ERR_INIT;
 
 		if (!ev) {
 			dpd_err("%s: a line that does not parse was skipped", dpd_cfg.state_path);
@@ -276,7 +276,7 @@ void dpd_state_load(void)
 		}
 		if (dpd_event_names(ev, &msg) || dpd_event_resolve(ev, &msg)) {
 			dpd_err("event %s of session %s dropped: %s", ev->event, ev->session,
-				msg.text);
+				msg.msg);
 			dpd_event_free(ev);
 			continue;
 		}

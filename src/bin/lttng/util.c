@@ -284,7 +284,7 @@ int dp_parse_pids(const char *s, uint32_t **pids, uint32_t *npids)
 		size_t len = strcspn(p, ",");
 		char buf[32];
 		uint64_t v;
-		struct dp_spec_err err;
+		struct dp_err err;
 		uint32_t *grown;
 
 		if (!len || len >= sizeof(buf)) {
@@ -333,7 +333,7 @@ char *dp_abs_path(const char *path)
 int dp_check_location(const char *path, const char *location, bool function)
 {
 	struct dp_location loc;
-	struct dp_spec_err err;
+	struct dp_err err;
 	struct dp_object *obj;
 	const struct dp_function *fn;
 	uint64_t vaddr;

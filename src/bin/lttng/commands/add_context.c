@@ -80,7 +80,7 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 	size_t ntypes = 0, nstd = 0;
 	char (*dyn)[DP_CLIENT_CTX_MAX] = NULL;
 	uint32_t ndyn = 0;
-	struct dp_spec_err err;
+	struct dp_err err;
 
 	while ((opt = poptGetNextOpt(pc)) > 0) {
 		if (opt == OPT_TYPE) {

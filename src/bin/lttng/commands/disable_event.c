@@ -18,7 +18,7 @@
 static bool name_matches(const char *user, const struct dp_client_event *ev)
 {
 	char full[DP_SPEC_EVENT_MAX], evfull[DP_SPEC_EVENT_MAX];
-	struct dp_spec_err err;
+	struct dp_err err;
 
 	if (!strcmp(user, ev->event))
 		return true;

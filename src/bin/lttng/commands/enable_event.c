@@ -203,7 +203,7 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
 	const char **names;
 	int nnames = 0;
-	struct dp_spec_err err;
+	struct dp_err err;
 	struct dp_location loc;
 	char upath[DP_CLIENT_PATH_MAX];
 	char full[DP_SPEC_EVENT_MAX];

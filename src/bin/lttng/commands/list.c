@@ -31,7 +31,7 @@ static int find_functions(struct dp_object *obj, const char *path, const char *w
 			  const struct dp_function ***fns, size_t *n)
 {
 	struct dp_location loc;
-	struct dp_spec_err err;
+	struct dp_err err;
 	const struct dp_function *fn;
 
 	if (dp_spec_location_parse(what, &loc, &err)) {

@@ -233,7 +233,7 @@ static int enable_names(struct trace *t, char (*names)[DP_CLIENT_EVENT_MAX], uin
 static int enable_expected_names(struct trace *t)
 {
 	char names[2][DP_CLIENT_EVENT_MAX];
-	struct dp_spec_err err;
+	struct dp_err err;
 
 	for (size_t i = 0; i < t->nprobes; i++) {
 		bool fn = t->probes[i].kind == DP_CLIENT_KIND_FUNCTION;
@@ -617,7 +617,7 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	wordexp_t we = { 0 };
 	bool have_we = false;
 	char **cmd_argv = NULL;
-	struct dp_spec_err err;
+	struct dp_err err;
 	const char **rest;
 
 	while ((opt = poptGetNextOpt(pc)) > 0) {

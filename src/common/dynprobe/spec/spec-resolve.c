@@ -23,7 +23,7 @@
 
 /* The message of a failure (vsnprintf: a long path is cut, not overrun). */
 __attribute__((format(printf, 2, 3)))
-static void say(struct dp_spec_err *err, const char *fmt, ...)
+static void say(struct dp_err *err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -137,7 +137,7 @@ static void format_in(const struct dp_function *fn, uint64_t vaddr, char *buf, s
 }
 
 static int check_boundary(const struct dp_function *fn, const char *what, uint64_t vaddr,
-			  struct dp_spec_err *err)
+			  struct dp_err *err)
 {
 	char fname[DP_SPEC_SYMBOL_MAX + 32], prev[DP_SPEC_SYMBOL_MAX + 32];
 	char next[DP_SPEC_SYMBOL_MAX + 32];
@@ -217,7 +217,7 @@ int dp_spec_symbol_find(struct dp_object *obj, const char *name, uint64_t *value
 
 /* Why no function has this name: data, or a typo (with close names). */
 static int no_function(struct dp_object *obj, const char *path, const char *name,
-		       struct dp_spec_err *err)
+		       struct dp_err *err)
 {
 	char hint[3 * DP_SPEC_SYMBOL_MAX];
 	uint64_t value;
@@ -236,7 +236,7 @@ static int no_function(struct dp_object *obj, const char *path, const char *name
 
 int dp_spec_functions_match(struct dp_object *obj, const char *path,
 			    const struct dp_location *loc, const struct dp_function ***out,
-			    size_t *nout, struct dp_spec_err *err)
+			    size_t *nout, struct dp_err *err)
 {
 	const struct dp_function *fns, **m;
 	size_t n, k = 0;
@@ -277,7 +277,7 @@ int dp_spec_functions_match(struct dp_object *obj, const char *path,
 
 int dp_spec_function_find(struct dp_object *obj, const char *path,
 			  const struct dp_location *loc, const struct dp_function **fnp,
-			  struct dp_spec_err *err)
+			  struct dp_err *err)
 {
 	char what[DP_SPEC_SYMBOL_MAX + 32];
 	const struct dp_function *fn;
@@ -316,7 +316,7 @@ int dp_spec_function_find(struct dp_object *obj, const char *path,
 
 int dp_spec_location_resolve(struct dp_object *obj, const char *path,
 			     const struct dp_location *loc, uint64_t *vaddr,
-			     const struct dp_function **fnp, struct dp_spec_err *err)
+			     const struct dp_function **fnp, struct dp_err *err)
 {
 	char what[DP_SPEC_SYMBOL_MAX + 32], fname[DP_SPEC_SYMBOL_MAX + 32];
 	const struct dp_function *fn;
@@ -349,7 +349,7 @@ int dp_spec_location_resolve(struct dp_object *obj, const char *path,
 
 int dp_spec_function_entry(struct dp_object *obj, const char *path,
 			   const struct dp_location *loc, const struct dp_function **fnp,
-			   struct dp_spec_err *err)
+			   struct dp_err *err)
 {
 	char what[DP_SPEC_SYMBOL_MAX + 32], fname[DP_SPEC_SYMBOL_MAX + 32];
 	const struct dp_function *fn;

@@ -12,7 +12,7 @@
 #include "spec/spec.h"
 
 __attribute__((format(printf, 2, 3)))
-static void fail(struct dp_spec_err *err, const char *fmt, ...)
+static void fail(struct dp_err *err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -39,7 +39,7 @@ static const char *base_name(unsigned base)
 	return base == 16 ? "hex" : base == 8 ? "octal" : "decimal";
 }
 
-int dp_spec_number(const char *s, uint64_t *out, struct dp_spec_err *err)
+int dp_spec_number(const char *s, uint64_t *out, struct dp_err *err)
 {
 	const char *p = s;
 	unsigned base = 10;
@@ -98,7 +98,7 @@ static bool symbol_char(char c)
 	       c == '_' || c == '.' || c == '@' || c == '$';
 }
 
-int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_spec_err *err)
+int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_err *err)
 {
 	const char *plus;
 	size_t len;
@@ -156,7 +156,7 @@ int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_spe
 	memcpy(loc->symbol, s, len);
 	loc->symbol[len] = '\0';
 	if (plus) {
-		struct dp_spec_err nerr;
+		struct dp_err nerr;
 
 		if (strchr(plus + 1, '+')) {
 			fail(err, "'%s': one offset at most (SYMBOL+OFFSET)", s);
@@ -182,7 +182,7 @@ int dp_spec_location_format(const struct dp_location *loc, char *buf, size_t siz
 }
 
 int dp_spec_userspace_probe_parse(const char *s, char *path, size_t path_size,
-				  struct dp_location *loc, struct dp_spec_err *err)
+				  struct dp_location *loc, struct dp_err *err)
 {
 	const char *colon;
 	size_t len;
@@ -224,7 +224,7 @@ static bool ident_char(char c)
 
 /* Checks one part of an event name: a C identifier. */
 static int check_ident(const char *full, const char *s, size_t len, const char *what,
-		       struct dp_spec_err *err)
+		       struct dp_err *err)
 {
 	if (!len) {
 		fail(err, "bad event name '%s': the %s name is empty (expected NAME or "
@@ -248,7 +248,7 @@ static int check_ident(const char *full, const char *s, size_t len, const char *
 }
 
 int dp_spec_event_name(const char *name, const char *suffix, char *out, size_t size,
-		       struct dp_spec_err *err)
+		       struct dp_err *err)
 {
 	const char *colon = strchr(name, ':');
 	const char *event = name;
@@ -363,7 +363,7 @@ bool dp_spec_context_is_dynamic(const char *type)
 #define BACKTRACE_MAX 128
 
 static int check_field(const char *type, const char *s, size_t len, size_t max,
-		       struct dp_spec_err *err)
+		       struct dp_err *err)
 {
 	if (!len) {
 		fail(err, "'%s': the field name is empty", type);
@@ -383,7 +383,7 @@ static int check_field(const char *type, const char *s, size_t len, size_t max,
 	return 0;
 }
 
-static int check_backtrace(const char *type, struct dp_spec_err *err)
+static int check_backtrace(const char *type, struct dp_err *err)
 {
 	const char *p = type + strlen("backtrace");
 	bool depth = false, walker = false;
@@ -393,7 +393,7 @@ static int check_backtrace(const char *type, struct dp_spec_err *err)
 		size_t len = strcspn(part, ":");
 		char buf[32];
 		uint64_t v;
-		struct dp_spec_err nerr;
+		struct dp_err nerr;
 
 		p += len;
 		if ((len == 2 && !strncmp(part, "fp", 2)) || (len == 3 && !strncmp(part, "cfi", 3))) {
@@ -427,7 +427,7 @@ static int check_backtrace(const char *type, struct dp_spec_err *err)
 	return 0;
 }
 
-int dp_spec_context_check(const char *type, struct dp_spec_err *err)
+int dp_spec_context_check(const char *type, struct dp_err *err)
 {
 	const char *name, *addr, *max;
 	size_t len;
@@ -476,7 +476,7 @@ int dp_spec_context_check(const char *type, struct dp_spec_err *err)
 	}
 	if (max) {
 		uint64_t v;
-		struct dp_spec_err nerr;
+		struct dp_err nerr;
 
 		len = max - addr;
 		if (!len || strchr(max + 1, ':')) {

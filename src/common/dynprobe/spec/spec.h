@@ -32,21 +32,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
+
 #define DP_SPEC_SYMBOL_MAX 256
 #define DP_SPEC_EVENT_MAX 128		/* provider:event, with its suffix */
 #define DP_SPEC_PROVIDER_DEFAULT "dynprobe"
-#define DP_SPEC_ERR_MAX 512
-
-struct dp_spec_err {
-	char msg[DP_SPEC_ERR_MAX];
-};
 
 /*
  * A number as a whole string: "0x1f", "017", "42".  -EINVAL for a string
  * that is not one (the message names the bad digit and the base it was
  * read in), -ERANGE above 2^64 - 1.
  */
-int dp_spec_number(const char *s, uint64_t *out, struct dp_spec_err *err);
+int dp_spec_number(const char *s, uint64_t *out, struct dp_err *err);
 
 enum dp_loc_kind {
 	DP_LOC_ADDR,		/* an address of the file */
@@ -63,7 +60,7 @@ struct dp_location {
 };
 
 /* Parses ADDR | SYMBOL | SYMBOL+OFFSET | PATTERN.  -EINVAL or -ERANGE. */
-int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_spec_err *err);
+int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_err *err);
 
 /* The location as users write it ("foo+0x6", "0x401136"); snprintf's return. */
 int dp_spec_location_format(const struct dp_location *loc, char *buf, size_t size);
@@ -74,7 +71,7 @@ int dp_spec_location_format(const struct dp_location *loc, char *buf, size_t siz
  * not fit).  "sdt:..." is refused (-ENOTSUP): dynamic probes go on code.
  */
 int dp_spec_userspace_probe_parse(const char *s, char *path, size_t path_size,
-				  struct dp_location *loc, struct dp_spec_err *err);
+				  struct dp_location *loc, struct dp_err *err);
 
 /*
  * The full event name of a user's NAME, with a suffix ("" or "_entry",
@@ -84,7 +81,7 @@ int dp_spec_userspace_probe_parse(const char *s, char *path, size_t path_size,
  * or -ENAMETOOLONG past DP_SPEC_EVENT_MAX - 1 bytes.
  */
 int dp_spec_event_name(const char *name, const char *suffix, char *out, size_t size,
-		       struct dp_spec_err *err);
+		       struct dp_err *err);
 
 /*
  * A NAME for a probe that has none (lttng trace): the symbol, with the
@@ -103,7 +100,7 @@ bool dp_spec_context_is_dynamic(const char *type);
  * field name, that an address is there, a string's MAX and a backtrace's
  * DEPTH and walker.  -EINVAL with the reason.
  */
-int dp_spec_context_check(const char *type, struct dp_spec_err *err);
+int dp_spec_context_check(const char *type, struct dp_err *err);
 
 /*
  * Resolution against an ELF object (spec-resolve.c).  The address in the
@@ -119,7 +116,7 @@ struct dp_object;
 struct dp_function;
 int dp_spec_location_resolve(struct dp_object *obj, const char *path,
 			     const struct dp_location *loc, uint64_t *vaddr,
-			     const struct dp_function **fn, struct dp_spec_err *err);
+			     const struct dp_function **fn, struct dp_err *err);
 
 /*
  * The functions a PATTERN location matches, by name, each once (aliases of
@@ -129,7 +126,7 @@ int dp_spec_location_resolve(struct dp_object *obj, const char *path,
  */
 int dp_spec_functions_match(struct dp_object *obj, const char *path,
 			    const struct dp_location *loc, const struct dp_function ***fns,
-			    size_t *n, struct dp_spec_err *err);
+			    size_t *n, struct dp_err *err);
 
 /*
  * The function a location names, without checking the instruction boundary
@@ -140,7 +137,7 @@ int dp_spec_functions_match(struct dp_object *obj, const char *path,
  */
 int dp_spec_function_find(struct dp_object *obj, const char *path,
 			  const struct dp_location *loc, const struct dp_function **fn,
-			  struct dp_spec_err *err);
+			  struct dp_err *err);
 
 /*
  * The function a --function location names: as dp_spec_location_resolve,
@@ -148,7 +145,7 @@ int dp_spec_function_find(struct dp_object *obj, const char *path,
  */
 int dp_spec_function_entry(struct dp_object *obj, const char *path,
 			   const struct dp_location *loc, const struct dp_function **fn,
-			   struct dp_spec_err *err);
+			   struct dp_err *err);
 
 /*
  * Any symbol of the object by name, functions and data (.symtab, then
