@@ -16,7 +16,7 @@
  *
  * Each prints what the tests compare with (pids, counts) on stdout, and
  * "enabled 0|1" for every class it made: whether lttng-ust had connected it
- * to a session once dp_class_get returned.
+ * to a session once dpa_class_get returned.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -35,16 +35,16 @@
 
 #define IP_TYPES 0x401000u
 
-static struct dp_class *get_class(const char *name, const struct dp_field_desc *f, size_t n)
+static struct dpa_class *get_class(const char *name, const struct dp_field_desc *f, size_t n)
 {
 	const char *err = NULL;
-	struct dp_class *cls = dp_class_get(name, f, n, &err);
+	struct dpa_class *cls = dpa_class_get(name, f, n, &err);
 
 	if (!cls) {
-		fprintf(stderr, "dp_class_get %s: %s (%s)\n", name, err ? err : "?", strerror(errno));
+		fprintf(stderr, "dpa_class_get %s: %s (%s)\n", name, err ? err : "?", strerror(errno));
 		exit(2);
 	}
-	printf("enabled %s %d\n", name, dp_class_enabled(cls));
+	printf("enabled %s %d\n", name, dpa_class_enabled(cls));
 	return cls;
 }
 
@@ -65,24 +65,24 @@ static struct dp_field_desc fother(const char *name, enum dp_ftype type, bool he
 	return f;
 }
 
-static struct dp_value vu(uint64_t u)
+static struct dpa_value vu(uint64_t u)
 {
-	return (struct dp_value){ .u = u };
+	return (struct dpa_value){ .u = u };
 }
 
-static struct dp_value vs(const char *s)
+static struct dpa_value vs(const char *s)
 {
-	return (struct dp_value){ .str = { s, (uint32_t)strlen(s) } };
+	return (struct dpa_value){ .str = { s, (uint32_t)strlen(s) } };
 }
 
-static struct dp_value vseq(const uint64_t *p, uint32_t n)
+static struct dpa_value vseq(const uint64_t *p, uint32_t n)
 {
-	return (struct dp_value){ .seq = { p, n } };
+	return (struct dpa_value){ .seq = { p, n } };
 }
 
-static struct dp_value vd(double d)
+static struct dpa_value vd(double d)
 {
-	return (struct dp_value){ .d = d };
+	return (struct dpa_value){ .d = d };
 }
 
 static int cmd_types(void)
@@ -99,25 +99,25 @@ static int cmd_types(void)
 		fother("noseq", DP_FT_SEQ_U64, false), fother("d", DP_FT_DOUBLE, false),
 	};
 	const uint64_t seq[] = { 0, 1, UINT64_MAX }, xseq[] = { 0x10, 0xff };
-	struct dp_class *cls = get_class("dptest:types", f, sizeof(f) / sizeof(f[0]));
+	struct dpa_class *cls = get_class("dptest:types", f, sizeof(f) / sizeof(f[0]));
 	/* Extremes, then values wider than their fields (the low bytes count). */
-	const struct dp_value v1[] = {
+	const struct dpa_value v1[] = {
 		vu((uint64_t)INT8_MIN), vu(UINT8_MAX), vu((uint64_t)INT16_MIN), vu(UINT16_MAX),
 		vu((uint64_t)INT32_MIN), vu(UINT32_MAX), vu((uint64_t)INT64_MIN), vu(UINT64_MAX),
 		vu(0xab), vu(0xbeef), vu(0xdeadbeef), vu(0x0123456789abcdefull),
 		vs("hello, world"), vs(""), vseq(seq, 3), vseq(xseq, 2), vseq(NULL, 0), vd(-2.5),
 	};
-	const struct dp_value v2[] = {
+	const struct dpa_value v2[] = {
 		vu(0x17f), vu(0x1234), vu(0xffffffffffff8001ull), vu(0x10002),
 		vu(0xffffffff), vu(0x100000007ull), vu(42), vu(0),
 		vu(0x1ff), vu(0x10001), vu(0), vu(0xfedcba9876543210ull),
 		vs("second"), vs("x"), vseq(seq + 2, 1), vseq(xseq, 1), vseq(NULL, 0), vd(0.125),
 	};
 
-	dp_class_record(cls, IP_TYPES, v1);
-	dp_class_record(cls, IP_TYPES + 0x10, v2);
+	dpa_class_record(cls, IP_TYPES, v1);
+	dpa_class_record(cls, IP_TYPES + 0x10, v2);
 	/* And an event with no payload at all. */
-	dp_class_record(get_class("dptest:nofields", NULL, 0), IP_TYPES + 0x20, NULL);
+	dpa_class_record(get_class("dptest:nofields", NULL, 0), IP_TYPES + 0x20, NULL);
 	return 0;
 }
 
@@ -129,22 +129,22 @@ static int cmd_filter(unsigned n)
 		fint("neg", 4, true, false), fother("parity", DP_FT_STRING, false),
 		fother("half", DP_FT_DOUBLE, false), fint("hexv", 8, false, true),
 	};
-	struct dp_class *cls = get_class("dptest:filter", f, sizeof(f) / sizeof(f[0]));
+	struct dpa_class *cls = get_class("dptest:filter", f, sizeof(f) / sizeof(f[0]));
 
 	for (unsigned i = 0; i < n; i++) {
 		const uint64_t vals[] = { i, i + 1 };
-		const struct dp_value v[] = {
+		const struct dpa_value v[] = {
 			vu(i), vseq(vals, 2), vu((uint64_t)-(int64_t)i),
 			vs(i % 2 ? "odd" : "even"), vd(i / 2.0), vu(16 * (uint64_t)i),
 		};
 
-		dp_class_record(cls, 0x402000, v);
+		dpa_class_record(cls, 0x402000, v);
 	}
 	return 0;
 }
 
 struct thread_arg {
-	struct dp_class *cls;
+	struct dpa_class *cls;
 	unsigned id, n;
 	pthread_t tid;
 };
@@ -153,11 +153,11 @@ static void *thread_main(void *p)
 {
 	struct thread_arg *a = p;
 
-	dp_events_thread_init();
+	dpa_events_thread_init();
 	for (unsigned i = 0; i < a->n; i++) {
-		const struct dp_value v[] = { vu(a->id), vu(i) };
+		const struct dpa_value v[] = { vu(a->id), vu(i) };
 
-		dp_class_record(a->cls, 0x403000, v);
+		dpa_class_record(a->cls, 0x403000, v);
 	}
 	return NULL;
 }
@@ -166,7 +166,7 @@ static int cmd_threads(unsigned t, unsigned n)
 {
 	const struct dp_field_desc f[] = { fint("thread", 4, false, false),
 					   fint("i", 8, false, false) };
-	struct dp_class *cls = get_class("dptest:threads", f, 2);
+	struct dpa_class *cls = get_class("dptest:threads", f, 2);
 	struct thread_arg *a = calloc(t, sizeof(*a));
 	struct timespec t0, t1;
 
@@ -191,33 +191,33 @@ static int cmd_fork(void)
 {
 	const struct dp_field_desc f[] = { fint("pid", 4, true, false),
 					   fother("who", DP_FT_STRING, false) };
-	struct dp_class *cls = get_class("dptest:fork", f, 2);
+	struct dpa_class *cls = get_class("dptest:fork", f, 2);
 	pid_t child;
 	int status;
 
 	{
-		const struct dp_value v[] = { vu((uint64_t)getpid()), vs("parent") };
+		const struct dpa_value v[] = { vu((uint64_t)getpid()), vs("parent") };
 
-		dp_class_record(cls, 0x404000, v);
+		dpa_class_record(cls, 0x404000, v);
 	}
 	fflush(stdout);
 	child = fork();
 	if (child < 0)
 		return 2;
 	if (child == 0) {
-		const struct dp_value v[] = { vu((uint64_t)getpid()), vs("child") };
+		const struct dpa_value v[] = { vu((uint64_t)getpid()), vs("child") };
 
-		printf("child %d enabled %d\n", (int)getpid(), dp_class_enabled(cls));
+		printf("child %d enabled %d\n", (int)getpid(), dpa_class_enabled(cls));
 		for (int i = 0; i < 3; i++)
-			dp_class_record(cls, 0x404000, v);
+			dpa_class_record(cls, 0x404000, v);
 		exit(0);
 	}
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
 		return 2;
 	{
-		const struct dp_value v[] = { vu((uint64_t)getpid()), vs("parent-after") };
+		const struct dpa_value v[] = { vu((uint64_t)getpid()), vs("parent-after") };
 
-		dp_class_record(cls, 0x404000, v);
+		dpa_class_record(cls, 0x404000, v);
 	}
 	printf("parent %d child %d\n", (int)getpid(), (int)child);
 	return 0;
@@ -230,14 +230,14 @@ static int cmd_same(void)
 	const struct dp_field_desc fb[] = { fint("b", 8, false, false),
 					    fother("list", DP_FT_SEQ_U64, false),
 					    fint("c", 2, true, false) };
-	struct dp_class *a = get_class("dptest:same", fa, 2);
-	struct dp_class *b = get_class("dptest:same", fb, 3);
+	struct dpa_class *a = get_class("dptest:same", fa, 2);
+	struct dpa_class *b = get_class("dptest:same", fb, 3);
 	const uint64_t list[] = { 7, 8 };
 
-	dp_class_record(a, 0x405000, (const struct dp_value[]){ vu(1), vs("first") });
-	dp_class_record(b, 0x405010, (const struct dp_value[]){ vu(2), vseq(list, 2),
+	dpa_class_record(a, 0x405000, (const struct dpa_value[]){ vu(1), vs("first") });
+	dpa_class_record(b, 0x405010, (const struct dpa_value[]){ vu(2), vseq(list, 2),
 								 vu((uint64_t)-3) });
-	dp_class_record(a, 0x405000, (const struct dp_value[]){ vu(3), vs("third") });
+	dpa_class_record(a, 0x405000, (const struct dpa_value[]){ vu(3), vs("third") });
 	return 0;
 }
 
@@ -246,14 +246,14 @@ static int cmd_trigger(unsigned n)
 	const struct dp_field_desc f[] = { fint("value", 8, false, false),
 					   fother("name", DP_FT_STRING, false),
 					   fint("neg", 4, true, false) };
-	struct dp_class *cls = get_class("dptest:trig", f, 3);
+	struct dpa_class *cls = get_class("dptest:trig", f, 3);
 
 	for (unsigned i = 0; i < n; i++) {
 		char name[16];
 
 		snprintf(name, sizeof(name), "v%u", i);
-		dp_class_record(cls, 0x406000,
-				(const struct dp_value[]){ vu(i), vs(name),
+		dpa_class_record(cls, 0x406000,
+				(const struct dpa_value[]){ vu(i), vs(name),
 							   vu((uint64_t)-(int64_t)i) });
 	}
 	return 0;
@@ -275,10 +275,10 @@ static double now_ns(void)
 static int cmd_bench(unsigned n)
 {
 	const struct dp_field_desc f[] = { fint("v", 8, false, false) };
-	struct dp_class *cls = get_class("dptest:bench", f, 1);
+	struct dpa_class *cls = get_class("dptest:bench", f, 1);
 	double best_static = 1e30, best_class = 1e30, t;
 
-	if (!lttng_ust_tracepoint_enabled(dptest_static, tick) || !dp_class_enabled(cls)) {
+	if (!lttng_ust_tracepoint_enabled(dptest_static, tick) || !dpa_class_enabled(cls)) {
 		fprintf(stderr, "bench: both events must be enabled in an active session\n");
 		return 2;
 	}
@@ -292,9 +292,9 @@ static int cmd_bench(unsigned n)
 
 		t = now_ns();
 		for (unsigned i = 0; i < n; i++) {
-			struct dp_value v = { .u = i };
+			struct dpa_value v = { .u = i };
 
-			dp_class_record(cls, 0x407000, &v);
+			dpa_class_record(cls, 0x407000, &v);
 		}
 		t = (now_ns() - t) / n;
 		if (t < best_class)
@@ -331,7 +331,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	dp_events_thread_init();
+	dpa_events_thread_init();
 	if (!strcmp(argv[1], "types"))
 		ret = cmd_types();
 	else if (!strcmp(argv[1], "filter"))

@@ -1,6 +1,6 @@
 /*
  * first-event: the first event of a thread allocates nothing once the
- * thread went through dp_events_thread_init, in a process that loaded the
+ * thread went through dpa_events_thread_init, in a process that loaded the
  * event code (and so liblttng-ust) with dlopen(), as an injected agent is
  * loaded: there, lttng-ust's thread-local storage is allocated by the
  * dynamic loader on a thread's first touch, with malloc.
@@ -8,7 +8,7 @@
  *   first-event MODULE      MODULE: a shared object holding events.c
  *
  * This program replaces malloc and friends to count, per thread, the calls
- * made while a flag is set around one dp_class_record.  It prints
+ * made while a flag is set around one dpa_class_record.  It prints
  *   enabled 0|1
  *   initialized <mallocs during the first event of an initialized thread>
  *   uninitialized <mallocs during the first event of a plain thread>
@@ -86,12 +86,12 @@ void free(void *p)
 	__libc_free(p);
 }
 
-static struct dp_class *(*get)(const char *, const struct dp_field_desc *, size_t,
+static struct dpa_class *(*get)(const char *, const struct dp_field_desc *, size_t,
 			       const char **);
-static void (*record)(const struct dp_class *, uint64_t, const struct dp_value *);
+static void (*record)(const struct dpa_class *, uint64_t, const struct dpa_value *);
 static void (*thread_init)(void);
-static bool (*enabled)(const struct dp_class *);
-static struct dp_class *cls;
+static bool (*enabled)(const struct dpa_class *);
+static struct dpa_class *cls;
 
 struct run {
 	bool init;
@@ -101,7 +101,7 @@ struct run {
 static void *thread_main(void *p)
 {
 	struct run *r = p;
-	struct dp_value v = { .u = r->init };
+	struct dpa_value v = { .u = r->init };
 
 	if (r->init)
 		thread_init();
@@ -139,17 +139,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "first-event: %s\n", dlerror());
 		return 2;
 	}
-	*(void **)&get = dlsym(h, "dp_class_get");
-	*(void **)&record = dlsym(h, "dp_class_record");
-	*(void **)&thread_init = dlsym(h, "dp_events_thread_init");
-	*(void **)&enabled = dlsym(h, "dp_class_enabled");
+	*(void **)&get = dlsym(h, "dpa_class_get");
+	*(void **)&record = dlsym(h, "dpa_class_record");
+	*(void **)&thread_init = dlsym(h, "dpa_events_thread_init");
+	*(void **)&enabled = dlsym(h, "dpa_class_enabled");
 	if (!get || !record || !thread_init || !enabled) {
 		fprintf(stderr, "first-event: %s lacks the events API\n", argv[1]);
 		return 2;
 	}
 	cls = get("dptest:first", &f, 1, &err);
 	if (!cls) {
-		fprintf(stderr, "first-event: dp_class_get: %s\n", err);
+		fprintf(stderr, "first-event: dpa_class_get: %s\n", err);
 		return 2;
 	}
 	printf("enabled %d\n", enabled(cls));

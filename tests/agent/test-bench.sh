@@ -1,5 +1,5 @@
 #!/bin/bash
-# The cost of recording one event of a runtime class (dp_class_record)
+# The cost of recording one event of a runtime class (dpa_class_record)
 # against a static LTTng-UST tracepoint recording one integer, both into the
 # same overwrite-mode channel of a snapshot session (no consumer reads it,
 # so no event is discarded and the writers never wait).  The numbers go to

@@ -19,15 +19,15 @@ static struct dp_field_desc fld(const char *name, enum dp_ftype type, unsigned s
 	return f;
 }
 
-/* dp_class_get must fail with EINVAL and a message. */
+/* dpa_class_get must fail with EINVAL and a message. */
 static void check_refused(const char *what, const char *name, const struct dp_field_desc *f,
 			  size_t n)
 {
 	const char *err = NULL;
-	struct dp_class *cls;
+	struct dpa_class *cls;
 
 	errno = 0;
-	cls = dp_class_get(name, f, n, &err);
+	cls = dpa_class_get(name, f, n, &err);
 	tap_ok(!cls && errno == EINVAL && err && *err, "refused: %s (%s)", what,
 	       err ? err : "no message");
 }
@@ -36,9 +36,9 @@ int main(void)
 {
 	const struct dp_field_desc one[] = { fld("v", DP_FT_INT, 8, false, false) };
 	const struct dp_field_desc two[] = { fld("v", DP_FT_INT, 4, false, false) };
-	struct dp_field_desc bad[DP_CLASS_MAX_FIELDS + 1];
+	struct dp_field_desc bad[DPA_CLASS_MAX_FIELDS + 1];
 	struct dp_field_desc f;
-	struct dp_class *a, *b, *c, *d;
+	struct dpa_class *a, *b, *c, *d;
 	const char *err = NULL;
 	char longname[DP_NAME_MAX + 8];
 
@@ -77,54 +77,54 @@ int main(void)
 	bad[0] = fld("s", DP_FT_SEQ_U64, 0, false, false);
 	bad[1] = fld("_s_length", DP_FT_INT, 4, false, false);
 	check_refused("field named like a sequence's length", "t:e", bad, 2);
-	for (size_t i = 0; i < DP_CLASS_MAX_FIELDS + 1; i++) {
+	for (size_t i = 0; i < DPA_CLASS_MAX_FIELDS + 1; i++) {
 		bad[i] = fld("f", DP_FT_INT, 1, false, false);
 		bad[i].name[1] = (char)('a' + i / 26);
 		bad[i].name[2] = (char)('a' + i % 26);
 	}
-	check_refused("too many fields", "t:e", bad, DP_CLASS_MAX_FIELDS + 1);
-	a = dp_class_get("t:max", bad, DP_CLASS_MAX_FIELDS, &err);
-	tap_ok(a != NULL, "%d fields are accepted (%s)", DP_CLASS_MAX_FIELDS, a ? "ok" : err);
+	check_refused("too many fields", "t:e", bad, DPA_CLASS_MAX_FIELDS + 1);
+	a = dpa_class_get("t:max", bad, DPA_CLASS_MAX_FIELDS, &err);
+	tap_ok(a != NULL, "%d fields are accepted (%s)", DPA_CLASS_MAX_FIELDS, a ? "ok" : err);
 
 	/* The cache: one class per (name, layout). */
-	a = dp_class_get("t:cache", one, 1, &err);
-	b = dp_class_get("t:cache", one, 1, &err);
-	c = dp_class_get("t:cache", two, 1, &err);
-	d = dp_class_get("t:other", one, 1, &err);
+	a = dpa_class_get("t:cache", one, 1, &err);
+	b = dpa_class_get("t:cache", one, 1, &err);
+	c = dpa_class_get("t:cache", two, 1, &err);
+	d = dpa_class_get("t:other", one, 1, &err);
 	tap_ok(a != NULL && c != NULL && d != NULL, "classes are created");
 	tap_ok(a == b, "the same name and layout give the same class");
 	tap_ok(a != c, "the same name with another layout gives another class");
 	tap_ok(a != d && c != d, "another name gives another class");
 	/* Attributes that do not apply to a type do not make another layout. */
 	f = fld("s", DP_FT_STRING, 0, false, false);
-	a = dp_class_get("t:norm", &f, 1, &err);
+	a = dpa_class_get("t:norm", &f, 1, &err);
 	f = fld("s", DP_FT_STRING, 4, true, false);
-	b = dp_class_get("t:norm", &f, 1, &err);
+	b = dpa_class_get("t:norm", &f, 1, &err);
 	tap_ok(a && a == b, "a string's size and signedness are ignored");
 	f = fld("s", DP_FT_STRING, 0, false, true);
-	b = dp_class_get("t:norm", &f, 1, &err);
+	b = dpa_class_get("t:norm", &f, 1, &err);
 	tap_ok(a && a == b, "a string's hex flag is ignored");
 	f = fld("d", DP_FT_DOUBLE, 8, false, false);
-	a = dp_class_get("t:norm", &f, 1, &err);
+	a = dpa_class_get("t:norm", &f, 1, &err);
 	f = fld("d", DP_FT_DOUBLE, 0, true, true);
-	b = dp_class_get("t:norm", &f, 1, &err);
+	b = dpa_class_get("t:norm", &f, 1, &err);
 	tap_ok(a && a == b, "a double's size, signedness and hex flag are ignored");
 	f = fld("q", DP_FT_SEQ_U64, 0, false, true);
-	a = dp_class_get("t:norm", &f, 1, &err);
+	a = dpa_class_get("t:norm", &f, 1, &err);
 	f = fld("q", DP_FT_SEQ_U64, 0, false, false);
-	b = dp_class_get("t:norm", &f, 1, &err);
+	b = dpa_class_get("t:norm", &f, 1, &err);
 	tap_ok(a && b && a != b, "a sequence's base is part of its layout");
-	a = dp_class_get("t:empty", NULL, 0, &err);
+	a = dpa_class_get("t:empty", NULL, 0, &err);
 	tap_ok(a != NULL, "a class without fields is accepted");
 
 	/* No session: never enabled, and recording does nothing. */
-	c = dp_class_get("t:cache", two, 1, &err);
-	tap_ok(c && !dp_class_enabled(c), "a class no session wants is not enabled");
+	c = dpa_class_get("t:cache", two, 1, &err);
+	tap_ok(c && !dpa_class_enabled(c), "a class no session wants is not enabled");
 	if (c) {
-		struct dp_value v = { .u = 1 };
+		struct dpa_value v = { .u = 1 };
 
-		dp_events_thread_init();
-		dp_class_record(c, 0x1000, &v);	/* must return, and not crash */
+		dpa_events_thread_init();
+		dpa_class_record(c, 0x1000, &v);	/* must return, and not crash */
 	}
 	return tap_done();
 }

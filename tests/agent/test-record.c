@@ -10,8 +10,8 @@
 
 #include "tap.h"
 
-typedef void (*dp_cb_fn)(void *event, const struct dp_class *caller, uint64_t ip,
-			 const struct dp_value *values);
+typedef void (*dp_cb_fn)(void *event, const struct dpa_class *caller, uint64_t ip,
+			 const struct dpa_value *values);
 
 /* What the fake ring buffer and fake filter saw. */
 static struct {
@@ -20,7 +20,7 @@ static struct {
 	void *ip;
 	uint8_t bytes[1024];
 	size_t n;
-	char stack[2 * sizeof(unsigned long) * DP_CLASS_MAX_FIELDS];
+	char stack[2 * sizeof(unsigned long) * DPA_CLASS_MAX_FIELDS];
 	int filter_result;
 } seen;
 
@@ -117,8 +117,8 @@ static struct dp_field_desc fd(const char *name, enum dp_ftype type, unsigned si
 	return f;
 }
 
-static void fire(const struct dp_class *self, void *event, const struct dp_class *caller,
-		 uint64_t ip, const struct dp_value *v)
+static void fire(const struct dpa_class *self, void *event, const struct dpa_class *caller,
+		 uint64_t ip, const struct dpa_value *v)
 {
 	((dp_cb_fn)(void *)self->cb)(event, caller, ip, v);
 }
@@ -141,7 +141,7 @@ int main(void)
 	};
 	const struct dp_field_desc g[] = { fd("v", DP_FT_INT, 8, false, false) };
 	const uint64_t seq[] = { 0x1122334455667788ull, 2 };
-	const struct dp_value v[] = {
+	const struct dpa_value v[] = {
 		{ .u = (uint64_t)-2 }, { .u = 0x12345 }, { .seq = { seq, 2 } },
 		{ .str = { "abc", 3 } }, { .u = (uint64_t)-70000 }, { .d = 1.5 },
 		{ .u = 0x0102030405060708ull },
@@ -157,14 +157,14 @@ int main(void)
 		0, 0, 0, 0, 0, 0, 0xf8, 0x3f,		/* d 1.5 */
 		8, 7, 6, 5, 4, 3, 2, 1,			/* u64 */
 	};
-	struct dp_class *a, *b, *many[300];
+	struct dpa_class *a, *b, *many[300];
 	const char *err = NULL;
 	const char *sp;
 	double d;
 	bool ok;
 
-	a = dp_class_get("rec:a", f, sizeof(f) / sizeof(f[0]), &err);
-	b = dp_class_get("rec:a", g, 1, &err);
+	a = dpa_class_get("rec:a", f, sizeof(f) / sizeof(f[0]), &err);
+	b = dpa_class_get("rec:a", g, 1, &err);
 	if (!tap_ok(a && b, "classes made (%s)", a && b ? "ok" : err))
 		return tap_done();
 	tap_ok(a->cb && b->cb && a->cb != b->cb, "each class has its own callback");
@@ -241,13 +241,13 @@ int main(void)
 		char name[32];
 
 		snprintf(name, sizeof(name), "many:e%u", i);
-		many[i] = dp_class_get(name, g, 1, &err);
+		many[i] = dpa_class_get(name, g, 1, &err);
 		ok = ok && many[i];
 	}
 	tap_ok(ok, "300 classes made");
 	for (unsigned i = 0; ok && i < 300; i++) {
 		unsigned before = seen.reserves;
-		struct dp_value one = { .u = i };
+		struct dpa_value one = { .u = i };
 
 		fire(many[i], &rec_common, many[(i + 1) % 300], 1, &one);
 		ok = seen.reserves == before;

@@ -20,7 +20,7 @@ dp_lttng create types --output="$trace" &&
 "$EMIT" types >"$DP_TMP/emit.out" 2>&1
 tap_ok $? "events-emit types runs" || tap_diag_file "$DP_TMP/emit.out"
 grep -qx 'enabled dptest:types 1' "$DP_TMP/emit.out"
-tap_ok $? "the class is enabled as soon as dp_class_get returns in an active session"
+tap_ok $? "the class is enabled as soon as dpa_class_get returns in an active session"
 dp_lttng stop && dp_lttng destroy types
 
 bt_text "$trace" >"$DP_TMP/all"
@@ -49,7 +49,7 @@ tap_check "extreme values of every type decode exactly" [ "$got" = "$expect1" ] 
 got=$(payload 2)
 tap_check "values wider than their field keep their low bytes" [ "$got" = "$expect2" ] ||
 	tap_diag "got:      $got" "expected: $expect2"
-tap_check "the ip context is the address given to dp_class_record" \
+tap_check "the ip context is the address given to dpa_class_record" \
 	[ "$(ip_of 1)" = $((0x401000)) -a "$(ip_of 2)" = $((0x401010)) ]
 
 # The declarations lttng-sessiond wrote, field by field.

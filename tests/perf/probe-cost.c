@@ -186,25 +186,25 @@ static int install(target_fn fn, dp_handler_fn handler, void *arg)
 		return ret;
 	/* Only this thread runs these functions. */
 	if (plan.method == DP_SITE_INT3)
-		ret = dp_trap_add(site->win.addr, site->tramp.insn_at[0],
-				  (struct dp_probe *const *)&arg, 1);
+		ret = dpa_trap_add(site->win.addr, site->tramp.insn_at[0],
+				  (struct dpa_probe *const *)&arg, 1);
 	return ret;
 }
 
 static int probe_on(target_fn fn, const char *name, const char *spec)
 {
 	struct dp_ctx ctx;
-	const char *err = NULL;
-	struct dp_probe *p;
+	struct dp_err err = DP_ERR_INIT;
+	struct dpa_probe *p;
 
-	if (spec && dp_ctx_parse(spec, &ctx, &err)) {
-		fprintf(stderr, "probe-cost: %s: %s\n", spec, err);
+	if (spec && dp_ctx_parse(spec, NULL, NULL, &ctx, &err)) {
+		fprintf(stderr, "probe-cost: %s: %s\n", spec, err.msg);
 		return -EINVAL;
 	}
-	p = dp_probe_new((uint64_t)(uintptr_t)fn, name, DP_PROBE_AT_ENTRY, &ctx, spec ? 1 : 0,
+	p = dpa_probe_new((uint64_t)(uintptr_t)fn, name, DPA_PROBE_AT_ENTRY, &ctx, spec ? 1 : 0,
 			 &err);
 	if (!p) {
-		fprintf(stderr, "probe-cost: %s: %s\n", name, err ? err : strerror(errno));
+		fprintf(stderr, "probe-cost: %s: %s\n", name, err.msg[0] ? err.msg : strerror(errno));
 		return -errno;
 	}
 	return install(fn, dp_probe_hit, p);

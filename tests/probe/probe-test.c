@@ -162,7 +162,7 @@ static bool object_of(uint64_t addr, struct object *o)
 
 struct point {
 	uint64_t addr;			/* run time */
-	struct dp_probe *probe;
+	struct dpa_probe *probe;
 };
 
 /*
@@ -208,31 +208,31 @@ static bool install(const struct object *o, const struct point *pts, size_t n,
 		/* Nothing else runs these functions yet: registering the int3
 		 * right after it is written is early enough here. */
 		if (plan[k].method == DP_SITE_INT3 &&
-		    dp_trap_add(site->win.addr, site->tramp.insn_at[0],
-				(struct dp_probe *const *)args, plan[k].npoints))
+		    dpa_trap_add(site->win.addr, site->tramp.insn_at[0],
+				(struct dpa_probe *const *)args, plan[k].npoints))
 			ok = false;
 	}
 	free(plan);
 	return ok;
 }
 
-static struct dp_probe *probe(uint64_t site, const char *name, unsigned flags,
+static struct dpa_probe *probe(uint64_t site, const char *name, unsigned flags,
 			      const char *const *specs)
 {
 	struct dp_ctx ctx[32];
-	struct dp_probe *p;
-	const char *err = NULL;
+	struct dpa_probe *p;
+	struct dp_err err = DP_ERR_INIT;
 	size_t n = 0;
 
 	for (; specs && specs[n]; n++) {
-		if (dp_ctx_parse(specs[n], &ctx[n], &err)) {
-			fprintf(stderr, "%s: %s: %s\n", name, specs[n], err);
+		if (dp_ctx_parse(specs[n], NULL, NULL, &ctx[n], &err)) {
+			fprintf(stderr, "%s: %s: %s\n", name, specs[n], err.msg);
 			return NULL;
 		}
 	}
-	p = dp_probe_new(site, name, flags, ctx, n, &err);
+	p = dpa_probe_new(site, name, flags, ctx, n, &err);
 	if (!p)
-		fprintf(stderr, "probe %s: %s (%s)\n", name, err ? err : "?", strerror(errno));
+		fprintf(stderr, "probe %s: %s (%s)\n", name, dp_err_str(&err), strerror(errno));
 	return p;
 }
 
@@ -267,9 +267,9 @@ static void scenario_args(void)
 	char stack_str[] = "hello, probe";
 	unsigned long fs = 0, gs = 0;
 	unsigned methods[3] = { 0 };
-	struct dp_probe_stats st;
+	struct dpa_probe_stats st;
 	struct fx_thing t;
-	struct dp_probe *p;
+	struct dpa_probe *p;
 	int32_t *heap_int;
 	char *pages;
 	long r1, r2;
@@ -292,7 +292,7 @@ static void scenario_args(void)
 	syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
 	syscall(SYS_arch_prctl, ARCH_GET_GS, &gs);
 
-	p = probe(addr_of(fx_args), "args", DP_PROBE_AT_ENTRY, s);
+	p = probe(addr_of(fx_args), "args", DPA_PROBE_AT_ENTRY, s);
 	if (!check(p && install(&self, &(struct point){ addr_of(fx_args), p }, 1, methods),
 		   "args: probe at fx_args installed"))
 		return;
@@ -305,7 +305,7 @@ static void scenario_args(void)
 	r2 = fx_args(&t, "second", 0, 1, 2, 3, 4, 5);
 	check(r1 == (long)(-5 + 'h' - 7 + (long)0xfedcba9876543210ull + 5 + 6 - 77777777777l - 1) &&
 	      r2 == -5 + 's' + 0 + 1 + 2 + 3 + 4 + 5, "args: fx_args returns what it returns unprobed");
-	dp_probe_stats(p, &st);
+	dpa_probe_stats(p, &st);
 	check(st.hits == 2 && st.recursions == 0, "args: 2 hits, no recursion (%" PRIu64 ", %"
 	      PRIu64 ")", st.hits, st.recursions);
 
@@ -331,7 +331,7 @@ static void scenario_args(void)
 static void scenario_regs(const char *name, uint64_t site, void (*fn)(void), unsigned want)
 {
 	unsigned methods[3] = { 0 };
-	struct dp_probe *p;
+	struct dpa_probe *p;
 	char parts[1024];
 	size_t at = 0;
 	bool intact = true;
@@ -375,7 +375,7 @@ static void scenario_regs(const char *name, uint64_t site, void (*fn)(void), uns
 static void scenario_frames(void)
 {
 	unsigned methods[3] = { 0 }, m2[3] = { 0 }, m3[3] = { 0 };
-	struct dp_probe *locals, *cfi, *ret, *entry_fp, *entry_cfi, *nofp_cfi, *nofp_fp;
+	struct dpa_probe *locals, *cfi, *ret, *entry_fp, *entry_cfi, *nofp_cfi, *nofp_fp;
 	struct point pts[3];
 	bool ok;
 	long r;
@@ -391,18 +391,18 @@ static void scenario_frames(void)
 	check(ok, "frames: probes in fx_locals installed (%u jump, %u int3)", methods[DP_SITE_JUMP],
 	      methods[DP_SITE_INT3]);
 
-	entry_fp = probe(addr_of(fp_level3), "entry_fp", DP_PROBE_AT_ENTRY,
+	entry_fp = probe(addr_of(fp_level3), "entry_fp", DPA_PROBE_AT_ENTRY,
 			 SPECS("backtrace:fp:4"));
-	entry_cfi = probe(addr_of(fp_level3), "entry_cfi", DP_PROBE_AT_ENTRY,
+	entry_cfi = probe(addr_of(fp_level3), "entry_cfi", DPA_PROBE_AT_ENTRY,
 			  SPECS("backtrace:cfi:6"));
 	pts[0] = (struct point){ addr_of(fp_level3), entry_fp };
 	pts[1] = (struct point){ addr_of(fp_level3), entry_cfi };
 	check(entry_fp && entry_cfi && install(&self, pts, 2, m2),
 	      "frames: two probes at the entry of fp_level3 installed");
 
-	nofp_cfi = probe(addr_of(nf_level3), "nofp_cfi", DP_PROBE_AT_ENTRY,
+	nofp_cfi = probe(addr_of(nf_level3), "nofp_cfi", DPA_PROBE_AT_ENTRY,
 			 SPECS("backtrace:cfi:4"));
-	nofp_fp = probe(addr_of(nf_level3), "nofp_fp", DP_PROBE_AT_ENTRY, SPECS("backtrace:fp"));
+	nofp_fp = probe(addr_of(nf_level3), "nofp_fp", DPA_PROBE_AT_ENTRY, SPECS("backtrace:fp"));
 	pts[0] = (struct point){ addr_of(nf_level3), nofp_cfi };
 	pts[1] = (struct point){ addr_of(nf_level3), nofp_fp };
 	check(nofp_cfi && nofp_fp && install(&self, pts, 2, m3),
@@ -457,21 +457,21 @@ static void scenario_frames(void)
 static void scenario_int3(void)
 {
 	unsigned methods[3] = { 0 };
-	struct dp_probe_stats st;
-	struct dp_trap_stats ts0, ts1;
-	struct dp_probe *p;
+	struct dpa_probe_stats st;
+	struct dpa_trap_stats ts0, ts1;
+	struct dpa_probe *p;
 	int r;
 
-	p = probe(addr_of(fx_int3), "int3", DP_PROBE_AT_ENTRY, SPECS("reg:edi", "backtrace:fp:2"));
+	p = probe(addr_of(fx_int3), "int3", DPA_PROBE_AT_ENTRY, SPECS("reg:edi", "backtrace:fp:2"));
 	if (!check(p && install(&self, &(struct point){ addr_of(fx_int3), p }, 1, methods),
 		   "int3: probe at fx_int3 installed"))
 		return;
 	check(methods[DP_SITE_INT3] == 1, "int3: fx_int3's entry takes an int3");
-	dp_trap_stats(&ts0);
+	dpa_trap_stats(&ts0);
 	r = fx_int3(10);
 	r += fx_int3(3);
-	dp_trap_stats(&ts1);
-	dp_probe_stats(p, &st);
+	dpa_trap_stats(&ts1);
+	dpa_probe_stats(p, &st);
 	check(r == 55 + 6, "int3: fx_int3 computes what it computes unprobed (%d)", r);
 	check(st.hits == 2 && ts1.ours - ts0.ours == 2, "int3: 2 traps handled as ours");
 	event("dynprobe:int3", f("ip = %" PRIu64 " }", addr_of(fx_int3)),
@@ -486,8 +486,8 @@ static void scenario_int3(void)
 static void scenario_plain(void)
 {
 	unsigned methods[3] = { 0 };
-	struct dp_probe *none, *off;
-	struct dp_probe_stats st;
+	struct dpa_probe *none, *off;
+	struct dpa_probe_stats st;
 	long r = 0;
 
 	none = probe(addr_of(fx_noctx), "noctx", 0, NULL);
@@ -499,7 +499,7 @@ static void scenario_plain(void)
 	for (int i = 0; i < 3; i++)
 		r += fx_noctx(i) + fx_disabled(i);
 	check(r == (0 + 7 + 14 + 9) + (0 + 11 + 22 + 15), "plain: functions unchanged");
-	dp_probe_stats(off, &st);
+	dpa_probe_stats(off, &st);
 	check(st.hits == 3 && st.recorded == 0 && st.mem_errors == 0,
 	      "plain: a disabled event is counted and nothing is computed (%" PRIu64 " hits, %"
 	      PRIu64 " recorded, %" PRIu64 " errors)", st.hits, st.recorded, st.mem_errors);
@@ -542,9 +542,9 @@ static void scenario_libc(void)
 	static char src[8192] = "memcpy-probe-source";
 	static char dst[8192];
 	unsigned mm[3] = { 0 }, ms[3] = { 0 };
-	struct dp_probe_stats st;
+	struct dpa_probe_stats st;
 	struct object libc, libc2;
-	struct dp_probe *pm, *ps;
+	struct dpa_probe *pm, *ps;
 	uint64_t m = addr_of(memcpy_fn), s = addr_of(strlen_fn);
 	size_t total = 0;
 	bool ok;
@@ -567,7 +567,7 @@ static void scenario_libc(void)
 		memcpy_fn(dst, src, 4660);
 		total += strlen_fn("strlen-probe-marker");
 	}
-	dp_probe_stats(pm, &st);
+	dpa_probe_stats(pm, &st);
 	check(!memcmp(dst, src, 4660) && total == 3 * 19, "libc: memcpy and strlen still work");
 	check(st.hits >= 3 && st.recursions > 0,
 	      "libc: memcpy reached from inside the hit path is skipped (%" PRIu64 " hits, %"
@@ -603,11 +603,11 @@ static void *thread_main(void *arg)
 static void scenario_threads(void)
 {
 	unsigned methods[3] = { 0 };
-	struct dp_probe *p;
+	struct dpa_probe *p;
 	pthread_t th[THREADS];
 	bool ok;
 
-	p = probe(addr_of(fx_thread), "thread", DP_PROBE_AT_ENTRY,
+	p = probe(addr_of(fx_thread), "thread", DPA_PROBE_AT_ENTRY,
 		  SPECS("reg:rdi", "string:s:rsi", "backtrace:2:fp"));
 	ok = p && install(&self, &(struct point){ addr_of(fx_thread), p }, 1, methods);
 	if (!check(ok, "threads: probe installed"))
@@ -635,13 +635,13 @@ static int32_t *forked_heap;
 static void scenario_fork(void)
 {
 	unsigned methods[3] = { 0 };
-	struct dp_probe *p;
+	struct dpa_probe *p;
 	int status = -1;
 	pid_t pid;
 
 	forked_heap = malloc(sizeof(*forked_heap));
 	*forked_heap = 1;
-	p = probe(addr_of(fx_forked), "forked", DP_PROBE_AT_ENTRY,
+	p = probe(addr_of(fx_forked), "forked", DPA_PROBE_AT_ENTRY,
 		  SPECS("reg:rdi", f("int32:h:*%#" PRIx64, addr_of(&forked_heap))));
 	if (!check(p && install(&self, &(struct point){ addr_of(fx_forked), p }, 1, methods),
 		   "fork: probe installed"))

@@ -1,13 +1,13 @@
 /*
- * Context specs (context.h): every form dp_ctx_parse reads, what it makes of
+ * Context specs (spec/ctx.h): every form dp_ctx_parse reads, what it makes of
  * it (the canonical spec dp_ctx_format writes back, which must parse to the
  * same context), and the specs it must refuse, each with a message.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "context.h"
 #include "probe.h"
+#include "spec/ctx.h"
 #include "tap.h"
 
 static const struct {
@@ -51,7 +51,6 @@ static const struct {
 	{ "backtrace", "backtrace:16:fp" },
 	{ "backtrace:cfi", "backtrace:16:cfi" },
 	{ "backtrace:32", "backtrace:32:fp" },
-	{ "backtrace:fp:8", "backtrace:8:fp" },
 	{ "backtrace:128:cfi", "backtrace:128:cfi" },
 };
 
@@ -61,7 +60,7 @@ static const char *const bad[] = {
 	"int:x:[rdi+8", "int:x:[rdi+8]+4", "int:x:*[rdi]junk", "int:x:0x1g", "int:x:09",
 	"int:x:99999999999999999999999", "int:x:rdi+0x", "int:x:rdi+", "int:x:eax+4",
 	"int:x:-8", "int:x:rdi:8", "string:s:rsi:0", "string:s:rsi:4097", "string:s:rsi:x",
-	"string:s", "backtrace:0", "backtrace:129", "backtrace:fp:cfi", "backtrace:8:8",
+	"string:s", "backtrace:0", "backtrace:129", "backtrace:fp:cfi", "backtrace:8:8", "backtrace:fp:8",
 	"backtrace:x", "backtrace:", "backtraces",
 	"int:a_name_of_fifty_seven_characters_is_too_long_for_a_fields:rdi",
 };
@@ -70,54 +69,53 @@ int main(void)
 {
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		struct dp_ctx c, again;
-		const char *err = NULL;
+		struct dp_err err = DP_ERR_INIT;
 		char buf[128];
-		int ret = dp_ctx_parse(good[i].spec, &c, &err);
+		int ret = dp_ctx_parse(good[i].spec, NULL, NULL, &c, &err);
 
 		if (!tap_ok(ret == 0, "parses '%s'", good[i].spec)) {
-			tap_diag("%s", err ? err : "(no message)");
+			tap_diag("%s", err.msg);
 			continue;
 		}
 		dp_ctx_format(&c, buf, sizeof(buf));
 		tap_ok(!strcmp(buf, good[i].canonical), "'%s' is '%s' (%s)", good[i].spec,
 		       good[i].canonical, buf);
-		ret = dp_ctx_parse(buf, &again, &err);
+		ret = dp_ctx_parse(buf, NULL, NULL, &again, &err);
 		/* reg:pc keeps its spelling, so the whole context compares. */
 		tap_ok(ret == 0 && !memcmp(&c, &again, sizeof(c)), "'%s' reads back the same", buf);
 	}
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct dp_ctx c;
-		const char *err = NULL;
-		int ret = dp_ctx_parse(bad[i], &c, &err);
+		struct dp_err err = DP_ERR_INIT;
+		int ret = dp_ctx_parse(bad[i], NULL, NULL, &c, &err);
 
-		tap_ok(ret == -EINVAL && err && *err, "refuses '%s' (%s)", bad[i],
-		       err ? err : "no message");
+		tap_ok(ret == -EINVAL && err.msg[0], "refuses '%s' (%s)", bad[i], err.msg);
 	}
 
 	/* What the parser makes of a few, field by field. */
 	{
 		struct dp_ctx c;
 
-		dp_ctx_parse("reg:ah", &c, NULL);
+		dp_ctx_parse("reg:ah", NULL, NULL, &c, NULL);
 		tap_ok(c.kind == DP_CTX_REG && c.reg == 0 && c.width == 1 && c.shift == 8 &&
 		       !strcmp(c.name, "ah"), "reg:ah is bits 8-15 of rax");
-		dp_ctx_parse("reg:r10d", &c, NULL);
+		dp_ctx_parse("reg:r10d", NULL, NULL, &c, NULL);
 		tap_ok(c.reg == 10 && c.width == 4 && c.shift == 0, "reg:r10d is the low half of r10");
-		dp_ctx_parse("reg:eflags", &c, NULL);
+		dp_ctx_parse("reg:eflags", NULL, NULL, &c, NULL);
 		tap_ok(c.reg == DP_CTX_REG_RFLAGS && c.width == 4, "reg:eflags is rflags' low half");
-		dp_ctx_parse("int8:x:[rbp-0x14]", &c, NULL);
+		dp_ctx_parse("int8:x:[rbp-0x14]", NULL, NULL, &c, NULL);
 		tap_ok(c.kind == DP_CTX_MEM && c.type.size == 1 && c.type.is_signed && !c.type.hex &&
 		       c.addr.base == 5 && c.addr.offset == -0x14 && !c.addr.deref,
 		       "int8:x:[rbp-0x14]: signed byte at rbp - 20");
-		dp_ctx_parse("hex32:x:*[rsi+8]-4", &c, NULL);
+		dp_ctx_parse("hex32:x:*[rsi+8]-4", NULL, NULL, &c, NULL);
 		tap_ok(c.type.size == 4 && c.type.hex && !c.type.is_signed && c.addr.base == 6 &&
 		       c.addr.deref && c.addr.offset == 8 && c.addr.offset2 == -4,
 		       "hex32:x:*[rsi+8]-4: pointer at rsi + 8, minus 4");
-		dp_ctx_parse("string:s:rdi", &c, NULL);
+		dp_ctx_parse("string:s:rdi", NULL, NULL, &c, NULL);
 		tap_ok(c.kind == DP_CTX_STRING && c.maxlen == DP_CTX_STRING_DEFAULT,
 		       "strings default to %d bytes", DP_CTX_STRING_DEFAULT);
-		dp_ctx_parse("backtrace", &c, NULL);
+		dp_ctx_parse("backtrace", NULL, NULL, &c, NULL);
 		tap_ok(c.kind == DP_CTX_BACKTRACE && c.depth == DP_CTX_BT_DEFAULT &&
 		       c.walker == DP_BT_WALKER_DEFAULT && !strcmp(c.name, "backtrace"),
 		       "backtrace: default depth and walker");
@@ -131,12 +129,12 @@ int main(void)
 			{ "retval", "long:ret:rdi" },
 		};
 		struct dp_ctx c[2];
-		const char *err = NULL;
-		struct dp_probe *p;
+		struct dp_err err = DP_ERR_INIT;
+		struct dpa_probe *p;
 
 		for (unsigned i = 0; i < 7; i++) {
-			dp_ctx_parse(i < 3 ? "reg:rax" : i < 5 ? "string:s:rdi" : "backtrace", &c[0],
-				     NULL);
+			dp_ctx_parse(i < 3 ? "reg:rax" : i < 5 ? "string:s:rdi" : "backtrace", NULL,
+				     NULL, &c[0], NULL);
 			switch (i) {
 			case 0: c[0].reg = DP_CTX_REG__COUNT; break;
 			case 1: c[0].width = 3; break;
@@ -146,23 +144,23 @@ int main(void)
 			case 5: c[0].depth = DP_CTX_BT_MAX + 1; break;
 			case 6: c[0].walker = 7; break;
 			}
-			err = NULL;
-			p = dp_probe_new(0x1000, "bad_ctx", 0, c, 1, &err);
-			tap_ok(!p && errno == EINVAL && err, "a hand-built bad context (%u) is refused (%s)",
-			       i, err ? err : "no message");
+			dp_err_clear(&err);
+			p = dpa_probe_new(0x1000, "bad_ctx", 0, c, 1, &err);
+			tap_ok(!p && errno == EINVAL && err.msg[0], "a hand-built bad context (%u) is "
+			       "refused (%s)", i, err.msg);
 		}
 		for (unsigned i = 0; i < sizeof(clash) / sizeof(clash[0]); i++) {
-			dp_ctx_parse(clash[i][0], &c[0], NULL);
-			dp_ctx_parse(clash[i][1], &c[1], NULL);
-			err = NULL;
-			p = dp_probe_new(0x1000, "clash", 0, c, 2, &err);
-			tap_ok(!p && errno == EINVAL && err, "'%s' with '%s': a field twice, refused (%s)",
-			       clash[i][0], clash[i][1], err ? err : "no message");
+			dp_ctx_parse(clash[i][0], NULL, NULL, &c[0], NULL);
+			dp_ctx_parse(clash[i][1], NULL, NULL, &c[1], NULL);
+			dp_err_clear(&err);
+			p = dpa_probe_new(0x1000, "clash", 0, c, 2, &err);
+			tap_ok(!p && errno == EINVAL && err.msg[0], "'%s' with '%s': a field twice, "
+			       "refused (%s)", clash[i][0], clash[i][1], err.msg);
 		}
-		dp_ctx_parse("regs", &c[0], NULL);
-		dp_ctx_parse("string:name:*[rdi+8]", &c[1], NULL);
-		p = dp_probe_new(0x1000, "fine", 0, c, 2, &err);
-		tap_ok(p != NULL, "regs and a string make an event (%s)", p ? "ok" : err);
+		dp_ctx_parse("regs", NULL, NULL, &c[0], NULL);
+		dp_ctx_parse("string:name:*[rdi+8]", NULL, NULL, &c[1], NULL);
+		p = dpa_probe_new(0x1000, "fine", 0, c, 2, &err);
+		tap_ok(p != NULL, "regs and a string make an event (%s)", p ? "ok" : err.msg);
 	}
 	return tap_done();
 }

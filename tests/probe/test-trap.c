@@ -4,7 +4,7 @@
  * resumes in the relocated copy with errno intact; traps that are not ours
  * reach the program's handler with its flags and mask, or the default action
  * (the process dies of SIGTRAP, as it would have); a program that installs
- * its own handler later is put behind ours again by dp_trap_check; a removed
+ * its own handler later is put behind ours again by dpa_trap_check; a removed
  * site keeps working until its bytes are back.
  */
 #include <errno.h>
@@ -82,21 +82,21 @@ static bool died_of_sigtrap(int status)
 static void child_dfl_int3(void)
 {
 	signal(SIGTRAP, SIG_DFL);
-	dp_trap_check();	/* ours in front again, SIG_DFL behind it */
+	dpa_trap_check();	/* ours in front again, SIG_DFL behind it */
 	int3_not_ours();
 }
 
 static void child_dfl_raise(void)
 {
 	signal(SIGTRAP, SIG_DFL);
-	dp_trap_check();
+	dpa_trap_check();
 	raise(SIGTRAP);
 }
 
 static void child_ign(void)
 {
 	signal(SIGTRAP, SIG_IGN);
-	dp_trap_check();
+	dpa_trap_check();
 	raise(SIGTRAP);		/* ignored, as without us */
 	int3_not_ours();	/* a CPU trap is never ignored: dies */
 }
@@ -105,7 +105,7 @@ static void child_resethand(void)
 {
 	got_info = 0;
 	set_handler(SA_RESETHAND, true);
-	dp_trap_check();
+	dpa_trap_check();
 	int3_not_ours();	/* the program's handler, once */
 	if (got_info != 1)
 		_exit(3);
@@ -117,9 +117,9 @@ int main(void)
 	struct dp_code_pool *pool = dp_code_pool_new();
 	struct dp_object *obj = dp_object_open("/proc/self/exe");
 	struct dp_inproc_site site;
-	struct dp_trap_stats ts0, ts1;
-	struct dp_probe_stats st;
-	struct dp_probe *p;
+	struct dpa_trap_stats ts0, ts1;
+	struct dpa_probe_stats st;
+	struct dpa_probe *p;
 	struct dp_patch plan;
 	struct dp_ctx ctx;
 	enum dp_reason why;
@@ -135,8 +135,8 @@ int main(void)
 	if (!tap_ok(pool && fn, "fx_int3 found in this program"))
 		return tap_done();
 	bias = at - fn->start;
-	dp_ctx_parse("reg:edi", &ctx, NULL);
-	p = dp_probe_new(at, "trap_test", DP_PROBE_AT_ENTRY, &ctx, 1, NULL);
+	dp_ctx_parse("reg:edi", NULL, NULL, &ctx, NULL);
+	p = dpa_probe_new(at, "trap_test", DPA_PROBE_AT_ENTRY, &ctx, 1, NULL);
 	ret = dp_plan_site(obj, fn->start, &plan);
 	tap_ok(p && !ret && plan.method == DP_SITE_INT3, "fx_int3's entry is planned as an int3 (%s)",
 	       dp_reason_name(plan.reason));
@@ -144,22 +144,22 @@ int main(void)
 	ret = dp_inproc_install(pool, &site, &plan, bias, dp_probe_hit, &arg, dp_vec_save_detect(),
 				&why);
 	tap_ok(ret == 0, "int3 written");
-	ret = dp_trap_add(site.win.addr, site.tramp.insn_at[0], &p, 1);
+	ret = dpa_trap_add(site.win.addr, site.tramp.insn_at[0], &p, 1);
 	tap_ok(ret == 0, "site added");
 
-	dp_trap_stats(&ts0);
+	dpa_trap_stats(&ts0);
 	errno = 77;
 	r = fx_int3(10);
 	e = errno;
-	dp_trap_stats(&ts1);
-	dp_probe_stats(p, &st);
+	dpa_trap_stats(&ts1);
+	dpa_probe_stats(p, &st);
 	tap_ok(r == 55, "the probed function computes what it did (%d)", r);
 	tap_ok(e == 77, "errno is kept across the trap (%d)", e);
 	tap_ok(st.hits == 1 && ts1.ours == ts0.ours + 1 && got_info == 0,
 	       "one trap, ours, the program's handler not called");
 	/* Entering past the int3 byte runs the original code, untrapped. */
 	r = fx_int3_alt(4);
-	dp_probe_stats(p, &st);
+	dpa_probe_stats(p, &st);
 	tap_ok(r == 10 && st.hits == 1, "entry+1 of the int3 site still runs unprobed (%d)", r);
 
 	/* Traps that are not ours go to the program's handler, with its mask. */
@@ -169,16 +169,16 @@ int main(void)
 	int3_not_ours();
 	tap_ok(got_info == 2 && got_code == SI_KERNEL,
 	       "an int3 that is not ours reaches the program's handler, which returns past it");
-	dp_trap_stats(&ts1);
+	dpa_trap_stats(&ts1);
 	tap_ok(ts1.chained == ts0.chained + 2, "both counted as chained");
 
 	/* The program replaces SIGTRAP's handler: ours goes back in front. */
 	set_handler(0, false);
-	tap_ok(dp_trap_check() == 1, "dp_trap_check puts ours back in front of a new handler");
-	tap_ok(dp_trap_check() == 0, "... once");
+	tap_ok(dpa_trap_check() == 1, "dpa_trap_check puts ours back in front of a new handler");
+	tap_ok(dpa_trap_check() == 0, "... once");
 	r = fx_int3(4);
 	int3_not_ours();
-	dp_probe_stats(p, &st);
+	dpa_probe_stats(p, &st);
 	tap_ok(r == 10 && st.hits == 2, "our site traps to us again");
 	tap_ok(got_plain == 1 && got_info == 2, "the program's new handler gets the traps not ours");
 
@@ -193,13 +193,13 @@ int main(void)
 	       "SA_RESETHAND: the program's handler once, then the default");
 
 	/* Removal: bytes first, then the site; a late trap still resumes. */
-	tap_ok(dp_inproc_remove(pool, &site) == 0 && dp_trap_remove(site.win.addr) == 0,
+	tap_ok(dp_inproc_remove(pool, &site) == 0 && dpa_trap_remove(site.win.addr) == 0,
 	       "site removed");
 	r = fx_int3(5);
-	dp_probe_stats(p, &st);
+	dpa_probe_stats(p, &st);
 	tap_ok(r == 15 && st.hits == 2, "the function runs its own bytes again, no hit");
-	tap_ok(dp_trap_remove(site.win.addr) == 0, "removing twice is harmless");
-	tap_ok(dp_trap_remove(12345) == -ENOENT, "removing an unknown site: -ENOENT");
-	tap_ok(dp_trap_add(0, 1, NULL, 0) == -EINVAL, "site 0 refused");
+	tap_ok(dpa_trap_remove(site.win.addr) == 0, "removing twice is harmless");
+	tap_ok(dpa_trap_remove(12345) == -ENOENT, "removing an unknown site: -ENOENT");
+	tap_ok(dpa_trap_add(0, 1, NULL, 0) == -EINVAL, "site 0 refused");
 	return tap_done();
 }

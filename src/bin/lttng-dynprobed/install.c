@@ -233,12 +233,8 @@ static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_
 			return ret;
 		n++;
 	}
-	if (pt->role == DPD_ROLE_RETURN) {
-		const char *err = NULL;
-
-		if (dp_ctx_parse("retval", &ctx[n], &err) == 0)
-			n++;
-	}
+	if (pt->role == DPD_ROLE_RETURN && dp_ctx_parse("retval", NULL, NULL, &ctx[n], NULL) == 0)
+		n++;
 	ctx_sig(ctx, n, flags, sig, sizeof(sig));
 	for (uint32_t i = 0; i < p->nprobes; i++) {
 		pr = &p->probes[i];

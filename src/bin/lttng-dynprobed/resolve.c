@@ -193,96 +193,33 @@ out:
 
 /* ---- contexts --------------------------------------------------------- */
 
-static bool is_ident_start(char c)
+/* The run-time address of a symbol a context's ADDR names. */
+struct ctx_symbols {
+	struct dpd_object *o;
+	uint64_t bias;
+};
+
+static int ctx_symbol(void *arg, const char *name, uint64_t *value, struct dp_err *err)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '.';
-}
+	const struct ctx_symbols *s = arg;
+	bool code;
 
-static bool is_ident(char c)
-{
-	return is_ident_start(c) || (c >= '0' && c <= '9') || c == '$' || c == '@';
-}
-
-/* The 64-bit register names an ADDR may use (context.h). */
-static bool is_reg(const char *s, size_t n)
-{
-	static const char *const regs[] = {
-		"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10",
-		"r11", "r12", "r13", "r14", "r15", "rip", "pc",
-	};
-
-	for (size_t i = 0; i < sizeof(regs) / sizeof(regs[0]); i++)
-		if (strlen(regs[i]) == n && !strncmp(regs[i], s, n))
-			return true;
-	return false;
-}
-
-/* Whether a spec's first field names a type whose third field is an ADDR. */
-static bool has_addr(const char *spec)
-{
-	size_t n = strcspn(spec, ":");
-
-	if (!spec[n])
-		return false;
-	return strncmp(spec, "reg", n) != 0 && strncmp(spec, "regs", n) != 0 &&
-	       strncmp(spec, "backtrace", n) != 0 && strncmp(spec, "retval", n) != 0;
+	if (dp_spec_symbol_find(s->o->obj, name, value, &code))
+		return dp_err_set(err, -ENOENT, "symbol '%s' not found in %s: give a symbol of "
+				  "that object, a number or a register", name, s->o->path);
+	*value += s->bias;
+	return 0;
 }
 
 int dpd_resolve_ctx(struct dpd_object *o, const char *spec, uint64_t bias, struct dp_ctx *out,
 		    struct dp_err *msg)
 {
-	char buf[DP_CLIENT_CTX_MAX * 2];
-	const char *err = NULL, *p, *addr;
-	size_t len = 0;
+	struct ctx_symbols s = { o, bias };
+	int ret = dp_ctx_parse(spec, ctx_symbol, &s, out, msg);
 
-	memset(out, 0, sizeof(*out));
-	/* Copy the spec, replacing each symbol of ADDR (the third field) by
-	 * its run-time address. */
-	addr = NULL;
-	if (has_addr(spec)) {
-		const char *c1 = strchr(spec, ':');
-
-		addr = c1 ? strchr(c1 + 1, ':') : NULL;
-		if (addr)
-			addr++;
-	}
-	for (p = spec; *p && len < sizeof(buf) - 24;) {
-		if (addr && p >= addr && is_ident_start(*p) &&
-		    (p == addr || !is_ident(p[-1])) && !(p[-1] == '0' && (*p == 'x' || *p == 'X'))) {
-			const char *q = p;
-			char name[DP_CLIENT_CTX_MAX];
-			uint64_t value;
-			bool code;
-
-			while (is_ident(*q))
-				q++;
-			/* The optional MAX of a string: past ADDR, not a symbol. */
-			if (!is_reg(p, (size_t)(q - p))) {
-				snprintf(name, sizeof(name), "%.*s", (int)(q - p), p);
-				if (dp_spec_symbol_find(o->obj, name, &value, &code)) {
-					dpd_msg_set(msg, "context '%s': symbol '%s' not found in %s: "
-							 "give a symbol of that object, a number or "
-							 "a register", spec, name, o->path);
-					return -ENOENT;
-				}
-				len += (size_t)snprintf(buf + len, sizeof(buf) - len, "0x%" PRIx64,
-							value + bias);
-				p = q;
-				continue;
-			}
-			memcpy(buf + len, p, (size_t)(q - p));
-			len += (size_t)(q - p);
-			p = q;
-			continue;
-		}
-		buf[len++] = *p++;
-	}
-	buf[len] = '\0';
-	if (dp_ctx_parse(buf, out, &err)) {
-		dpd_msg_set(msg, "context '%s': %s", spec, err ? err : "not understood");
-		return -EINVAL;
-	}
-	return 0;
+	if (ret)
+		dp_err_prefix(msg, "context '%s': ", spec);
+	return ret;
 }
 
 /* ---- processes -------------------------------------------------------- */

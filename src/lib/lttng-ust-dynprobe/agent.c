@@ -18,32 +18,32 @@
  * The control thread lives in control.c; a build without it (the agent's
  * own tests) links, and the constructor then only prepares the hit path.
  */
-#pragma weak dp_control_start
-#pragma weak dp_control_stop
+#pragma weak dpa_control_start
+#pragma weak dpa_control_stop
 
 static void after_fork_child(void)
 {
-	dp_mem_after_fork();
+	dpa_mem_after_fork();
 }
 
-__attribute__((constructor)) static void dp_agent_init(void)
+__attribute__((constructor)) static void dpa_agent_init(void)
 {
-	dp_mem_setup();
-	dp_bt_setup();
-	dp_thread_setup();
+	dpa_mem_setup();
+	dpa_bt_setup();
+	dpa_thread_setup();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	/* The loading thread is known: set its lttng-ust state up now, out of
 	 * any hit (see probe.c for the others). */
-	dp_events_thread_init();
-	dp_self.events_ready = true;
-	if (dp_control_start)
-		dp_control_start();
+	dpa_events_thread_init();
+	dpa_self.events_ready = true;
+	if (dpa_control_start)
+		dpa_control_start();
 }
 
-__attribute__((destructor)) static void dp_agent_fini(void)
+__attribute__((destructor)) static void dpa_agent_fini(void)
 {
 	/* Probes stay: other threads and later destructors may still hit
 	 * them, and their memory is never freed. */
-	if (dp_control_stop)
-		dp_control_stop();
+	if (dpa_control_stop)
+		dpa_control_stop();
 }

@@ -1,157 +1,43 @@
 /*
- * Contexts: the payload fields of a dynamic event, computed at each hit from
- * the saved registers and the process memory.
- *
- *   regs                  every general register, rip and rflags: 18 hex64
- *                         fields rax rbx rcx rdx rsi rdi rbp rsp r8..r15 rip
- *                         rflags (gdb's order)
- *   reg:NAME              one register, gdb names: rax..r15, the 32-, 16- and
- *                         8-bit views (eax, r8d, ax, r8w, al, ah, r8l, sil),
- *                         rip (pc), rflags, eflags, fs_base, gs_base; one hex
- *                         field named NAME, as wide as the view
- *   TYPE:NAME:ADDR        an integer in memory: int8 int16 int32 int64, uint8
- *                         ... uint64, int (int32), uint, long (int64), ulong,
- *                         hex8 ... hex64, hex (hex64)
- *   string:NAME:ADDR[:MAX]  a NUL-terminated string in memory, at most MAX
- *                         bytes (default 256, at most 4096)
- *   backtrace[:DEPTH][:fp|:cfi]  the probed instruction's address, then the
- *                         return addresses of its callers (default depth 16,
- *                         at most 128; walker: see DP_BT_WALKER_DEFAULT)
- *   retval                rax as the signed 64-bit field "ret" (return sites)
- *
- * ADDR is where the value lies:
- *   NUMBER                an absolute address (octal 0NNN, decimal, 0xNNN);
- *                         the daemon has already turned symbols into numbers
- *   REG, REG+N, REG-N     a 64-bit register (rax..r15, rip) plus an offset;
- *   [REG+N] ...           the same, bracketed as in assembly
- *   *ADDR                 through one pointer: the pointer stored at ADDR
- *   *[ADDR]+N             ... plus N (an offset after the pointer needs the
- *                         brackets: *rdi+8 reads the pointer at rdi+8)
- *
- * Memory errors.  A memory context (TYPE:NAME:ADDR, string) records two
- * fields: NAME, then `_NAME_error`, an unsigned 8-bit errno value:
- *   0        the read succeeded
- *   EFAULT   (14) the address is not readable (for *ADDR: the pointer, or the
- *            address it holds): NAME is 0, or "" for a string; never the
- *            bytes of a partial read
- *   E2BIG    (7) a string has no NUL within MAX bytes: NAME holds its first
- *            MAX bytes
- *   other    the errno of a read the kernel refused (EPERM or ENOSYS when a
- *            seccomp filter forbids process_vm_readv): NAME is 0 or ""
- * A separate field and not a sentinel value because every integer (and
- * every string) is a value a program may really hold; one byte per context
- * keeps the two apart, and a filter can test it (`_hits_error == 0`).
+ * Context evaluation: the payload fields of a dynamic event, computed at
+ * each hit from the saved registers and the process memory.  What a context
+ * means (its spec, its fields, the `_NAME_error` byte of memory contexts) is
+ * the core library's (spec/ctx.h); this is the part that runs in the hit.
  *
  * Cost.  Memory on the probed thread's stack, in the executable and in the
  * probed object is read directly (a few ns); anything else (heap, other
  * libraries) through one process_vm_readv, ~1 us on this VM (memread.c).
  * A frame-pointer backtrace adds ~2 ns per frame, a CFI one ~390 ns.
  */
-#ifndef DP_AGENT_CONTEXT_H
-#define DP_AGENT_CONTEXT_H
+#ifndef DPA_CONTEXT_H
+#define DPA_CONTEXT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "events.h"
 #include "patch/tramp.h"
+#include "spec/ctx.h"
 
-enum dp_ctx_kind {
-	DP_CTX_REG,
-	DP_CTX_REGS,
-	DP_CTX_MEM,		/* integer in memory */
-	DP_CTX_STRING,		/* string in memory */
-	DP_CTX_BACKTRACE,
-	DP_CTX_RETVAL,		/* rax at a return site, as the signed field "ret" */
-};
+/* Per-thread scratch bytes dpa_ctx_eval needs for these contexts (their
+ * strings and backtraces, the walker's state). */
+size_t dpa_ctx_scratch_size(const struct dp_ctx *ctx, size_t nctx);
 
-/* Registers by number: 0..15 in dp_regs order (enum dp_reg), then these. */
-enum dp_ctx_reg {
-	DP_CTX_REG_RIP = 16, DP_CTX_REG_RFLAGS = 17,
-	DP_CTX_REG_FS_BASE = 18, DP_CTX_REG_GS_BASE = 19,
-	DP_CTX_REG__COUNT,
-};
-
-#define DP_CTX_ABS 0xff			/* dp_ctx_addr.base of an absolute address */
-
-struct dp_ctx_addr {
-	uint8_t base;		/* a register (0..15, or DP_CTX_REG_RIP), DP_CTX_ABS */
-	uint8_t deref;		/* 1: read a pointer there, add offset2, use that */
-	int64_t offset;		/* the absolute address, or the offset from base */
-	int64_t offset2;	/* deref: added to the pointer read */
-};
-
-enum dp_bt_walker {
-	DP_BT_FP,		/* the rbp chain: cheap, needs frame pointers */
-	DP_BT_CFI,		/* unwind tables (.eh_frame) through libunwind */
-};
-
-/* The walker of a `backtrace` that names none, chosen on measurements: for 16
- * frames the frame-pointer walk adds ~45 ns to a hit, libunwind's CFI walk
- * ~5.9 us (see unwind.c). */
-#define DP_BT_WALKER_DEFAULT DP_BT_FP
-
-#define DP_CTX_STRING_DEFAULT 256
-#define DP_CTX_STRING_MAX 4096
-#define DP_CTX_BT_DEFAULT 16
-#define DP_CTX_BT_MAX 128
-
-struct dp_ctx {
-	uint8_t kind;			/* enum dp_ctx_kind */
-	char name[DP_FIELD_NAME_MAX];	/* the field name */
-	uint8_t reg;			/* DP_CTX_REG: register number */
-	uint8_t width;			/* DP_CTX_REG: bytes of the view: 8, 4, 2 or 1 */
-	uint8_t shift;			/* DP_CTX_REG: bit offset of the view (8: ah) */
-	struct dp_field_desc type;	/* DP_CTX_MEM: size, signedness, hex */
-	struct dp_ctx_addr addr;	/* DP_CTX_MEM, DP_CTX_STRING */
-	uint32_t maxlen;		/* DP_CTX_STRING: bytes read at most */
-	uint16_t depth;			/* DP_CTX_BACKTRACE: addresses at most */
-	uint8_t walker;			/* DP_CTX_BACKTRACE: enum dp_bt_walker */
-};
-
-/*
- * Parses one context spec ("reg:rax", "hex32:flags:[rbp-0x14]", ...).  For
- * symbols the caller resolves them first (the daemon does): here ADDR is a
- * number or register based.  0, or -EINVAL with a message in *err (a static
- * string).
- */
-int dp_ctx_parse(const char *spec, struct dp_ctx *out, const char **err);
-
-/* The canonical spec of a context (what dp_ctx_parse reads back to the same
- * context); snprintf's return convention. */
-int dp_ctx_format(const struct dp_ctx *ctx, char *buf, size_t size);
-
-/* How many fields the context adds to its event. */
-size_t dp_ctx_nfields(const struct dp_ctx *ctx);
-
-/*
- * The fields of an event whose payload is these contexts, in order: at most
- * `max` into fields, their number in *nfields.  0, or -EINVAL (a name given
- * twice, a bad context) or -E2BIG (more than `max` fields, or more scratch
- * memory than one hit may use) with a message in *err.
- */
-int dp_ctx_layout(const struct dp_ctx *ctx, size_t nctx, struct dp_field_desc *fields,
-		  size_t max, size_t *nfields, const char **err);
-
-/* Per-thread scratch bytes dp_ctx_eval needs for these contexts (strings,
- * backtraces, the walker's state). */
-size_t dp_ctx_scratch_size(const struct dp_ctx *ctx, size_t nctx);
-
-/* dp_ctx_env flags. */
-enum dp_ctx_eval_flag {
-	DP_CTX_AT_ENTRY = 1u << 0,	/* the site is a function's first instruction:
+/* dpa_ctx_env flags. */
+enum dpa_ctx_eval_flag {
+	DPA_CTX_AT_ENTRY = 1u << 0,	/* the site is a function's first instruction:
 					   its return address is at [rsp] */
 };
 
-struct dp_mem_ranges;
+struct dpa_mem_ranges;
 
 /* What one evaluation works from. */
-struct dp_ctx_env {
+struct dpa_ctx_env {
 	const struct dp_regs *regs;		/* the probed context */
-	unsigned flags;				/* enum dp_ctx_eval_flag */
-	const struct dp_mem_ranges *own;	/* readable while the hit runs (the
+	unsigned flags;				/* enum dpa_ctx_eval_flag */
+	const struct dpa_mem_ranges *own;	/* readable while the hit runs (the
 						   probed object's segments), or NULL */
-	void *scratch;				/* dp_ctx_scratch_size bytes, 16-aligned */
+	void *scratch;				/* dpa_ctx_scratch_size bytes, 16-aligned */
 };
 
 /*
@@ -161,7 +47,7 @@ struct dp_ctx_env {
  * walker aside: libunwind's own).  Returns how many memory contexts recorded
  * an error.
  */
-unsigned dp_ctx_eval(const struct dp_ctx *ctx, size_t nctx, const struct dp_ctx_env *env,
-		     struct dp_value *values);
+unsigned dpa_ctx_eval(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ctx_env *env,
+		      struct dpa_value *values);
 
-#endif /* DP_AGENT_CONTEXT_H */
+#endif /* DPA_CONTEXT_H */

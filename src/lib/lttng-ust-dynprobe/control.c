@@ -7,7 +7,7 @@
  * Only the control thread changes them; the lock is there for fork, whose
  * prepare handler takes it so that the child never copies a half-updated
  * table.  It is never held across socket I/O or a call into the hit path's
- * code (dp_probe_new, dp_trap_*), which may take locks of their own that a
+ * code (dpa_probe_new, dpa_trap_*), which may take locks of their own that a
  * forking thread could hold.
  */
 #include <errno.h>
@@ -38,7 +38,7 @@
 
 struct probe_rec {
 	struct dp_app_probe info;	/* id, site, flags, event (stats filled on demand) */
-	struct dp_probe *probe;
+	struct dpa_probe *probe;
 };
 
 static struct {
@@ -55,7 +55,7 @@ static struct {
 	ino_t fd_ino;			/* program closed or replaced it */
 
 	bool started, atfork_done, debug;
-	bool stopping;			/* dp_control_stop was called (atomic) */
+	bool stopping;			/* dpa_control_stop was called (atomic) */
 	uint32_t seq;			/* our own messages' sequence numbers */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 } ctl = {
@@ -233,8 +233,8 @@ static int grow(void **v, uint32_t n, uint32_t *cap, size_t elem)
 /* What is installed, with fresh counters: arrays to free by the caller. */
 static int state_snapshot(struct dp_app_state *s)
 {
-	struct dp_probe **ptrs = NULL;
-	struct dp_trap_stats ts;
+	struct dpa_probe **ptrs = NULL;
+	struct dpa_trap_stats ts;
 	int ret = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -266,15 +266,15 @@ static int state_snapshot(struct dp_app_state *s)
 		return ret;
 	}
 	for (uint32_t i = 0; i < s->nprobes; i++) {
-		struct dp_probe_stats st;
+		struct dpa_probe_stats st;
 
-		dp_probe_stats(ptrs[i], &st);
+		dpa_probe_stats(ptrs[i], &st);
 		s->probes[i].hits = st.hits;
 		s->probes[i].recursions = st.recursions;
 		s->probes[i].recorded = st.recorded;
 		s->probes[i].mem_errors = st.mem_errors;
 	}
-	dp_trap_stats(&ts);
+	dpa_trap_stats(&ts);
 	s->traps_ours = ts.ours;
 	s->traps_chained = ts.chained;
 	s->traps_reasserted = ts.reasserted;
@@ -308,8 +308,8 @@ static int set_error(struct dp_app_result *r, int status, const char *fmt, ...)
 
 static int do_define_probe(const struct dp_app_define_probe *d, struct dp_app_result *r)
 {
-	struct dp_probe *probe;
-	const char *err = NULL;
+	struct dpa_probe *probe;
+	struct dp_err err = DP_ERR_INIT;
 	unsigned flags = 0;
 	bool exists, full;
 	int ret;
@@ -324,12 +324,12 @@ static int do_define_probe(const struct dp_app_define_probe *d, struct dp_app_re
 		return set_error(r, -ENOSPC, "%u probes already defined", DP_APP_MAX_PROBES);
 
 	if (d->flags & DP_APP_PROBE_AT_ENTRY)
-		flags |= DP_PROBE_AT_ENTRY;
+		flags |= DPA_PROBE_AT_ENTRY;
 	errno = 0;
-	probe = dp_probe_new(d->site, d->event, flags, d->ctx, d->nctx, &err);
+	probe = dpa_probe_new(d->site, d->event, flags, d->ctx, d->nctx, &err);
 	if (!probe) {
 		ret = errno ? -errno : -EINVAL;
-		return set_error(r, ret, "%s", err ? err : err_text(ret));
+		return set_error(r, ret, "%s", err.msg[0] ? err.msg : err_text(ret));
 	}
 
 	pthread_mutex_lock(&ctl.lock);
@@ -378,7 +378,7 @@ static int do_alloc_code(const struct dp_app_alloc_code *a, struct dp_app_result
 
 static int do_note_installed(const struct dp_app_patch *p, struct dp_app_result *r)
 {
-	struct dp_probe *probes[DP_APP_MAX_PATCH_PROBES];
+	struct dpa_probe *probes[DP_APP_MAX_PATCH_PROBES];
 	struct dp_app_patch *old;
 	bool was_int3 = false, replaced = false;
 	uint32_t missing = 0;
@@ -407,7 +407,7 @@ static int do_note_installed(const struct dp_app_patch *p, struct dp_app_result 
 	/* The trap site first: the daemon writes the int3 only after this
 	 * reply, and a trap nobody knows would reach the program. */
 	if (p->method == DP_APP_METHOD_INT3) {
-		ret = dp_trap_add(p->site, p->resume, probes, p->nprobes);
+		ret = dpa_trap_add(p->site, p->resume, probes, p->nprobes);
 		if (ret)
 			return set_error(r, ret, "cannot register the int3 site 0x%llx: %s",
 					 (unsigned long long)p->site, err_text(ret));
@@ -431,14 +431,14 @@ static int do_note_installed(const struct dp_app_patch *p, struct dp_app_result 
 	pthread_mutex_unlock(&ctl.lock);
 	if (ret) {
 		if (p->method == DP_APP_METHOD_INT3)
-			dp_trap_remove(p->site);
+			dpa_trap_remove(p->site);
 		return set_error(r, ret, "no memory to record the patch at 0x%llx",
 				 (unsigned long long)p->site);
 	}
 	/* An int3 the daemon replaced with a jump: traps already taken still
-	 * find their way (dp_trap_remove keeps the resume address). */
+	 * find their way (dpa_trap_remove keeps the resume address). */
 	if (replaced && was_int3 && p->method != DP_APP_METHOD_INT3)
-		dp_trap_remove(p->site);
+		dpa_trap_remove(p->site);
 	return 0;
 }
 
@@ -462,7 +462,7 @@ static int do_note_removed(uint64_t site, struct dp_app_result *r)
 	/* The daemon put the original bytes back before telling us (probe.h's
 	 * order), so no new trap can come from this site. */
 	if (int3)
-		dp_trap_remove(site);
+		dpa_trap_remove(site);
 	return 0;
 }
 
@@ -590,7 +590,7 @@ static void serve(int fd)
 			return;
 		if (n <= 0) {
 			if (have_int3())
-				dp_trap_check();
+				dpa_trap_check();
 			continue;
 		}
 		if ((pfd.revents & POLLNVAL) || !fd_is_ours(fd)) {
@@ -682,7 +682,7 @@ static bool nap(unsigned ms)
 		if (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
 			return false;
 		if (have_int3())
-			dp_trap_check();
+			dpa_trap_check();
 		ms -= step;
 	}
 	return true;
@@ -690,7 +690,7 @@ static bool nap(unsigned ms)
 
 static void *control_main(void *arg)
 {
-	unsigned delay = DP_CONTROL_RETRY_FIRST_MS;
+	unsigned delay = DPA_CONTROL_RETRY_FIRST_MS;
 
 	pthread_setname_np(pthread_self(), THREAD_NAME);
 	while (!stopping()) {
@@ -700,7 +700,7 @@ static void *control_main(void *arg)
 			int ret = handshake(fd);
 
 			if (!ret) {
-				delay = DP_CONTROL_RETRY_FIRST_MS;
+				delay = DPA_CONTROL_RETRY_FIRST_MS;
 				serve(fd);
 				dbg("disconnected from the daemon");
 			}
@@ -709,7 +709,7 @@ static void *control_main(void *arg)
 			go_release();
 			if (ret == -ECONNREFUSED) {
 				/* It will not change its mind soon. */
-				delay = DP_CONTROL_RETRY_MAX_MS;
+				delay = DPA_CONTROL_RETRY_MAX_MS;
 			}
 			conn_close();
 			if (stopping())
@@ -720,10 +720,10 @@ static void *control_main(void *arg)
 			go_release();
 		}
 		if (!nap(delay)) {
-			delay = DP_CONTROL_RETRY_FIRST_MS;
+			delay = DPA_CONTROL_RETRY_FIRST_MS;
 			continue;
 		}
-		delay = delay * 2 > DP_CONTROL_RETRY_MAX_MS ? DP_CONTROL_RETRY_MAX_MS : delay * 2;
+		delay = delay * 2 > DPA_CONTROL_RETRY_MAX_MS ? DPA_CONTROL_RETRY_MAX_MS : delay * 2;
 	}
 	return NULL;
 }
@@ -830,7 +830,7 @@ static void go_wait(unsigned ms)
 	pthread_mutex_unlock(&go.lock);
 }
 
-int dp_control_start(void)
+int dpa_control_start(void)
 {
 	unsigned wait_ms;
 	int ret;
@@ -845,7 +845,7 @@ int dp_control_start(void)
 
 	/* The environment is read once, here, from the constructor: later
 	 * threads of the program may be changing it. */
-	ctl.debug = env_flag(DP_CONTROL_ENV_DEBUG);
+	ctl.debug = env_flag(DPA_CONTROL_ENV_DEBUG);
 	ret = dp_app_socket_path(ctl.path, sizeof(ctl.path));
 	if (ret) {
 		dbg("no app socket path (%s): staying inert", err_text(ret));
@@ -867,7 +867,7 @@ int dp_control_start(void)
 	return ret;
 }
 
-void dp_control_stop(void)
+void dpa_control_stop(void)
 {
 	__atomic_store_n(&ctl.stopping, true, __ATOMIC_RELEASE);
 	/* Wakes the thread out of poll() or a transfer; it closes the socket

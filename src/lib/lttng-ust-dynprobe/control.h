@@ -5,10 +5,10 @@
  * defining probes, allocating code memory near an address, recording the
  * patches the daemon wrote (and registering int3 sites), listing.
  *
- * The library constructor calls dp_control_start() once, the destructor
- * dp_control_stop(); both return at once and never block the loader, but
+ * The library constructor calls dpa_control_start() once, the destructor
+ * dpa_control_stop(); both return at once and never block the loader, but
  * for one case: with DP_APP_ENV_WAIT in the environment (`lttng trace`),
- * dp_control_start() waits for the daemon's GO (its probes installed), at
+ * dpa_control_start() waits for the daemon's GO (its probes installed), at
  * most that many milliseconds, and not at all when no daemon answers.
  *
  * The program must not notice it:
@@ -30,15 +30,15 @@
  * code through /proc/PID/mem, and tells the agent with NOTE_INSTALLED and
  * NOTE_REMOVED; a restarted daemon learns it all back from HELLO.
  */
-#ifndef DP_AGENT_CONTROL_H
-#define DP_AGENT_CONTROL_H
+#ifndef DPA_CONTROL_H
+#define DPA_CONTROL_H
 
 /* Environment: logs (the socket's path: DP_APP_ENV_SOCKET, proto/app.h). */
-#define DP_CONTROL_ENV_DEBUG "LTTNG_DYNPROBE_DEBUG"
+#define DPA_CONTROL_ENV_DEBUG "LTTNG_DYNPROBE_DEBUG"
 
 /* Reconnection delays, in milliseconds. */
-#define DP_CONTROL_RETRY_FIRST_MS 100
-#define DP_CONTROL_RETRY_MAX_MS 30000
+#define DPA_CONTROL_RETRY_FIRST_MS 100
+#define DPA_CONTROL_RETRY_MAX_MS 30000
 
 /*
  * Starts the control thread (once; later calls do nothing).  0, or -errno
@@ -46,13 +46,13 @@
  * (then the agent stays inert).  Waits for the daemon only when asked to
  * (DP_APP_ENV_WAIT, above).
  */
-int dp_control_start(void);
+int dpa_control_start(void);
 
 /*
  * Asks the control thread to stop (process exit, unload): it drops the
  * connection and serves nothing more.  Does not wait for the thread, which
  * may be sleeping between connection attempts.
  */
-void dp_control_stop(void);
+void dpa_control_stop(void);
 
-#endif /* DP_AGENT_CONTROL_H */
+#endif /* DPA_CONTROL_H */

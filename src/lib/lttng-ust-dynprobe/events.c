@@ -51,17 +51,17 @@ _Static_assert(lttng_ust_rb_alignof(uint64_t) == 1, "ring buffer payload must be
  * callback to a call site only if their signatures are the same string, so
  * all classes share this one; no other code has it.
  */
-#define DP_SIGNATURE "const struct dp_class *dp_caller, uint64_t dp_ip, const struct dp_value *dp_values"
+#define DPA_SIGNATURE "const struct dpa_class *dpa_caller, uint64_t dpa_ip, const struct dpa_value *dpa_values"
 
 /* A field as the record path sees it. */
-struct dp_fld {
+struct dpa_fld {
 	uint8_t type;		/* enum dp_ftype */
 	uint8_t size;		/* bytes: DP_FT_INT */
 	uint8_t is_signed;
 };
 
 /* The lttng-ust description of one field (and of a sequence's length). */
-struct dp_ust_field {
+struct dpa_ust_field {
 	struct lttng_ust_event_field len_field;
 	struct lttng_ust_event_field field;
 	struct lttng_ust_type_integer len_type;
@@ -75,14 +75,14 @@ struct dp_ust_field {
 	char len_name[DP_FIELD_NAME_MAX + 8];
 };
 
-struct dp_class {
+struct dpa_class {
 	/* Read on every hit. */
 	struct lttng_ust_tracepoint tp;		/* the call site */
 	void (*cb)(void);			/* this class's callback */
 	uint32_t nfields;
 	uint32_t fixed_len;			/* payload bytes of fixed-size parts */
 	bool dynamic;				/* has strings or sequences */
-	struct dp_fld fld[DP_CLASS_MAX_FIELDS];
+	struct dpa_fld fld[DPA_CLASS_MAX_FIELDS];
 
 	/* Read by lttng-ust: never freed, never unregistered. */
 	struct lttng_ust_tracepoint *tp_ptrs[1];
@@ -90,13 +90,13 @@ struct dp_class {
 	struct lttng_ust_event_desc event_desc;
 	const struct lttng_ust_event_desc *event_descs[1];
 	struct lttng_ust_tracepoint_class tp_class;
-	const struct lttng_ust_event_field *ufields[2 * DP_CLASS_MAX_FIELDS];
-	struct dp_ust_field *uf;
+	const struct lttng_ust_event_field *ufields[2 * DPA_CLASS_MAX_FIELDS];
+	struct dpa_ust_field *uf;
 	char provider[DP_NAME_MAX];
 	char event[DP_NAME_MAX];
 
 	/* The cache key: the full name and the normalized layout. */
-	struct dp_class *next;
+	struct dpa_class *next;
 	bool probe_registered, site_registered;
 	uint64_t hash;
 	char name[DP_NAME_MAX];
@@ -104,13 +104,13 @@ struct dp_class {
 };
 
 /*
- * Class cache and registrations.  Lock order: dp_lock, then lttng-ust's own
+ * Class cache and registrations.  Lock order: dpa_lock, then lttng-ust's own
  * locks (taken inside lttng_ust_probe_register); the fork handlers follow
  * the same order.
  */
-#define DP_CACHE_BUCKETS 256
-static pthread_mutex_t dp_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dp_class *dp_cache[DP_CACHE_BUCKETS];
+#define DPA_CACHE_BUCKETS 256
+static pthread_mutex_t dpa_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dpa_class *dpa_cache[DPA_CACHE_BUCKETS];
 
 /* ---- Per-class callbacks ------------------------------------------------ */
 
@@ -118,40 +118,40 @@ static struct dp_class *dp_cache[DP_CACHE_BUCKETS];
  * A callback must be a distinct function per class, and classes are made at
  * run time: each class gets a small thunk in a code page, which loads the
  * address of the class's slot into r8 (the fifth argument) and jumps to
- * dp_class_callback.  A page is filled with all its thunks and made
+ * dpa_class_callback.  A page is filled with all its thunks and made
  * read-execute before any is handed out; it is never written again.
  */
-#define DP_THUNK_SIZE 32
+#define DPA_THUNK_SIZE 32
 
-struct dp_thunk_page {
+struct dpa_thunk_page {
 	uint8_t *code;
 	size_t count, used;
-	struct dp_class *slot[];
+	struct dpa_class *slot[];
 };
 
-static struct dp_thunk_page *dp_thunks;
+static struct dpa_thunk_page *dpa_thunks;
 
-static inline void dp_event_fire(const struct dp_class *cls, void *event, uint64_t ip,
-				 const struct dp_value *values);
+static inline void dpa_event_fire(const struct dpa_class *cls, void *event, uint64_t ip,
+				 const struct dpa_value *values);
 
 /*
  * What a call site calls, with the class it was called for; writes the event
- * only if it belongs to this callback's class.  dp_class_record does the
+ * only if it belongs to this callback's class.  dpa_class_record does the
  * same test inline: this is for any other caller that holds our signature.
  */
-static void dp_class_callback(void *event, const struct dp_class *caller, uint64_t ip,
-			      const struct dp_value *values, struct dp_class *const *self)
+static void dpa_class_callback(void *event, const struct dpa_class *caller, uint64_t ip,
+			      const struct dpa_value *values, struct dpa_class *const *self)
 {
 	if (caller == *self)
-		dp_event_fire(caller, event, ip, values);
+		dpa_event_fire(caller, event, ip, values);
 }
 
-static int dp_thunk_page_new(void)
+static int dpa_thunk_page_new(void)
 {
 	size_t size = (size_t)sysconf(_SC_PAGESIZE);
-	size_t n = size / DP_THUNK_SIZE;
-	uint64_t target = (uint64_t)(uintptr_t)dp_class_callback;
-	struct dp_thunk_page *page;
+	size_t n = size / DPA_THUNK_SIZE;
+	uint64_t target = (uint64_t)(uintptr_t)dpa_class_callback;
+	struct dpa_thunk_page *page;
 	uint8_t *code;
 
 	page = calloc(1, sizeof(*page) + n * sizeof(page->slot[0]));
@@ -164,7 +164,7 @@ static int dp_thunk_page_new(void)
 	}
 	memset(code, 0xcc, size);	/* int3 between thunks */
 	for (size_t i = 0; i < n; i++) {
-		uint8_t *t = code + i * DP_THUNK_SIZE;
+		uint8_t *t = code + i * DPA_THUNK_SIZE;
 		uint64_t slot = (uint64_t)(uintptr_t)&page->slot[i];
 
 		/* endbr64: an indirect-branch target, should IBT be enforced. */
@@ -184,30 +184,30 @@ static int dp_thunk_page_new(void)
 	}
 	page->code = code;
 	page->count = n;
-	dp_thunks = page;
+	dpa_thunks = page;
 	return 0;
 }
 
-/* A new callback for `cls`.  Under dp_lock. */
-static int dp_thunk_alloc(struct dp_class *cls)
+/* A new callback for `cls`.  Under dpa_lock. */
+static int dpa_thunk_alloc(struct dpa_class *cls)
 {
 	int ret;
 
-	if (!dp_thunks || dp_thunks->used == dp_thunks->count) {
+	if (!dpa_thunks || dpa_thunks->used == dpa_thunks->count) {
 		/* A full page (and its slots) stays: its thunks remain in use. */
-		ret = dp_thunk_page_new();
+		ret = dpa_thunk_page_new();
 		if (ret)
 			return ret;
 	}
-	dp_thunks->slot[dp_thunks->used] = cls;
-	cls->cb = (void (*)(void))(void *)(dp_thunks->code + dp_thunks->used * DP_THUNK_SIZE);
-	dp_thunks->used++;
+	dpa_thunks->slot[dpa_thunks->used] = cls;
+	cls->cb = (void (*)(void))(void *)(dpa_thunks->code + dpa_thunks->used * DPA_THUNK_SIZE);
+	dpa_thunks->used++;
 	return 0;
 }
 
 /* ---- Layout validation -------------------------------------------------- */
 
-static bool dp_is_ident(const char *s, size_t max)
+static bool dpa_is_ident(const char *s, size_t max)
 {
 	size_t i;
 
@@ -224,14 +224,14 @@ static bool dp_is_ident(const char *s, size_t max)
 }
 
 /* Event names end up in CTF metadata and in `lttng enable-event` globs. */
-static bool dp_is_name_char(char c)
+static bool dpa_is_name_char(char c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
 	       c == '_' || c == '-' || c == '.';
 }
 
 /* Splits "provider:event" (first colon); 0 or -EINVAL with a message. */
-static int dp_check_name(const char *name, size_t *colon, const char **err)
+static int dpa_check_name(const char *name, size_t *colon, const char **err)
 {
 	size_t i, len = strnlen(name, DP_NAME_MAX);
 	const char *c;
@@ -247,7 +247,7 @@ static int dp_check_name(const char *name, size_t *colon, const char **err)
 	}
 	*colon = (size_t)(c - name);
 	for (i = 0; i < len; i++) {
-		if (i != *colon && !dp_is_name_char(name[i])) {
+		if (i != *colon && !dpa_is_name_char(name[i])) {
 			*err = "event name may only hold letters, digits, '_', '-', '.' and one ':'";
 			return -EINVAL;
 		}
@@ -259,11 +259,11 @@ static int dp_check_name(const char *name, size_t *colon, const char **err)
  * Copies `in` into `out` with the attributes that do not apply to a type
  * cleared, so that equal layouts compare equal byte for byte.
  */
-static int dp_normalize(const struct dp_field_desc *in, struct dp_field_desc *out,
+static int dpa_normalize(const struct dp_field_desc *in, struct dp_field_desc *out,
 			const char **err)
 {
 	memset(out, 0, sizeof(*out));
-	if (!dp_is_ident(in->name, DP_FIELD_NAME_MAX)) {
+	if (!dpa_is_ident(in->name, DP_FIELD_NAME_MAX)) {
 		*err = "field name must be a C identifier shorter than 64 bytes";
 		return -EINVAL;
 	}
@@ -296,13 +296,13 @@ static int dp_normalize(const struct dp_field_desc *in, struct dp_field_desc *ou
 }
 
 /* The name of a sequence's length field, as lttng-ust's own macros make it. */
-static void dp_len_name(char out[DP_FIELD_NAME_MAX + 8], const char *seq_name)
+static void dpa_len_name(char out[DP_FIELD_NAME_MAX + 8], const char *seq_name)
 {
 	snprintf(out, DP_FIELD_NAME_MAX + 8, "_%.*s_length", DP_FIELD_NAME_MAX - 1, seq_name);
 }
 
 /* Field names, with the generated "_<seq>_length" ones, must be unique. */
-static int dp_check_unique(const struct dp_field_desc *f, size_t n, const char **err)
+static int dpa_check_unique(const struct dp_field_desc *f, size_t n, const char **err)
 {
 	char a[DP_FIELD_NAME_MAX + 8], b[DP_FIELD_NAME_MAX + 8];
 
@@ -312,11 +312,11 @@ static int dp_check_unique(const struct dp_field_desc *f, size_t n, const char *
 				goto dup;
 			if (f[j].type != DP_FT_SEQ_U64)
 				continue;
-			dp_len_name(b, f[j].name);
+			dpa_len_name(b, f[j].name);
 			if (!strcmp(f[i].name, b))
 				goto dup;
 			if (i != j && f[i].type == DP_FT_SEQ_U64) {
-				dp_len_name(a, f[i].name);
+				dpa_len_name(a, f[i].name);
 				if (!strcmp(a, b))
 					goto dup;
 			}
@@ -328,7 +328,7 @@ dup:
 	return -EINVAL;
 }
 
-static uint64_t dp_hash(uint64_t h, const void *p, size_t n)
+static uint64_t dpa_hash(uint64_t h, const void *p, size_t n)
 {
 	const uint8_t *b = p;
 
@@ -339,7 +339,7 @@ static uint64_t dp_hash(uint64_t h, const void *p, size_t n)
 
 /* ---- Building and registering a class ---------------------------------- */
 
-static void dp_int_type(struct lttng_ust_type_integer *t, unsigned bytes, bool is_signed,
+static void dpa_int_type(struct lttng_ust_type_integer *t, unsigned bytes, bool is_signed,
 			bool hex)
 {
 	t->parent.type = lttng_ust_type_integer;
@@ -351,21 +351,21 @@ static void dp_int_type(struct lttng_ust_type_integer *t, unsigned bytes, bool i
 	t->base = hex ? 16 : 10;
 }
 
-static void dp_build_fields(struct dp_class *cls, const struct dp_field_desc *f, size_t n)
+static void dpa_build_fields(struct dpa_class *cls, const struct dp_field_desc *f, size_t n)
 {
 	size_t k = 0;
 
 	cls->fixed_len = 0;
 	cls->dynamic = false;
 	for (size_t i = 0; i < n; i++) {
-		struct dp_ust_field *u = &cls->uf[i];
+		struct dpa_ust_field *u = &cls->uf[i];
 
 		u->field.struct_size = sizeof(u->field);
 		u->field.name = cls->layout[i].name;
 		cls->fld[i].type = f[i].type;
 		switch (f[i].type) {
 		case DP_FT_INT:
-			dp_int_type(&u->type.integer, f[i].size, f[i].is_signed, f[i].hex);
+			dpa_int_type(&u->type.integer, f[i].size, f[i].is_signed, f[i].hex);
 			u->field.type = &u->type.integer.parent;
 			cls->fld[i].size = f[i].size;
 			cls->fld[i].is_signed = f[i].is_signed;
@@ -390,14 +390,14 @@ static void dp_build_fields(struct dp_class *cls, const struct dp_field_desc *f,
 			break;
 		case DP_FT_SEQ_U64:
 			/* The length comes first, as its own field the filter skips. */
-			dp_len_name(u->len_name, f[i].name);
-			dp_int_type(&u->len_type, sizeof(uint32_t), false, false);
+			dpa_len_name(u->len_name, f[i].name);
+			dpa_int_type(&u->len_type, sizeof(uint32_t), false, false);
 			u->len_field.struct_size = sizeof(u->len_field);
 			u->len_field.name = u->len_name;
 			u->len_field.type = &u->len_type.parent;
 			u->len_field.nofilter = 1;
 			cls->ufields[k++] = &u->len_field;
-			dp_int_type(&u->elem_type, sizeof(uint64_t), false, f[i].hex);
+			dpa_int_type(&u->elem_type, sizeof(uint64_t), false, f[i].hex);
 			u->type.seq.parent.type = lttng_ust_type_sequence;
 			u->type.seq.struct_size = sizeof(u->type.seq);
 			u->type.seq.length_name = NULL;		/* the field before */
@@ -416,24 +416,24 @@ static void dp_build_fields(struct dp_class *cls, const struct dp_field_desc *f,
 }
 
 /* Only for a class lttng-ust has never seen. */
-static void dp_class_free(struct dp_class *cls)
+static void dpa_class_free(struct dpa_class *cls)
 {
 	free(cls->uf);
 	free(cls->layout);
 	free(cls);
 }
 
-static struct dp_class *dp_class_new(const char *name, size_t colon,
+static struct dpa_class *dpa_class_new(const char *name, size_t colon,
 				     const struct dp_field_desc *norm, size_t n, uint64_t hash)
 {
-	struct dp_class *cls = calloc(1, sizeof(*cls));
+	struct dpa_class *cls = calloc(1, sizeof(*cls));
 
 	if (!cls)
 		return NULL;
 	cls->uf = calloc(n ? n : 1, sizeof(*cls->uf));
 	cls->layout = calloc(n ? n : 1, sizeof(*cls->layout));
 	if (!cls->uf || !cls->layout) {
-		dp_class_free(cls);
+		dpa_class_free(cls);
 		return NULL;
 	}
 	memcpy(cls->layout, norm, n * sizeof(*norm));
@@ -441,11 +441,11 @@ static struct dp_class *dp_class_new(const char *name, size_t colon,
 	memcpy(cls->provider, name, colon);
 	strcpy(cls->event, name + colon + 1);
 	cls->hash = hash;
-	dp_build_fields(cls, cls->layout, n);
+	dpa_build_fields(cls, cls->layout, n);
 
 	cls->tp_class.struct_size = sizeof(cls->tp_class);
 	cls->tp_class.fields = cls->ufields;
-	cls->tp_class.signature = DP_SIGNATURE;
+	cls->tp_class.signature = DPA_SIGNATURE;
 	cls->tp_class.probe_desc = &cls->probe_desc;
 
 	/* loglevel stays NULL: lttng-ust reads a non-NULL one as int **. */
@@ -465,17 +465,17 @@ static struct dp_class *dp_class_new(const char *name, size_t colon,
 	cls->tp.struct_size = sizeof(cls->tp);
 	cls->tp.provider_name = cls->provider;
 	cls->tp.event_name = cls->event;
-	cls->tp.signature = DP_SIGNATURE;
+	cls->tp.signature = DPA_SIGNATURE;
 	cls->tp_ptrs[0] = &cls->tp;
 	return cls;
 }
 
 /*
  * Registers what is not registered yet (a failed step is retried by the next
- * dp_class_get, never by a second class: lttng-sessiond may refuse an
- * identical layout twice).  Under dp_lock.
+ * dpa_class_get, never by a second class: lttng-sessiond may refuse an
+ * identical layout twice).  Under dpa_lock.
  */
-static int dp_class_register(struct dp_class *cls, const char **err)
+static int dpa_class_register(struct dpa_class *cls, const char **err)
 {
 	if (!cls->probe_registered) {
 		if (!lttng_ust_probe_register(&cls->probe_desc)) {
@@ -494,12 +494,12 @@ static int dp_class_register(struct dp_class *cls, const char **err)
 	return 0;
 }
 
-struct dp_class *dp_class_get(const char *name, const struct dp_field_desc *fields,
+struct dpa_class *dpa_class_get(const char *name, const struct dp_field_desc *fields,
 			      size_t nfields, const char **err)
 {
-	struct dp_field_desc norm[DP_CLASS_MAX_FIELDS];
+	struct dp_field_desc norm[DPA_CLASS_MAX_FIELDS];
 	const char *msg = NULL;
-	struct dp_class *cls;
+	struct dpa_class *cls;
 	size_t colon;
 	uint64_t hash;
 	int ret;
@@ -511,51 +511,51 @@ struct dp_class *dp_class_get(const char *name, const struct dp_field_desc *fiel
 		errno = EINVAL;
 		return NULL;
 	}
-	if (nfields > DP_CLASS_MAX_FIELDS) {
+	if (nfields > DPA_CLASS_MAX_FIELDS) {
 		*err = "too many fields";
 		errno = EINVAL;
 		return NULL;
 	}
-	ret = dp_check_name(name, &colon, err);
+	ret = dpa_check_name(name, &colon, err);
 	for (size_t i = 0; !ret && i < nfields; i++)
-		ret = dp_normalize(&fields[i], &norm[i], err);
+		ret = dpa_normalize(&fields[i], &norm[i], err);
 	if (!ret)
-		ret = dp_check_unique(norm, nfields, err);
+		ret = dpa_check_unique(norm, nfields, err);
 	if (ret) {
 		errno = -ret;
 		return NULL;
 	}
-	hash = dp_hash(0xcbf29ce484222325ull, name, strlen(name));
-	hash = dp_hash(hash, norm, nfields * sizeof(norm[0]));
-	hash = dp_hash(hash, &nfields, sizeof(nfields));
+	hash = dpa_hash(0xcbf29ce484222325ull, name, strlen(name));
+	hash = dpa_hash(hash, norm, nfields * sizeof(norm[0]));
+	hash = dpa_hash(hash, &nfields, sizeof(nfields));
 
-	pthread_mutex_lock(&dp_lock);
-	for (cls = dp_cache[hash % DP_CACHE_BUCKETS]; cls; cls = cls->next) {
+	pthread_mutex_lock(&dpa_lock);
+	for (cls = dpa_cache[hash % DPA_CACHE_BUCKETS]; cls; cls = cls->next) {
 		if (cls->hash == hash && cls->nfields == nfields && !strcmp(cls->name, name) &&
 		    !memcmp(cls->layout, norm, nfields * sizeof(norm[0])))
 			break;
 	}
 	if (!cls) {
-		cls = dp_class_new(name, colon, norm, nfields, hash);
+		cls = dpa_class_new(name, colon, norm, nfields, hash);
 		if (!cls) {
 			*err = "out of memory";
 			ret = -ENOMEM;
 			goto out;
 		}
-		ret = dp_thunk_alloc(cls);
+		ret = dpa_thunk_alloc(cls);
 		if (ret) {
 			*err = "cannot map code for the probe callback";
-			dp_class_free(cls);
+			dpa_class_free(cls);
 			goto out;
 		}
 		cls->tp_class.probe_callback = cls->cb;
 		/* From here on the class is never freed: lttng-ust may hold it. */
-		cls->next = dp_cache[hash % DP_CACHE_BUCKETS];
-		dp_cache[hash % DP_CACHE_BUCKETS] = cls;
+		cls->next = dpa_cache[hash % DPA_CACHE_BUCKETS];
+		dpa_cache[hash % DPA_CACHE_BUCKETS] = cls;
 	}
-	ret = dp_class_register(cls, err);
+	ret = dpa_class_register(cls, err);
 out:
-	pthread_mutex_unlock(&dp_lock);
+	pthread_mutex_unlock(&dpa_lock);
 	if (ret) {
 		errno = -ret;
 		return NULL;
@@ -563,7 +563,7 @@ out:
 	return cls;
 }
 
-bool dp_class_enabled(const struct dp_class *cls)
+bool dpa_class_enabled(const struct dpa_class *cls)
 {
 	return CMM_LOAD_SHARED(cls->tp.state) != 0;
 }
@@ -575,10 +575,10 @@ bool dp_class_enabled(const struct dp_class *cls)
  * order, an int64 (sign- or zero-extended), a double, a string pointer, or
  * a sequence's length and pointer.
  */
-static void dp_filter_stack(const struct dp_class *cls, const struct dp_value *v, char *stack)
+static void dpa_filter_stack(const struct dpa_class *cls, const struct dpa_value *v, char *stack)
 {
 	for (uint32_t i = 0; i < cls->nfields; i++) {
-		const struct dp_fld *f = &cls->fld[i];
+		const struct dpa_fld *f = &cls->fld[i];
 
 		switch (f->type) {
 		case DP_FT_INT: {
@@ -620,12 +620,12 @@ static void dp_filter_stack(const struct dp_class *cls, const struct dp_value *v
  * excess, and on little-endian the low bytes, the ones kept, come first.
  */
 static inline __attribute__((always_inline)) void
-dp_event_write(const struct dp_class *cls, struct lttng_ust_event_recorder *rec,
-	       struct lttng_ust_probe_ctx *pctx, const struct dp_value *v)
+dpa_event_write(const struct dpa_class *cls, struct lttng_ust_event_recorder *rec,
+	       struct lttng_ust_probe_ctx *pctx, const struct dpa_value *v)
 {
 	struct lttng_ust_channel_buffer *chan = rec->chan;
 	struct lttng_ust_ring_buffer_ctx ctx;
-	uint8_t buf[8 * DP_CLASS_MAX_FIELDS + 8];
+	uint8_t buf[8 * DPA_CLASS_MAX_FIELDS + 8];
 	size_t len = cls->fixed_len, n = 0;
 
 	if (cls->dynamic) {
@@ -676,29 +676,29 @@ dp_event_write(const struct dp_class *cls, struct lttng_ust_event_recorder *rec,
 
 /* Whether the event's filter accepts these values.  Out of the hot path. */
 static __attribute__((noinline)) bool
-dp_filter_accepts(const struct dp_class *cls, struct lttng_ust_event_common *ev,
-		  struct lttng_ust_probe_ctx *pctx, const struct dp_value *values)
+dpa_filter_accepts(const struct dpa_class *cls, struct lttng_ust_event_common *ev,
+		  struct lttng_ust_probe_ctx *pctx, const struct dpa_value *values)
 {
-	char stack[2 * sizeof(unsigned long) * DP_CLASS_MAX_FIELDS]
+	char stack[2 * sizeof(unsigned long) * DPA_CLASS_MAX_FIELDS]
 		__attribute__((aligned(sizeof(unsigned long))));
 
-	dp_filter_stack(cls, values, stack);
+	dpa_filter_stack(cls, values, stack);
 	return ev->run_filter(ev, stack, pctx, NULL) == LTTNG_UST_EVENT_FILTER_ACCEPT;
 }
 
 /* A trigger's event: filter, then a notification with its captures. */
 static __attribute__((noinline)) void
-dp_event_notify(const struct dp_class *cls, struct lttng_ust_event_common *ev,
-		struct lttng_ust_probe_ctx *pctx, const struct dp_value *values)
+dpa_event_notify(const struct dpa_class *cls, struct lttng_ust_event_common *ev,
+		struct lttng_ust_probe_ctx *pctx, const struct dpa_value *values)
 {
 	struct lttng_ust_event_notifier *notifier = ev->child;
 	struct lttng_ust_notification_ctx nctx;
-	char stack[2 * sizeof(unsigned long) * DP_CLASS_MAX_FIELDS]
+	char stack[2 * sizeof(unsigned long) * DPA_CLASS_MAX_FIELDS]
 		__attribute__((aligned(sizeof(unsigned long))));
 	bool prepared = false;
 
 	if (CMM_ACCESS_ONCE(ev->eval_filter)) {
-		dp_filter_stack(cls, values, stack);
+		dpa_filter_stack(cls, values, stack);
 		prepared = true;
 		if (ev->run_filter(ev, stack, pctx, NULL) != LTTNG_UST_EVENT_FILTER_ACCEPT)
 			return;
@@ -706,7 +706,7 @@ dp_event_notify(const struct dp_class *cls, struct lttng_ust_event_common *ev,
 	nctx.struct_size = sizeof(nctx);
 	nctx.eval_capture = CMM_ACCESS_ONCE(notifier->eval_capture);
 	if (!prepared && nctx.eval_capture)
-		dp_filter_stack(cls, values, stack);
+		dpa_filter_stack(cls, values, stack);
 	notifier->notification_send(notifier, stack, pctx, &nctx);
 }
 
@@ -715,8 +715,8 @@ dp_event_notify(const struct dp_class *cls, struct lttng_ust_event_common *ev,
  * trigger's notifier.  Event types newer than this code are ignored.
  */
 static inline __attribute__((always_inline)) void
-dp_event_fire(const struct dp_class *cls, void *event, uint64_t ip,
-	      const struct dp_value *values)
+dpa_event_fire(const struct dpa_class *cls, void *event, uint64_t ip,
+	      const struct dpa_value *values)
 {
 	struct lttng_ust_event_common *ev = event;
 	struct lttng_ust_probe_ctx pctx;
@@ -732,19 +732,19 @@ dp_event_fire(const struct dp_class *cls, void *event, uint64_t ip,
 		pctx.struct_size = sizeof(pctx);
 		pctx.ip = (void *)(uintptr_t)ip;
 		if (caa_unlikely(CMM_ACCESS_ONCE(ev->eval_filter)) &&
-		    !dp_filter_accepts(cls, ev, &pctx, values))
+		    !dpa_filter_accepts(cls, ev, &pctx, values))
 			return;
-		dp_event_write(cls, rec, &pctx, values);
+		dpa_event_write(cls, rec, &pctx, values);
 	} else if (ev->type == LTTNG_UST_EVENT_TYPE_NOTIFIER) {
 		if (caa_unlikely(!CMM_ACCESS_ONCE(ev->enabled)))
 			return;
 		pctx.struct_size = sizeof(pctx);
 		pctx.ip = (void *)(uintptr_t)ip;
-		dp_event_notify(cls, ev, &pctx, values);
+		dpa_event_notify(cls, ev, &pctx, values);
 	}
 }
 
-void dp_class_record(const struct dp_class *cls, uint64_t ip, const struct dp_value *values)
+void dpa_class_record(const struct dpa_class *cls, uint64_t ip, const struct dpa_value *values)
 {
 	struct lttng_ust_tracepoint_probe *p;
 
@@ -758,7 +758,7 @@ void dp_class_record(const struct dp_class *cls, uint64_t ip, const struct dp_va
 		/* Same-named classes share the list: keep only our own events. */
 		for (; p->func; p++) {
 			if (p->func == cls->cb)
-				dp_event_fire(cls, p->data, ip, values);
+				dpa_event_fire(cls, p->data, ip, values);
 		}
 	}
 	lttng_ust_urcu_read_unlock();
@@ -766,7 +766,7 @@ void dp_class_record(const struct dp_class *cls, uint64_t ip, const struct dp_va
 
 /* ---- Process life ------------------------------------------------------- */
 
-void dp_events_thread_init(void)
+void dpa_events_thread_init(void)
 {
 	lttng_ust_init_thread();
 	/* The RCU reader registration is the other lazy allocation. */
@@ -779,32 +779,32 @@ void dp_events_thread_init(void)
  * liblttng-ust-fork.so does by wrapping fork().  The signal mask saved
  * before is restored after, by the same thread.
  */
-static __thread sigset_t dp_fork_sigset;
-static bool dp_fork_wrapped;
+static __thread sigset_t dpa_fork_sigset;
+static bool dpa_fork_wrapped;
 
-static void dp_fork_prepare(void)
+static void dpa_fork_prepare(void)
 {
-	pthread_mutex_lock(&dp_lock);
-	if (!dp_fork_wrapped)
-		lttng_ust_before_fork(&dp_fork_sigset);
+	pthread_mutex_lock(&dpa_lock);
+	if (!dpa_fork_wrapped)
+		lttng_ust_before_fork(&dpa_fork_sigset);
 }
 
-static void dp_fork_parent(void)
+static void dpa_fork_parent(void)
 {
-	if (!dp_fork_wrapped)
-		lttng_ust_after_fork_parent(&dp_fork_sigset);
-	pthread_mutex_unlock(&dp_lock);
+	if (!dpa_fork_wrapped)
+		lttng_ust_after_fork_parent(&dpa_fork_sigset);
+	pthread_mutex_unlock(&dpa_lock);
 }
 
-static void dp_fork_child(void)
+static void dpa_fork_child(void)
 {
 	/* The only thread now: whoever held the lock in the parent is gone. */
-	pthread_mutex_init(&dp_lock, NULL);
-	if (!dp_fork_wrapped)
-		lttng_ust_after_fork_child(&dp_fork_sigset);
+	pthread_mutex_init(&dpa_lock, NULL);
+	if (!dpa_fork_wrapped)
+		lttng_ust_after_fork_child(&dpa_fork_sigset);
 }
 
-__attribute__((constructor)) static void dp_events_ctor(void)
+__attribute__((constructor)) static void dpa_events_ctor(void)
 {
 	void *h;
 
@@ -814,8 +814,8 @@ __attribute__((constructor)) static void dp_events_ctor(void)
 	 */
 	h = dlopen("liblttng-ust-fork.so.1", RTLD_LAZY | RTLD_NOLOAD);
 	if (h) {
-		dp_fork_wrapped = true;
+		dpa_fork_wrapped = true;
 		dlclose(h);
 	}
-	pthread_atfork(dp_fork_prepare, dp_fork_parent, dp_fork_child);
+	pthread_atfork(dpa_fork_prepare, dpa_fork_parent, dpa_fork_child);
 }

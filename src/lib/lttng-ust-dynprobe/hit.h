@@ -7,8 +7,8 @@
  * a SIGTRAP handler) and never calls malloc: the thread may have been
  * stopped inside it.
  */
-#ifndef DP_AGENT_HIT_H
-#define DP_AGENT_HIT_H
+#ifndef DPA_HIT_H
+#define DPA_HIT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,10 +17,10 @@
 #include "patch/tramp.h"
 
 /* Functions the version script exports (everything else stays hidden). */
-#define DP_EXPORT __attribute__((visibility("default")))
+#define DPA_EXPORT __attribute__((visibility("default")))
 
 /* One thread's state, in initial-exec TLS: reaching it never allocates. */
-struct dp_thread {
+struct dpa_thread {
 	int guard;			/* inside the hit path */
 	bool events_ready;		/* lttng-ust's per-thread state is set up */
 	bool fsgs_cached;		/* fs_base, gs_base read (no FSGSBASE) */
@@ -31,24 +31,24 @@ struct dp_thread {
 	uint64_t fs_base, gs_base;
 };
 
-extern __thread struct dp_thread dp_self __attribute__((tls_model("initial-exec")));
+extern __thread struct dpa_thread dpa_self __attribute__((tls_model("initial-exec")));
 
-/* Scratch of at least dp_scratch_need bytes for this thread (mapped on
+/* Scratch of at least dpa_scratch_need bytes for this thread (mapped on
  * first use, raw syscalls only), or NULL. */
-void *dp_thread_scratch(struct dp_thread *t);
+void *dpa_thread_scratch(struct dpa_thread *t);
 /* Raises the scratch every thread needs (a new probe's contexts). */
-void dp_scratch_need_raise(size_t size);
+void dpa_scratch_need_raise(size_t size);
 /* From the library constructor: what releases a thread's scratch at its
  * exit.  0 or -errno. */
-int dp_thread_setup(void);
+int dpa_thread_setup(void);
 
 /* ---- memread.c ------------------------------------------------------- */
 
 /* Address ranges that stay readable while a hit runs. */
-#define DP_MEM_RANGES_MAX 8
-struct dp_mem_ranges {
+#define DPA_MEM_RANGES_MAX 8
+struct dpa_mem_ranges {
 	unsigned n;
-	struct { uint64_t lo, hi; } r[DP_MEM_RANGES_MAX];
+	struct { uint64_t lo, hi; } r[DPA_MEM_RANGES_MAX];
 };
 
 /*
@@ -60,10 +60,10 @@ struct dp_mem_ranges {
  * are read through the kernel.  Nothing is kept loaded that the program would
  * unload: that would change what dlclose does.
  */
-int dp_mem_object_ranges(uint64_t addr, struct dp_mem_ranges *out);
+int dpa_mem_object_ranges(uint64_t addr, struct dpa_mem_ranges *out);
 
 /* Records the main executable's segments (library constructor). */
-void dp_mem_setup(void);
+void dpa_mem_setup(void);
 
 /*
  * Reads len bytes at addr without ever faulting.  Cheap when the bytes lie
@@ -71,7 +71,7 @@ void dp_mem_setup(void);
  * main executable or in `own` (may be NULL); otherwise one process_vm_readv
  * on ourselves.  0 or -errno (-EFAULT).
  */
-int dp_mem_read(const struct dp_regs *regs, const struct dp_mem_ranges *own, void *dst,
+int dpa_mem_read(const struct dp_regs *regs, const struct dpa_mem_ranges *own, void *dst,
 		uint64_t addr, size_t len);
 
 /*
@@ -79,29 +79,29 @@ int dp_mem_read(const struct dp_regs *regs, const struct dp_mem_ranges *own, voi
  * max + 1): its length, -E2BIG (dst holds the first max bytes, terminated),
  * or -errno (dst is "").  Never the bytes of a partial read.
  */
-long dp_mem_read_str(const struct dp_regs *regs, const struct dp_mem_ranges *own, char *dst,
+long dpa_mem_read_str(const struct dp_regs *regs, const struct dpa_mem_ranges *own, char *dst,
 		     uint64_t addr, size_t max);
 
 /* Whether [addr, addr+len) lies in this thread's stack, above rsp minus the
  * red zone: such bytes stay mapped for as long as the hit runs. */
-bool dp_mem_on_stack(const struct dp_regs *regs, uint64_t addr, size_t len);
+bool dpa_mem_on_stack(const struct dp_regs *regs, uint64_t addr, size_t len);
 
 /* After fork, in the child: the pid process_vm_readv names. */
-void dp_mem_after_fork(void);
+void dpa_mem_after_fork(void);
 
 /* ---- unwind.c -------------------------------------------------------- */
 
 /* Bytes of scratch the CFI walker needs (libunwind's cursor and context). */
-size_t dp_bt_cfi_scratch(void);
+size_t dpa_bt_cfi_scratch(void);
 
 /*
  * Stack walks from the probed context: out[0] is regs->rip, then return
  * addresses, depth at most.  Return how many were stored.
  */
-unsigned dp_bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth);
-unsigned dp_bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth, void *scratch);
+unsigned dpa_bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth);
+unsigned dpa_bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth, void *scratch);
 
 /* libunwind's setup, from the library constructor. */
-void dp_bt_setup(void);
+void dpa_bt_setup(void);
 
-#endif /* DP_AGENT_HIT_H */
+#endif /* DPA_HIT_H */

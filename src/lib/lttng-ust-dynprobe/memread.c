@@ -34,12 +34,12 @@
 #define PAGE 4096ull
 #define STACK_REFRESHES 16
 
-static struct dp_mem_ranges main_ranges;
+static struct dpa_mem_ranges main_ranges;
 static pid_t self_pid;
 
 /* ---- ranges ----------------------------------------------------------- */
 
-static bool in_ranges(const struct dp_mem_ranges *rs, uint64_t addr, size_t len, uint64_t *end)
+static bool in_ranges(const struct dpa_mem_ranges *rs, uint64_t addr, size_t len, uint64_t *end)
 {
 	if (!rs)
 		return false;
@@ -55,14 +55,14 @@ static bool in_ranges(const struct dp_mem_ranges *rs, uint64_t addr, size_t len,
 struct find_obj {
 	uint64_t addr;
 	bool main_only;
-	struct dp_mem_ranges *out;
+	struct dpa_mem_ranges *out;
 	bool found;
 };
 
-static void add_segments(struct dl_phdr_info *info, struct dp_mem_ranges *out)
+static void add_segments(struct dl_phdr_info *info, struct dpa_mem_ranges *out)
 {
 	out->n = 0;
-	for (int i = 0; i < info->dlpi_phnum && out->n < DP_MEM_RANGES_MAX; i++) {
+	for (int i = 0; i < info->dlpi_phnum && out->n < DPA_MEM_RANGES_MAX; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R) || !ph->p_memsz)
@@ -96,7 +96,7 @@ static int find_obj_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-int dp_mem_object_ranges(uint64_t addr, struct dp_mem_ranges *out)
+int dpa_mem_object_ranges(uint64_t addr, struct dpa_mem_ranges *out)
 {
 	struct find_obj f = { .addr = addr, .out = out };
 
@@ -105,7 +105,7 @@ int dp_mem_object_ranges(uint64_t addr, struct dp_mem_ranges *out)
 	return f.found ? 0 : -ENOENT;
 }
 
-void dp_mem_setup(void)
+void dpa_mem_setup(void)
 {
 	struct find_obj f = { .main_only = true, .out = &main_ranges };
 
@@ -113,7 +113,7 @@ void dp_mem_setup(void)
 	dl_iterate_phdr(find_obj_cb, &f);
 }
 
-void dp_mem_after_fork(void)
+void dpa_mem_after_fork(void)
 {
 	self_pid = getpid();
 }
@@ -190,9 +190,9 @@ static bool stack_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi)
 	return found;
 }
 
-bool dp_mem_on_stack(const struct dp_regs *regs, uint64_t addr, size_t len)
+bool dpa_mem_on_stack(const struct dp_regs *regs, uint64_t addr, size_t len)
 {
-	struct dp_thread *t = &dp_self;
+	struct dpa_thread *t = &dpa_self;
 	uint64_t from = regs->rsp - RED_ZONE;
 
 	if (regs->rsp < t->stack_lo || regs->rsp >= t->stack_hi) {
@@ -248,17 +248,17 @@ static long kernel_read(void *dst, uint64_t addr, size_t len)
 	return n ? n : -EFAULT;
 }
 
-static bool direct(const struct dp_regs *regs, const struct dp_mem_ranges *own, uint64_t addr,
+static bool direct(const struct dp_regs *regs, const struct dpa_mem_ranges *own, uint64_t addr,
 		   size_t len, uint64_t *end)
 {
-	if (dp_mem_on_stack(regs, addr, 1)) {
-		*end = dp_self.stack_hi;
+	if (dpa_mem_on_stack(regs, addr, 1)) {
+		*end = dpa_self.stack_hi;
 		return len <= *end - addr;
 	}
 	return in_ranges(&main_ranges, addr, len, end) || in_ranges(own, addr, len, end);
 }
 
-int dp_mem_read(const struct dp_regs *regs, const struct dp_mem_ranges *own, void *dst,
+int dpa_mem_read(const struct dp_regs *regs, const struct dpa_mem_ranges *own, void *dst,
 		uint64_t addr, size_t len)
 {
 	uint64_t end;
@@ -274,7 +274,7 @@ int dp_mem_read(const struct dp_regs *regs, const struct dp_mem_ranges *own, voi
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
-long dp_mem_read_str(const struct dp_regs *regs, const struct dp_mem_ranges *own, char *dst,
+long dpa_mem_read_str(const struct dp_regs *regs, const struct dpa_mem_ranges *own, char *dst,
 		     uint64_t addr, size_t max)
 {
 	size_t have = 0;

@@ -25,16 +25,16 @@
 #include "hit.h"
 #include "probe.h"
 
-__thread struct dp_thread dp_self __attribute__((tls_model("initial-exec")));
+__thread struct dpa_thread dpa_self __attribute__((tls_model("initial-exec")));
 
-struct dp_probe {
+struct dpa_probe {
 	uint64_t site;
-	struct dp_class *cls;
-	unsigned flags;			/* enum dp_probe_flag */
+	struct dpa_class *cls;
+	unsigned flags;			/* enum dpa_probe_flag */
 	size_t nctx, nfields;
-	size_t values_size;		/* the dp_value array at the head of the scratch */
+	size_t values_size;		/* the dpa_value array at the head of the scratch */
 	struct dp_ctx *ctx;
-	struct dp_mem_ranges own;	/* the probed object's segments */
+	struct dpa_mem_ranges own;	/* the probed object's segments */
 	_Atomic uint64_t hits, recorded;	/* bumped without a lock (see above) */
 	_Atomic uint64_t recursions, mem_errors;
 };
@@ -77,8 +77,8 @@ static void area_release(void *basev)
 {
 	uint8_t *base = basev;
 
-	dp_self.scratch = NULL;
-	dp_self.scratch_size = 0;
+	dpa_self.scratch = NULL;
+	dpa_self.scratch_size = 0;
 	for (unsigned i = 0; i < POOL_SLOTS; i++) {
 		uint8_t *expected = NULL;
 
@@ -110,7 +110,7 @@ static uint8_t *area_get(size_t need)
 	return base;
 }
 
-void *dp_thread_scratch(struct dp_thread *t)
+void *dpa_thread_scratch(struct dpa_thread *t)
 {
 	size_t need = atomic_load_explicit(&scratch_need, memory_order_relaxed);
 	uint8_t *base;
@@ -130,7 +130,7 @@ void *dp_thread_scratch(struct dp_thread *t)
 	return t->scratch;
 }
 
-void dp_scratch_need_raise(size_t size)
+void dpa_scratch_need_raise(size_t size)
 {
 	size_t cur = atomic_load(&scratch_need);
 
@@ -138,7 +138,7 @@ void dp_scratch_need_raise(size_t size)
 		;
 }
 
-int dp_thread_setup(void)
+int dpa_thread_setup(void)
 {
 	int ret = pthread_key_create(&scratch_key, area_release);
 
@@ -153,30 +153,26 @@ static size_t align16(size_t n)
 	return (n + 15) & ~(size_t)15;
 }
 
-DP_EXPORT struct dp_probe *dp_probe_new(uint64_t site, const char *name, unsigned flags,
-					const struct dp_ctx *ctx, size_t nctx, const char **err)
+DPA_EXPORT struct dpa_probe *dpa_probe_new(uint64_t site, const char *name, unsigned flags,
+					  const struct dp_ctx *ctx, size_t nctx, struct dp_err *err)
 {
-	struct dp_field_desc fields[DP_CLASS_MAX_FIELDS];
-	const char *err_dummy;
+	struct dp_field_desc fields[DPA_CLASS_MAX_FIELDS];
+	const char *cerr = NULL;
 	char full[DP_NAME_MAX];
-	struct dp_probe *p;
+	struct dpa_probe *p;
 	size_t nfields;
 	int ret, len;
 
-	if (!err)
-		err = &err_dummy;
-	if (!name || !*name || (nctx && !ctx) || (flags & ~(unsigned)DP_PROBE_AT_ENTRY)) {
-		*err = "bad arguments";
-		errno = EINVAL;
+	if (!name || !*name || (nctx && !ctx) || (flags & ~(unsigned)DPA_PROBE_AT_ENTRY)) {
+		errno = -dp_err_set(err, -EINVAL, "bad arguments");
 		return NULL;
 	}
 	len = snprintf(full, sizeof(full), "%s%s", strchr(name, ':') ? "" : "dynprobe:", name);
 	if (len < 0 || (size_t)len >= sizeof(full)) {
-		*err = "event name too long";
-		errno = EINVAL;
+		errno = -dp_err_set(err, -EINVAL, "event name too long");
 		return NULL;
 	}
-	ret = dp_ctx_layout(ctx, nctx, fields, DP_CLASS_MAX_FIELDS, &nfields, err);
+	ret = dp_ctx_layout(ctx, nctx, fields, DPA_CLASS_MAX_FIELDS, &nfields, err);
 	if (ret) {
 		errno = -ret;
 		return NULL;
@@ -184,14 +180,15 @@ DP_EXPORT struct dp_probe *dp_probe_new(uint64_t site, const char *name, unsigne
 	p = calloc(1, sizeof(*p));
 	if (!p || !(p->ctx = calloc(nctx ? nctx : 1, sizeof(*ctx)))) {
 		free(p);
-		*err = "out of memory";
-		errno = ENOMEM;
+		errno = -dp_err_set(err, -ENOMEM, "out of memory");
 		return NULL;
 	}
-	p->cls = dp_class_get(full, fields, nfields, err);
+	p->cls = dpa_class_get(full, fields, nfields, &cerr);
 	if (!p->cls) {
 		int e = errno;
 
+		if (cerr)
+			dp_err_set(err, -e, "%s", cerr);
 		free(p->ctx);
 		free(p);
 		errno = e;
@@ -203,19 +200,19 @@ DP_EXPORT struct dp_probe *dp_probe_new(uint64_t site, const char *name, unsigne
 	p->flags = flags;
 	p->nctx = nctx;
 	p->nfields = nfields;
-	p->values_size = align16((nfields ? nfields : 1) * sizeof(struct dp_value));
+	p->values_size = align16((nfields ? nfields : 1) * sizeof(struct dpa_value));
 	/* A site outside any object (generated code) just reads through the
 	 * kernel more often. */
-	dp_mem_object_ranges(site, &p->own);
-	dp_scratch_need_raise(p->values_size + dp_ctx_scratch_size(ctx, nctx));
+	dpa_mem_object_ranges(site, &p->own);
+	dpa_scratch_need_raise(p->values_size + dpa_ctx_scratch_size(ctx, nctx));
 	return p;
 }
 
 /* The enabled part of a hit: evaluate and record. */
-static void record(struct dp_probe *p, struct dp_thread *t, const struct dp_regs *regs)
+static void record(struct dpa_probe *p, struct dpa_thread *t, const struct dp_regs *regs)
 {
-	struct dp_ctx_env env;
-	struct dp_value *values;
+	struct dpa_ctx_env env;
+	struct dpa_value *values;
 	uint8_t *scratch;
 	unsigned errors;
 
@@ -223,30 +220,30 @@ static void record(struct dp_probe *p, struct dp_thread *t, const struct dp_regs
 		/* lttng-ust's per-thread state, before the first event: a thread
 		 * the agent was never told about (it could not be: no hook runs
 		 * at thread creation). */
-		dp_events_thread_init();
+		dpa_events_thread_init();
 		t->events_ready = true;
 	}
-	scratch = dp_thread_scratch(t);
+	scratch = dpa_thread_scratch(t);
 	if (!scratch)
 		return;
-	values = (struct dp_value *)scratch;
-	env = (struct dp_ctx_env){
+	values = (struct dpa_value *)scratch;
+	env = (struct dpa_ctx_env){
 		.regs = regs,
-		.flags = p->flags & DP_PROBE_AT_ENTRY ? DP_CTX_AT_ENTRY : 0,
+		.flags = p->flags & DPA_PROBE_AT_ENTRY ? DPA_CTX_AT_ENTRY : 0,
 		.own = &p->own,
 		.scratch = scratch + p->values_size,
 	};
-	errors = dp_ctx_eval(p->ctx, p->nctx, &env, values);
+	errors = dpa_ctx_eval(p->ctx, p->nctx, &env, values);
 	if (errors)
 		atomic_fetch_add_explicit(&p->mem_errors, errors, memory_order_relaxed);
 	bump(&p->recorded);
-	dp_class_record(p->cls, p->site, values);
+	dpa_class_record(p->cls, p->site, values);
 }
 
-DP_EXPORT void dp_probe_hit(void *probe, struct dp_regs *regs)
+DPA_EXPORT void dp_probe_hit(void *probe, struct dp_regs *regs)
 {
-	struct dp_probe *p = probe;
-	struct dp_thread *t = &dp_self;
+	struct dpa_probe *p = probe;
+	struct dpa_thread *t = &dpa_self;
 	int saved_errno;
 
 	bump(&p->hits);
@@ -256,15 +253,15 @@ DP_EXPORT void dp_probe_hit(void *probe, struct dp_regs *regs)
 	}
 	t->guard = 1;
 	saved_errno = errno;
-	if (dp_class_enabled(p->cls))
+	if (dpa_class_enabled(p->cls))
 		record(p, t, regs);
 	errno = saved_errno;
 	t->guard = 0;
 }
 
-DP_EXPORT void dp_probe_stats(const struct dp_probe *probe, struct dp_probe_stats *st)
+DPA_EXPORT void dpa_probe_stats(const struct dpa_probe *probe, struct dpa_probe_stats *st)
 {
-	struct dp_probe *p = (struct dp_probe *)probe;
+	struct dpa_probe *p = (struct dpa_probe *)probe;
 
 	st->hits = atomic_load_explicit(&p->hits, memory_order_relaxed);
 	st->recursions = atomic_load_explicit(&p->recursions, memory_order_relaxed);

@@ -12,8 +12,8 @@
  * records with the probe site as the event's ip, and leaves errno, the
  * registers and the flags as they were.
  */
-#ifndef DP_AGENT_PROBE_H
-#define DP_AGENT_PROBE_H
+#ifndef DPA_PROBE_H
+#define DPA_PROBE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,25 +22,25 @@
 #include "events.h"
 #include "patch/tramp.h"
 
-struct dp_probe;
+struct dpa_probe;
 
-/* dp_probe_new flags. */
-enum dp_probe_flag {
+/* dpa_probe_new flags. */
+enum dpa_probe_flag {
 	/* The site is a function's first instruction (after an endbr64): the
 	 * frame is not set up yet, the return address is at [rsp].  The
 	 * frame-pointer backtrace needs to know. */
-	DP_PROBE_AT_ENTRY = 1u << 0,
+	DPA_PROBE_AT_ENTRY = 1u << 0,
 };
 
 /*
  * A probe at run-time address `site` recording event `name` with the fields
  * of its contexts, in order.  A name without ':' is "dynprobe:NAME".  The
- * contexts are copied.  NULL and errno (a message in *err, a static string):
+ * contexts are copied.  NULL and errno (with a message in err):
  * EINVAL (a bad name, a context, a field given twice), E2BIG, ENOMEM, or what
- * dp_class_get said.
+ * dpa_class_get said.
  */
-struct dp_probe *dp_probe_new(uint64_t site, const char *name, unsigned flags,
-			      const struct dp_ctx *ctx, size_t nctx, const char **err);
+struct dpa_probe *dpa_probe_new(uint64_t site, const char *name, unsigned flags,
+			      const struct dp_ctx *ctx, size_t nctx, struct dp_err *err);
 
 /* The handler trampolines call: (probe, saved registers).  Registers are
  * only read. */
@@ -49,24 +49,24 @@ void dp_probe_hit(void *probe, struct dp_regs *regs);
 /* hits and recorded are counted without locked instructions: exact for one
  * thread, possibly short by a few when threads hit a probe at the same
  * instant. */
-struct dp_probe_stats {
+struct dpa_probe_stats {
 	uint64_t hits;		/* times the site was reached */
 	uint64_t recursions;	/* hits skipped: the thread was inside a hit already */
 	uint64_t recorded;	/* hits evaluated and handed to lttng-ust (enabled) */
 	uint64_t mem_errors;	/* memory contexts that recorded an error value */
 };
 
-void dp_probe_stats(const struct dp_probe *probe, struct dp_probe_stats *st);
+void dpa_probe_stats(const struct dpa_probe *probe, struct dpa_probe_stats *st);
 
 /*
  * int3 sites: when the int3 at `site` traps, the SIGTRAP handler runs the
  * probes' hit path with the registers of the signal context and resumes at
- * `resume` (the relocated instruction).  At most DP_TRAP_MAX_PROBES probes; a
- * second dp_trap_add on a site replaces its probes.  0 or -errno (-E2BIG,
+ * `resume` (the relocated instruction).  At most DPA_TRAP_MAX_PROBES probes; a
+ * second dpa_trap_add on a site replaces its probes.  0 or -errno (-E2BIG,
  * -ENOMEM, -EINVAL, or sigaction's).
  *
- * Order: dp_trap_add before the int3 can run; remove by first putting the
- * original bytes back, then dp_trap_remove.  A thread that trapped just before
+ * Order: dpa_trap_add before the int3 can run; remove by first putting the
+ * original bytes back, then dpa_trap_remove.  A thread that trapped just before
  * the bytes came back still finds the site (removed sites keep their resume
  * address, trampolines are never freed) and goes on in the relocated copy.
  *
@@ -77,26 +77,26 @@ void dp_probe_stats(const struct dp_probe *probe, struct dp_probe_stats *st);
  * (with its mask and flags), or the default action done exactly as the kernel
  * would (the int3 runs again with SIG_DFL, so the core dump shows the real
  * place).  A program that installs its own SIGTRAP handler afterwards takes
- * SIGTRAP over: each dp_trap_add, and dp_trap_check, puts ours back in front
+ * SIGTRAP over: each dpa_trap_add, and dpa_trap_check, puts ours back in front
  * and keeps the program's as the one traps that are not ours go to.  Between
  * the program's sigaction and that check, an int3 site would reach the
  * program's handler: the daemon plans jumps wherever it can.
  */
-#define DP_TRAP_MAX_PROBES 16
+#define DPA_TRAP_MAX_PROBES 16
 
-int dp_trap_add(uint64_t site, uint64_t resume, struct dp_probe *const *probes, size_t n);
-int dp_trap_remove(uint64_t site);
+int dpa_trap_add(uint64_t site, uint64_t resume, struct dpa_probe *const *probes, size_t n);
+int dpa_trap_remove(uint64_t site);
 
 /* Puts our SIGTRAP handler back in front if the program replaced it (while
  * int3 sites exist).  1 if it had to, 0 if not, or -errno. */
-int dp_trap_check(void);
+int dpa_trap_check(void);
 
-struct dp_trap_stats {
+struct dpa_trap_stats {
 	uint64_t ours;		/* traps at our sites */
 	uint64_t chained;	/* traps passed on to the program's disposition */
 	uint64_t reasserted;	/* times our handler had to be put back */
 };
 
-void dp_trap_stats(struct dp_trap_stats *st);
+void dpa_trap_stats(struct dpa_trap_stats *st);
 
-#endif /* DP_AGENT_PROBE_H */
+#endif /* DPA_PROBE_H */

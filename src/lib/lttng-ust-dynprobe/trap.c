@@ -25,7 +25,7 @@
 struct trap_site {
 	uint64_t site, resume;
 	unsigned n;
-	struct dp_probe *probes[DP_TRAP_MAX_PROBES];
+	struct dpa_probe *probes[DPA_TRAP_MAX_PROBES];
 };
 
 struct trap_table {
@@ -235,7 +235,7 @@ static struct trap_table *table_copy(const struct trap_table *cur, size_t extra)
 	return t;
 }
 
-DP_EXPORT int dp_trap_add(uint64_t site, uint64_t resume, struct dp_probe *const *probes,
+DPA_EXPORT int dpa_trap_add(uint64_t site, uint64_t resume, struct dpa_probe *const *probes,
 			  size_t n)
 {
 	struct trap_table *cur, *t;
@@ -243,7 +243,7 @@ DP_EXPORT int dp_trap_add(uint64_t site, uint64_t resume, struct dp_probe *const
 	size_t at;
 	int ret;
 
-	if (n > DP_TRAP_MAX_PROBES)
+	if (n > DPA_TRAP_MAX_PROBES)
 		return -E2BIG;
 	if (!site || !resume || (n && !probes))
 		return -EINVAL;
@@ -280,7 +280,7 @@ DP_EXPORT int dp_trap_add(uint64_t site, uint64_t resume, struct dp_probe *const
 	return 0;
 }
 
-DP_EXPORT int dp_trap_remove(uint64_t site)
+DPA_EXPORT int dpa_trap_remove(uint64_t site)
 {
 	struct trap_table *cur, *t;
 	struct trap_site *s;
@@ -305,7 +305,7 @@ DP_EXPORT int dp_trap_remove(uint64_t site)
 	return 0;
 }
 
-DP_EXPORT int dp_trap_check(void)
+DPA_EXPORT int dpa_trap_check(void)
 {
 	int ret = 0;
 
@@ -316,7 +316,7 @@ DP_EXPORT int dp_trap_check(void)
 	return ret;
 }
 
-DP_EXPORT void dp_trap_stats(struct dp_trap_stats *st)
+DPA_EXPORT void dpa_trap_stats(struct dpa_trap_stats *st)
 {
 	st->ours = atomic_load(&n_ours);
 	st->chained = atomic_load(&n_chained);

@@ -38,7 +38,7 @@ static bool code_address(uint64_t a)
 	return a >= 4096 && a < (1ull << 47);
 }
 
-unsigned dp_bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth)
+unsigned dpa_bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth)
 {
 	uint64_t fp = regs->rbp, floor = regs->rsp, frame[2];
 	unsigned n = 0;
@@ -47,14 +47,14 @@ unsigned dp_bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsi
 		return 0;
 	out[n++] = regs->rip;
 	if (at_entry && n < depth) {
-		if (!dp_mem_on_stack(regs, regs->rsp, 8) || !code_address(*(uint64_t *)regs->rsp))
+		if (!dpa_mem_on_stack(regs, regs->rsp, 8) || !code_address(*(uint64_t *)regs->rsp))
 			return n;
 		out[n++] = *(uint64_t *)regs->rsp;
 		floor = regs->rsp + 8;
 	}
 	while (n < depth) {
 		/* Only the stack above the probed rsp: mapped while the hit runs. */
-		if ((fp & 7) || fp < floor || !dp_mem_on_stack(regs, fp, sizeof(frame)))
+		if ((fp & 7) || fp < floor || !dpa_mem_on_stack(regs, fp, sizeof(frame)))
 			break;
 		memcpy(frame, (const void *)(uintptr_t)fp, sizeof(frame));
 		if (!code_address(frame[1]))
@@ -71,7 +71,7 @@ struct cfi_scratch {
 	unw_cursor_t cursor;
 };
 
-size_t dp_bt_cfi_scratch(void)
+size_t dpa_bt_cfi_scratch(void)
 {
 	return sizeof(struct cfi_scratch);
 }
@@ -88,7 +88,7 @@ static void regs_to_ucontext(const struct dp_regs *r, ucontext_t *uc)
 	g[REG_RIP] = r->rip; g[REG_EFL] = r->rflags;
 }
 
-unsigned dp_bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth, void *scratch)
+unsigned dpa_bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth, void *scratch)
 {
 	struct cfi_scratch *s = scratch;
 	uint64_t prev_sp = regs->rsp;
@@ -120,7 +120,7 @@ unsigned dp_bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth, vo
 	return n;
 }
 
-void dp_bt_setup(void)
+void dpa_bt_setup(void)
 {
 	/*
 	 * The global cache (libunwind's default), behind a lock it takes with

@@ -87,10 +87,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The agent's context struct travels field by field (only the type is used:
- * nothing of the agent is linked in).  A path relative to this file, so that
- * every user of the protocol finds it without another include directory. */
-#include "../../../lib/lttng-ust-dynprobe/context.h"
+/* Context specs travel field by field (spec/ctx.h). */
+#include "spec/ctx.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
 

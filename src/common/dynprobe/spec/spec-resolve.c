@@ -10,7 +10,6 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +19,6 @@
 #include "spec/spec.h"
 
 #define SUGGEST_MAX 3
-
-/* The message of a failure (vsnprintf: a long path is cut, not overrun). */
-__attribute__((format(printf, 2, 3)))
-static void say(struct dp_err *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-}
 
 int dp_spec_function_format(const struct dp_function *fn, char *buf, size_t size)
 {
@@ -149,11 +137,9 @@ static int check_boundary(const struct dp_function *fn, const char *what, uint64
 	dp_spec_function_format(fn, fname, sizeof(fname));
 	/* Past the first byte that did not decode, nothing is known. */
 	if (!fn->ninsns ||
-	    ((fn->flags & DP_FN_UNDECODED) && off > fn->insn_off[fn->ninsns - 1])) {
-		say(err, "%s is in a part of %s that does not "
-			 "decode as instructions: no probe can go there", what, fname);
-		return -EINVAL;
-	}
+	    ((fn->flags & DP_FN_UNDECODED) && off > fn->insn_off[fn->ninsns - 1]))
+		return dp_err_set(err, -EINVAL, "%s is in a part of %s that does not decode as "
+				  "instructions: no probe can go there", what, fname);
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
@@ -166,13 +152,11 @@ static int check_boundary(const struct dp_function *fn, const char *what, uint64
 	format_in(fn, fn->start + fn->insn_off[lo - 1], prev, sizeof(prev));
 	if (lo < fn->ninsns) {
 		format_in(fn, fn->start + fn->insn_off[lo], next, sizeof(next));
-		say(err, "%s is inside an instruction of %s: the "
-			 "nearest instructions start at %s and %s", what, fname, prev, next);
-	} else {
-		say(err, "%s is inside the last instruction of %s, "
-			 "which starts at %s", what, fname, prev);
+		return dp_err_set(err, -EINVAL, "%s is inside an instruction of %s: the nearest "
+				  "instructions start at %s and %s", what, fname, prev, next);
 	}
-	return -EINVAL;
+	return dp_err_set(err, -EINVAL, "%s is inside the last instruction of %s, which starts at "
+			  "%s", what, fname, prev);
 }
 
 int dp_spec_symbol_find(struct dp_object *obj, const char *name, uint64_t *value, bool *code)
@@ -223,15 +207,12 @@ static int no_function(struct dp_object *obj, const char *path, const char *name
 	uint64_t value;
 	bool code;
 
-	if (!dp_spec_symbol_find(obj, name, &value, &code) && !code) {
-		say(err, "symbol '%s' of %s is not executable (data at 0x%" PRIx64 "): probes "
-			 "go on functions", name, path, value);
-		return -EINVAL;
-	}
+	if (!dp_spec_symbol_find(obj, name, &value, &code) && !code)
+		return dp_err_set(err, -EINVAL, "symbol '%s' of %s is not executable (data at "
+				  "0x%" PRIx64 "): probes go on functions", name, path, value);
 	suggest(obj, name, hint, sizeof(hint));
-	say(err, "no function '%s' in %s%s", name, path,
-	    hint[0] ? hint : " (none has a close name: nm lists the file's symbols)");
-	return -ENOENT;
+	return dp_err_set(err, -ENOENT, "no function '%s' in %s%s", name, path,
+			  hint[0] ? hint : " (none has a close name: nm lists the file's symbols)");
 }
 
 int dp_spec_functions_match(struct dp_object *obj, const char *path,
@@ -245,15 +226,11 @@ int dp_spec_functions_match(struct dp_object *obj, const char *path,
 	*out = NULL;
 	*nout = 0;
 	ret = dp_object_functions(obj, &fns, &n);
-	if (ret) {
-		say(err, "cannot analyse %s: %s", path, strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return dp_err_set(err, ret, "cannot analyse %s: %s", path, strerror(-ret));
 	m = calloc(n ? n : 1, sizeof(*m));
-	if (!m) {
-		say(err, "out of memory");
-		return -ENOMEM;
-	}
+	if (!m)
+		return dp_err_set(err, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const struct dp_function *fn = &fns[i];
 
@@ -266,9 +243,8 @@ int dp_spec_functions_match(struct dp_object *obj, const char *path,
 	}
 	if (!k) {
 		free(m);
-		say(err, "no function of %s matches '%s' (nm lists the file's symbols)", path,
-		    loc->symbol);
-		return -ENOENT;
+		return dp_err_set(err, -ENOENT, "no function of %s matches '%s' (nm lists the "
+				  "file's symbols)", path, loc->symbol);
 	}
 	*out = m;
 	*nout = k;
@@ -283,11 +259,10 @@ int dp_spec_function_find(struct dp_object *obj, const char *path,
 	const struct dp_function *fn;
 	int e;
 
-	if (loc->pattern) {
-		say(err, "'%s' is a pattern: it names functions for --function, not one place "
-			 "(give a symbol, SYMBOL+OFFSET or an address)", loc->symbol);
-		return -EINVAL;
-	}
+	if (loc->pattern)
+		return dp_err_set(err, -EINVAL, "'%s' is a pattern: it names functions for "
+				  "--function, not one place (give a symbol, SYMBOL+OFFSET or an "
+				  "address)", loc->symbol);
 
 	if (loc->kind == DP_LOC_SYMBOL)
 		fn = dp_object_function_by_name(obj, loc->symbol);
@@ -298,20 +273,17 @@ int dp_spec_function_find(struct dp_object *obj, const char *path,
 		return 0;
 	}
 	e = errno;
-	if (e != ENOENT) {
-		say(err, "cannot analyse %s: %s", path, strerror(e));
-		return -e;
-	}
+	if (e != ENOENT)
+		return dp_err_set(err, -e, "cannot analyse %s: %s", path, strerror(e));
 	if (loc->kind == DP_LOC_SYMBOL)
 		return no_function(obj, path, loc->symbol, err);
 	dp_spec_location_format(loc, what, sizeof(what));
 	if (!dp_elf_code(dp_object_elf(obj), loc->addr, 1))
-		say(err, "%s is not inside any function of %s: it is not executable (in no code "
-			 "section); addresses are the file's, as nm prints them", what, path);
-	else
-		say(err, "%s is not inside any function of %s (addresses are the file's, as nm "
-			 "prints them)", what, path);
-	return -ENOENT;
+		return dp_err_set(err, -ENOENT, "%s is not inside any function of %s: it is not "
+				  "executable (in no code section); addresses are the file's, as "
+				  "nm prints them", what, path);
+	return dp_err_set(err, -ENOENT, "%s is not inside any function of %s (addresses are the "
+			  "file's, as nm prints them)", what, path);
 }
 
 int dp_spec_location_resolve(struct dp_object *obj, const char *path,
@@ -330,10 +302,9 @@ int dp_spec_location_resolve(struct dp_object *obj, const char *path,
 	if (loc->kind == DP_LOC_SYMBOL) {
 		if (loc->offset >= fn->size) {
 			dp_spec_function_format(fn, fname, sizeof(fname));
-			say(err, "%s is past the end of %s (%" PRIu64
-				 " bytes: offsets 0 to 0x%" PRIx64 ")", what, fname, fn->size,
-				 fn->size - 1);
-			return -ERANGE;
+			return dp_err_set(err, -ERANGE, "%s is past the end of %s (%" PRIu64 " bytes: "
+					  "offsets 0 to 0x%" PRIx64 ")", what, fname, fn->size,
+					  fn->size - 1);
 		}
 		addr = fn->start + loc->offset;
 	} else {
@@ -362,9 +333,8 @@ int dp_spec_function_entry(struct dp_object *obj, const char *path,
 	if (vaddr != fn->start) {
 		dp_spec_location_format(loc, what, sizeof(what));
 		dp_spec_function_format(fn, fname, sizeof(fname));
-		say(err, "--function %s is not the start of a function (it is inside %s): name "
-			 "the function, or use --probe", what, fname);
-		return -EINVAL;
+		return dp_err_set(err, -EINVAL, "--function %s is not the start of a function (it "
+				  "is inside %s): name the function, or use --probe", what, fname);
 	}
 	*fnp = fn;
 	return 0;

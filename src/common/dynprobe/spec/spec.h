@@ -15,11 +15,9 @@
  *              backtrace[:DEPTH][:fp|:cfi] | retval: a dynamic context;
  *              anything else is a standard LTTng context type
  *
- * Contexts.  This file only tells a dynamic context from a standard one and
- * checks its outer syntax (kind, field name, depth).  The one parser of a
- * context's address expression is the agent's dp_ctx_parse (context.h),
- * which lttng-dynprobed runs after it has turned symbols into addresses:
- * before that, "buf_name+8" and "rbp-0x14" cannot be told apart.
+ * Contexts have their own header, spec/ctx.h (included here): the one
+ * parser of their grammar, which the CLI runs to check what users type and
+ * lttng-dynprobed runs again with the symbols of the probed object.
  *
  * Every function returning int gives 0 or -errno and, on failure, a one-line
  * message in err->msg for users: what was wrong and what would be right,
@@ -33,6 +31,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "spec/ctx.h"
 
 #define DP_SPEC_SYMBOL_MAX 256
 #define DP_SPEC_EVENT_MAX 128		/* provider:event, with its suffix */
@@ -91,16 +90,6 @@ int dp_spec_event_name(const char *name, const char *suffix, char *out, size_t s
  * "functions").
  */
 int dp_spec_location_event_name(const struct dp_location *loc, char *out, size_t size);
-
-/* Whether a context type string names a dynamic context (see above). */
-bool dp_spec_context_is_dynamic(const char *type);
-
-/*
- * Checks a dynamic context's outer syntax: the kind, the integer type, the
- * field name, that an address is there, a string's MAX and a backtrace's
- * DEPTH and walker.  -EINVAL with the reason.
- */
-int dp_spec_context_check(const char *type, struct dp_err *err);
 
 /*
  * Resolution against an ELF object (spec-resolve.c).  The address in the
