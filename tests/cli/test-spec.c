@@ -181,6 +181,8 @@ int main(int argc, char **argv)
 	context("string:name:*rdi:128", true, NULL);
 	context("backtrace", true, NULL);
 	context("backtrace:8:cfi", true, NULL);
+	context("backtrace:cfi:8", true, NULL);
+	context("long:n:buf_name+8", true, NULL);
 	context("vpid", false, NULL);
 	context("perf:cpu:cache-misses", false, NULL);
 	context("$app.myprovider:mytype", false, NULL);

@@ -51,6 +51,7 @@ static const struct {
 	{ "backtrace", "backtrace:16:fp" },
 	{ "backtrace:cfi", "backtrace:16:cfi" },
 	{ "backtrace:32", "backtrace:32:fp" },
+	{ "backtrace:fp:8", "backtrace:8:fp" },
 	{ "backtrace:128:cfi", "backtrace:128:cfi" },
 };
 
@@ -60,7 +61,7 @@ static const char *const bad[] = {
 	"int:x:[rdi+8", "int:x:[rdi+8]+4", "int:x:*[rdi]junk", "int:x:0x1g", "int:x:09",
 	"int:x:99999999999999999999999", "int:x:rdi+0x", "int:x:rdi+", "int:x:eax+4",
 	"int:x:-8", "int:x:rdi:8", "string:s:rsi:0", "string:s:rsi:4097", "string:s:rsi:x",
-	"string:s", "backtrace:0", "backtrace:129", "backtrace:fp:cfi", "backtrace:8:8", "backtrace:fp:8",
+	"string:s", "backtrace:0", "backtrace:129", "backtrace:fp:cfi", "backtrace:8:8",
 	"backtrace:x", "backtrace:", "backtraces",
 	"int:a_name_of_fifty_seven_characters_is_too_long_for_a_fields:rdi",
 };

@@ -286,7 +286,7 @@ static int check_field(const char *s, size_t len, size_t max, struct dp_err *err
 	return 0;
 }
 
-/* [:DEPTH][:fp|:cfi], in that order. */
+/* [:DEPTH][:fp|:cfi], in either order. */
 static int parse_backtrace(const char *p, struct dp_ctx *out, struct dp_err *err)
 {
 	bool depth = false, walker = false;
@@ -310,7 +310,7 @@ static int parse_backtrace(const char *p, struct dp_ctx *out, struct dp_err *err
 			walker = true;
 			continue;
 		}
-		if (depth || walker || len >= sizeof(buf))
+		if (depth || len >= sizeof(buf))
 			return dp_err_set(err, -EINVAL, "expected backtrace[:DEPTH][:fp|:cfi]");
 		memcpy(buf, part, len);
 		buf[len] = '\0';
