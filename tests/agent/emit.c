@@ -37,11 +37,11 @@
 
 static struct dpa_class *get_class(const char *name, const struct dp_field_desc *f, size_t n)
 {
-	const char *err = NULL;
+	struct dp_err err = DP_ERR_INIT;
 	struct dpa_class *cls = dpa_class_get(name, f, n, &err);
 
 	if (!cls) {
-		fprintf(stderr, "dpa_class_get %s: %s (%s)\n", name, err ? err : "?", strerror(errno));
+		fprintf(stderr, "dpa_class_get %s: %s (%s)\n", name, err.msg[0] ? err.msg : "?", strerror(errno));
 		exit(2);
 	}
 	printf("enabled %s %d\n", name, dpa_class_enabled(cls));

@@ -87,7 +87,7 @@ void free(void *p)
 }
 
 static struct dpa_class *(*get)(const char *, const struct dp_field_desc *, size_t,
-			       const char **);
+			       struct dp_err *);
 static void (*record)(const struct dpa_class *, uint64_t, const struct dpa_value *);
 static void (*thread_init)(void);
 static bool (*enabled)(const struct dpa_class *);
@@ -126,7 +126,7 @@ static int run_thread(bool init, unsigned *allocs)
 int main(int argc, char **argv)
 {
 	struct dp_field_desc f = { .name = "initialized", .type = DP_FT_INT, .size = 1 };
-	const char *err = NULL;
+	struct dp_err err = DP_ERR_INIT;
 	unsigned with, without;
 	void *h;
 
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
 	}
 	cls = get("dptest:first", &f, 1, &err);
 	if (!cls) {
-		fprintf(stderr, "first-event: dpa_class_get: %s\n", err);
+		fprintf(stderr, "first-event: dpa_class_get: %s\n", err.msg);
 		return 2;
 	}
 	printf("enabled %d\n", enabled(cls));

@@ -23,13 +23,13 @@ static struct dp_field_desc fld(const char *name, enum dp_ftype type, unsigned s
 static void check_refused(const char *what, const char *name, const struct dp_field_desc *f,
 			  size_t n)
 {
-	const char *err = NULL;
+	struct dp_err err = DP_ERR_INIT;
 	struct dpa_class *cls;
 
 	errno = 0;
 	cls = dpa_class_get(name, f, n, &err);
-	tap_ok(!cls && errno == EINVAL && err && *err, "refused: %s (%s)", what,
-	       err ? err : "no message");
+	tap_ok(!cls && errno == EINVAL && err.msg[0], "refused: %s (%s)", what,
+	       err.msg[0] ? err.msg : "no message");
 }
 
 int main(void)
@@ -39,7 +39,7 @@ int main(void)
 	struct dp_field_desc bad[DPA_CLASS_MAX_FIELDS + 1];
 	struct dp_field_desc f;
 	struct dpa_class *a, *b, *c, *d;
-	const char *err = NULL;
+	struct dp_err err = DP_ERR_INIT;
 	char longname[DP_NAME_MAX + 8];
 
 	/* Names. */
@@ -84,7 +84,7 @@ int main(void)
 	}
 	check_refused("too many fields", "t:e", bad, DPA_CLASS_MAX_FIELDS + 1);
 	a = dpa_class_get("t:max", bad, DPA_CLASS_MAX_FIELDS, &err);
-	tap_ok(a != NULL, "%d fields are accepted (%s)", DPA_CLASS_MAX_FIELDS, a ? "ok" : err);
+	tap_ok(a != NULL, "%d fields are accepted (%s)", DPA_CLASS_MAX_FIELDS, a ? "ok" : err.msg);
 
 	/* The cache: one class per (name, layout). */
 	a = dpa_class_get("t:cache", one, 1, &err);

@@ -158,14 +158,14 @@ int main(void)
 		8, 7, 6, 5, 4, 3, 2, 1,			/* u64 */
 	};
 	struct dpa_class *a, *b, *many[300];
-	const char *err = NULL;
+	struct dp_err err = DP_ERR_INIT;
 	const char *sp;
 	double d;
 	bool ok;
 
 	a = dpa_class_get("rec:a", f, sizeof(f) / sizeof(f[0]), &err);
 	b = dpa_class_get("rec:a", g, 1, &err);
-	if (!tap_ok(a && b, "classes made (%s)", a && b ? "ok" : err))
+	if (!tap_ok(a && b, "classes made (%s)", a && b ? "ok" : err.msg))
 		return tap_done();
 	tap_ok(a->cb && b->cb && a->cb != b->cb, "each class has its own callback");
 	tap_ok(a->tp_class.probe_callback == a->cb, "the callback is the one lttng-ust connects");

@@ -231,25 +231,22 @@ static bool dpa_is_name_char(char c)
 }
 
 /* Splits "provider:event" (first colon); 0 or -EINVAL with a message. */
-static int dpa_check_name(const char *name, size_t *colon, const char **err)
+static int dpa_check_name(const char *name, size_t *colon, struct dp_err *err)
 {
 	size_t i, len = strnlen(name, DP_NAME_MAX);
 	const char *c;
 
 	if (len == DP_NAME_MAX) {
-		*err = "event name too long";
-		return -EINVAL;
+		return dp_err_set(err, -EINVAL, "event name too long");
 	}
 	c = strchr(name, ':');
 	if (!c || c == name || !c[1]) {
-		*err = "event name must be PROVIDER:EVENT";
-		return -EINVAL;
+		return dp_err_set(err, -EINVAL, "event name must be PROVIDER:EVENT");
 	}
 	*colon = (size_t)(c - name);
 	for (i = 0; i < len; i++) {
 		if (i != *colon && !dpa_is_name_char(name[i])) {
-			*err = "event name may only hold letters, digits, '_', '-', '.' and one ':'";
-			return -EINVAL;
+			return dp_err_set(err, -EINVAL, "event name may only hold letters, digits, '_', '-', '.' and one ':'");
 		}
 	}
 	return 0;
@@ -260,20 +257,18 @@ static int dpa_check_name(const char *name, size_t *colon, const char **err)
  * cleared, so that equal layouts compare equal byte for byte.
  */
 static int dpa_normalize(const struct dp_field_desc *in, struct dp_field_desc *out,
-			const char **err)
+			struct dp_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (!dpa_is_ident(in->name, DP_FIELD_NAME_MAX)) {
-		*err = "field name must be a C identifier shorter than 64 bytes";
-		return -EINVAL;
+		return dp_err_set(err, -EINVAL, "field name must be a C identifier shorter than 64 bytes");
 	}
 	strcpy(out->name, in->name);
 	out->type = in->type;
 	switch (in->type) {
 	case DP_FT_INT:
 		if (in->size != 1 && in->size != 2 && in->size != 4 && in->size != 8) {
-			*err = "integer field size must be 1, 2, 4 or 8 bytes";
-			return -EINVAL;
+			return dp_err_set(err, -EINVAL, "integer field size must be 1, 2, 4 or 8 bytes");
 		}
 		out->size = in->size;
 		out->is_signed = in->is_signed;
@@ -289,8 +284,7 @@ static int dpa_normalize(const struct dp_field_desc *in, struct dp_field_desc *o
 		out->size = 8;
 		break;
 	default:
-		*err = "unknown field type";
-		return -EINVAL;
+		return dp_err_set(err, -EINVAL, "unknown field type");
 	}
 	return 0;
 }
@@ -302,7 +296,7 @@ static void dpa_len_name(char out[DP_FIELD_NAME_MAX + 8], const char *seq_name)
 }
 
 /* Field names, with the generated "_<seq>_length" ones, must be unique. */
-static int dpa_check_unique(const struct dp_field_desc *f, size_t n, const char **err)
+static int dpa_check_unique(const struct dp_field_desc *f, size_t n, struct dp_err *err)
 {
 	char a[DP_FIELD_NAME_MAX + 8], b[DP_FIELD_NAME_MAX + 8];
 
@@ -324,8 +318,7 @@ static int dpa_check_unique(const struct dp_field_desc *f, size_t n, const char 
 	}
 	return 0;
 dup:
-	*err = "duplicate field name";
-	return -EINVAL;
+	return dp_err_set(err, -EINVAL, "duplicate field name");
 }
 
 static uint64_t dpa_hash(uint64_t h, const void *p, size_t n)
@@ -475,19 +468,17 @@ static struct dpa_class *dpa_class_new(const char *name, size_t colon,
  * dpa_class_get, never by a second class: lttng-sessiond may refuse an
  * identical layout twice).  Under dpa_lock.
  */
-static int dpa_class_register(struct dpa_class *cls, const char **err)
+static int dpa_class_register(struct dpa_class *cls, struct dp_err *err)
 {
 	if (!cls->probe_registered) {
 		if (!lttng_ust_probe_register(&cls->probe_desc)) {
-			*err = "lttng-ust refused the event class";
-			return -EINVAL;
+			return dp_err_set(err, -EINVAL, "lttng-ust refused the event class");
 		}
 		cls->probe_registered = true;
 	}
 	if (!cls->site_registered) {
 		if (lttng_ust_tracepoint_module_register(cls->tp_ptrs, 1)) {
-			*err = "lttng-ust refused the call site";
-			return -ENOMEM;
+			return dp_err_set(err, -ENOMEM, "lttng-ust refused the call site");
 		}
 		cls->site_registered = true;
 	}
@@ -495,25 +486,20 @@ static int dpa_class_register(struct dpa_class *cls, const char **err)
 }
 
 struct dpa_class *dpa_class_get(const char *name, const struct dp_field_desc *fields,
-			      size_t nfields, const char **err)
+			      size_t nfields, struct dp_err *err)
 {
 	struct dp_field_desc norm[DPA_CLASS_MAX_FIELDS];
-	const char *msg = NULL;
 	struct dpa_class *cls;
-	size_t colon;
+	size_t colon = 0;
 	uint64_t hash;
 	int ret;
 
-	if (!err)
-		err = &msg;
 	if (!name || (nfields && !fields)) {
-		*err = "no event name or no fields";
-		errno = EINVAL;
+		errno = -dp_err_set(err, -EINVAL, "no event name or no fields");
 		return NULL;
 	}
 	if (nfields > DPA_CLASS_MAX_FIELDS) {
-		*err = "too many fields";
-		errno = EINVAL;
+		errno = -dp_err_set(err, -EINVAL, "too many fields");
 		return NULL;
 	}
 	ret = dpa_check_name(name, &colon, err);
@@ -538,13 +524,12 @@ struct dpa_class *dpa_class_get(const char *name, const struct dp_field_desc *fi
 	if (!cls) {
 		cls = dpa_class_new(name, colon, norm, nfields, hash);
 		if (!cls) {
-			*err = "out of memory";
-			ret = -ENOMEM;
+			ret = dp_err_set(err, -ENOMEM, "out of memory");
 			goto out;
 		}
 		ret = dpa_thunk_alloc(cls);
 		if (ret) {
-			*err = "cannot map code for the probe callback";
+			dp_err_set(err, ret, "cannot map code for the probe callback");
 			dpa_class_free(cls);
 			goto out;
 		}

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
 #include "spec/field.h"
 
 /* Fields per event class, at most. */
@@ -48,11 +49,11 @@ struct dpa_class;
  * with these fields, registered with lttng-ust on first use; the same
  * pointer for the same name and layout ever after.  Takes a lock: not for
  * the hit path.  NULL and errno: EINVAL for a bad name or layout (with a
- * message in *err when err is not NULL), ENOMEM, or EINVAL/ENOMEM when
+ * message in err), ENOMEM, or EINVAL/ENOMEM when
  * lttng-ust refused it (retried by the next call).  Thread-safe.
  */
 struct dpa_class *dpa_class_get(const char *name, const struct dp_field_desc *fields,
-			      size_t nfields, const char **err);
+			      size_t nfields, struct dp_err *err);
 
 /* Whether any session (or trigger) wants this event now: cheap, lock-free. */
 bool dpa_class_enabled(const struct dpa_class *cls);

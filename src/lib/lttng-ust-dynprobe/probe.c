@@ -157,7 +157,6 @@ DPA_EXPORT struct dpa_probe *dpa_probe_new(uint64_t site, const char *name, unsi
 					  const struct dp_ctx *ctx, size_t nctx, struct dp_err *err)
 {
 	struct dp_field_desc fields[DPA_CLASS_MAX_FIELDS];
-	const char *cerr = NULL;
 	char full[DP_NAME_MAX];
 	struct dpa_probe *p;
 	size_t nfields;
@@ -183,12 +182,10 @@ DPA_EXPORT struct dpa_probe *dpa_probe_new(uint64_t site, const char *name, unsi
 		errno = -dp_err_set(err, -ENOMEM, "out of memory");
 		return NULL;
 	}
-	p->cls = dpa_class_get(full, fields, nfields, &cerr);
+	p->cls = dpa_class_get(full, fields, nfields, err);
 	if (!p->cls) {
 		int e = errno;
 
-		if (cerr)
-			dp_err_set(err, -e, "%s", cerr);
 		free(p->ctx);
 		free(p);
 		errno = e;
