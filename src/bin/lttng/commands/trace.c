@@ -42,6 +42,7 @@
 #include <lttng/lttng.h>
 
 #include "cli.h"
+#include "options.h"
 #include "proto/app.h"
 
 #ifndef DP_BABELTRACE2
@@ -59,9 +60,25 @@
 static const uint8_t spin[2] = { 0xeb, 0xfe };
 
 enum {
-	OPT_PROBE = 1,
+	OPT_PROBE = DP_OPT_OWN,
 	OPT_FUNCTION,
 	OPT_TYPE,
+	OPT_COMMAND,
+	OPT_OUTPUT,
+	OPT_NO_VIEW,
+};
+
+static struct poptOption options[] = {
+	{ "command", 'c', POPT_ARG_STRING, NULL, OPT_COMMAND, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_session),
+	{ "output", 'o', POPT_ARG_STRING, NULL, OPT_OUTPUT, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_path),
+	{ "probe", 0, POPT_ARG_STRING, NULL, OPT_PROBE, NULL, NULL },
+	{ "function", 0, POPT_ARG_STRING, NULL, OPT_FUNCTION, NULL, NULL },
+	{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
+	{ "no-view", 0, POPT_ARG_NONE, NULL, OPT_NO_VIEW, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_help),
+	POPT_TABLEEND
 };
 
 struct probe_arg {
@@ -598,20 +615,10 @@ static int parse_command(const char *cmd, const char **rest, wordexp_t *we, char
 
 int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 {
-	char *cmd = NULL, *session = NULL, *output = NULL, *path = NULL, *arg;
-	int no_view = 0, help = 0, opt, ret = DP_CMD_ERROR, wstatus = 0;
-	struct poptOption options[] = {
-		{ "command", 'c', POPT_ARG_STRING, &cmd, 0, NULL, NULL },
-		{ "session", 's', POPT_ARG_STRING, &session, 0, NULL, NULL },
-		{ "output", 'o', POPT_ARG_STRING, &output, 0, NULL, NULL },
-		{ "path", 0, POPT_ARG_STRING, &path, 0, NULL, NULL },
-		{ "probe", 0, POPT_ARG_STRING, NULL, OPT_PROBE, NULL, NULL },
-		{ "function", 0, POPT_ARG_STRING, NULL, OPT_FUNCTION, NULL, NULL },
-		{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
-		{ "no-view", 0, POPT_ARG_NONE, &no_view, 0, NULL, NULL },
-		{ "help", 'h', POPT_ARG_NONE, &help, 0, NULL, NULL },
-		POPT_TABLEEND,
-	};
+	struct dp_opts o = { .set = { false } };
+	const char *cmd, *session, *output, *path;
+	char *arg;
+	int opt, ret = DP_CMD_ERROR, wstatus = 0;
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
 	struct trace t = { .cli = cli, .fd = -1 };
 	wordexp_t we = { 0 };
@@ -621,6 +628,11 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	const char **rest;
 
 	while ((opt = poptGetNextOpt(pc)) > 0) {
+		if (opt != OPT_TYPE && opt != OPT_PROBE && opt != OPT_FUNCTION) {
+			dp_opts_take(&o, pc, opt);
+			continue;
+		}
+		/* Repeated: every one counts, probes in their order. */
 		arg = poptGetOptArg(pc);
 		if (opt == OPT_TYPE) {
 			if (push(&t.types, &t.ntypes, arg))
@@ -641,12 +653,16 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 			t.probes[t.nprobes++].location = arg;
 		}
 	}
+	cmd = o.arg[OPT_COMMAND];
+	session = o.arg[DP_OPT_SESSION];
+	output = o.arg[OPT_OUTPUT];
+	path = o.arg[DP_OPT_PATH];
 	if (opt < -1) {
 		dp_err("%s: %s (see lttng trace --help)", poptBadOption(pc, POPT_BADOPTION_NOALIAS),
 		       poptStrerror(opt));
 		goto out;
 	}
-	if (help) {
+	if (o.set[DP_OPT_HELP]) {
 		ret = dp_show_man("trace");
 		goto out;
 	}
@@ -747,7 +763,7 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	lttng_stop_tracing(t.session);
 	t.output_made = false;	/* it holds the trace now */
 	rollback(&t);	/* the session's probes out, the session destroyed */
-	if (!no_view)
+	if (!o.set[OPT_NO_VIEW])
 		view(&t);
 	if (!cli->quiet)
 		fprintf(stderr, "Trace directory: %s\n", t.output);
@@ -772,9 +788,6 @@ out:
 		free(t.types[i]);
 	free(t.types);
 	free(t.path);
-	free(cmd);
-	free(session);
-	free(output);
-	free(path);
+	dp_opts_release(&o);
 	return ret;
 }
