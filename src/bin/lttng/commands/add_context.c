@@ -37,6 +37,7 @@ static int add_dynamic(struct dp_cli *cli, const char *session, const char *chan
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_ADD_CONTEXT }, reply;
 	struct dp_client_add_context *a = &req.add_context;
+	struct dp_err err;
 	int fd, ret = DP_CMD_ERROR;
 
 	snprintf(a->session, sizeof(a->session), "%s", session);
@@ -45,15 +46,17 @@ static int add_dynamic(struct dp_cli *cli, const char *session, const char *chan
 	a->nctx = nctx;
 	a->ctx = ctx;
 	/* No daemon means no dynamic event: say so rather than start one. */
-	fd = dp_daemon_connect(cli, false);
+	fd = dp_daemon_connect(cli, false, NULL);
 	if (fd < 0) {
 		dp_err("session '%s' has no dynamic event to add %s to (lttng-dynprobed is not "
 		       "running): enable one first with lttng enable-event -u --path PATH "
 		       "--probe LOC NAME", session, ctx[0]);
 		return DP_CMD_ERROR;
 	}
-	if (dp_daemon_call(fd, &req, &reply))
+	if (dp_daemon_call(fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		goto out;
+	}
 	if (reply.report.status) {
 		dp_err("%s", reply.report.message);
 	} else {
@@ -168,9 +171,11 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 			goto out;
 		}
 	}
-	sname = dp_session_pick(o.arg[DP_OPT_SESSION], true);
-	if (!sname)
+	sname = dp_session_pick(o.arg[DP_OPT_SESSION], &err);
+	if (!sname) {
+		dp_err_print(&err);
 		goto out;
+	}
 	ret = add_dynamic(cli, sname, channel ? channel : "channel0", event, dyn, ndyn);
 	if (ret == DP_CMD_SUCCESS && nstd) {
 		/* The standard types, as the stock add-context takes them. */

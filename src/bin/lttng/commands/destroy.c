@@ -30,10 +30,13 @@ static struct poptOption options[] = {
 static void session_destroyed(int fd, const char *name)
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_SESSION_DESTROYED }, reply;
+	struct dp_err err;
 
 	snprintf(req.session_destroyed, sizeof(req.session_destroyed), "%s", name);
-	if (dp_daemon_call(fd, &req, &reply))
+	if (dp_daemon_call(fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		return;
+	}
 	/* The stock destroy goes on whatever happened: the daemon also
 	 * notices destroyed sessions by itself. */
 	if (reply.report.status)
@@ -53,7 +56,7 @@ int dp_cmd_destroy(struct dp_cli *cli, int argc, const char **argv)
 		goto out;
 	/* Without a daemon there is no probe to remove: nothing to connect to,
 	 * nothing to start. */
-	fd = dp_daemon_connect(cli, false);
+	fd = dp_daemon_connect(cli, false, NULL);
 	if (fd < 0)
 		goto out;
 	args = poptGetArgs(pc);
@@ -69,7 +72,7 @@ int dp_cmd_destroy(struct dp_cli *cli, int argc, const char **argv)
 	} else {
 		/* The current session; the stock destroy says what is wrong if
 		 * there is none. */
-		char *name = dp_session_pick(NULL, false);
+		char *name = dp_session_pick(NULL, NULL);
 
 		if (name)
 			session_destroyed(fd, name);

@@ -55,32 +55,27 @@ static bool name_matches(const char *user, const struct dp_client_event *ev)
 static int disable_one(struct dp_cli *cli, int fd, const struct dp_client_event *ev)
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_DISABLE }, reply;
-	struct lttng_domain dom = { .type = LTTNG_DOMAIN_UST, .buf_type = LTTNG_BUFFER_PER_UID };
 	struct lttng_handle *h;
+	struct dp_err err;
 	int ret = 0;
 
 	snprintf(req.disable.session, sizeof(req.disable.session), "%s", ev->session);
 	snprintf(req.disable.channel, sizeof(req.disable.channel), "%s", ev->channel);
 	snprintf(req.disable.event, sizeof(req.disable.event), "%s", ev->event);
-	if (dp_daemon_call(fd, &req, &reply))
+	if (dp_daemon_call(fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		return -1;
+	}
 	if (reply.report.status) {
 		dp_err("%s", reply.report.message);
 		dp_client_msg_release(&reply);
 		return -1;
 	}
 	dp_client_msg_release(&reply);
-	h = lttng_create_handle(ev->session, &dom);
+	h = dp_ust_handle(ev->session);
 	for (uint32_t i = 0; h && i < ev->nnames; i++) {
-		struct lttng_event lev;
-		int r;
+		int r = dp_ust_event_disable(h, ev->names[i], ev->channel, NULL);
 
-		memset(&lev, 0, sizeof(lev));
-		/* As the stock disable-event does: any type of that name. */
-		lev.type = LTTNG_EVENT_ALL;
-		lev.loglevel = -1;
-		snprintf(lev.name, sizeof(lev.name), "%s", ev->names[i]);
-		r = lttng_disable_event_ext(h, &lev, (char *)ev->channel, NULL);
 		if (r < 0) {
 			dp_err("cannot disable %s in session '%s': %s", ev->names[i], ev->session,
 			       lttng_strerror(r));
@@ -98,13 +93,16 @@ static int disable_one(struct dp_cli *cli, int fd, const struct dp_client_event 
 static int list_events(int fd, const char *session, struct dp_client_msg *reply)
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_LIST };
+	struct dp_err err;
 
 	memset(reply, 0, sizeof(*reply));
 	if (fd < 0)
 		return 0;
 	snprintf(req.list, sizeof(req.list), "%s", session);
-	if (dp_daemon_call(fd, &req, reply))
+	if (dp_daemon_call(fd, &req, reply, &err)) {
+		dp_err_print(&err);
 		return -1;
+	}
 	if (reply->list_reply.status) {
 		dp_err("%s", reply->list_reply.message);
 		dp_client_msg_release(reply);
@@ -125,6 +123,7 @@ int dp_cmd_disable_event(struct dp_cli *cli, int argc, const char **argv)
 	char *rest = NULL;
 	size_t rest_len = 0;
 	bool all, any = false, failed = false;
+	struct dp_err err;
 
 	memset(&list, 0, sizeof(list));
 	opt = dp_opts_parse(&o, pc);
@@ -137,11 +136,12 @@ int dp_cmd_disable_event(struct dp_cli *cli, int argc, const char **argv)
 	args = poptGetArgs(pc);
 	if (!all && (!args || !args[0] || args[1]))
 		goto out;
-	fd = dp_daemon_connect(cli, false);
+	fd = dp_daemon_connect(cli, false, NULL);
 	if (fd < 0)
 		goto out;	/* no daemon: no dynamic event anywhere */
-	sname = dp_session_pick(o.arg[DP_OPT_SESSION], true);
+	sname = dp_session_pick(o.arg[DP_OPT_SESSION], &err);
 	if (!sname) {
+		dp_err_print(&err);
 		ret = DP_CMD_ERROR;
 		goto out;
 	}

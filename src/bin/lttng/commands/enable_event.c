@@ -70,8 +70,7 @@ struct enable_args {
 static int enable_names(const struct enable_args *a, char (*names)[DP_CLIENT_EVENT_MAX],
 			uint32_t n)
 {
-	struct lttng_domain dom = { .type = LTTNG_DOMAIN_UST, .buf_type = LTTNG_BUFFER_PER_UID };
-	struct lttng_handle *h = lttng_create_handle(a->session, &dom);
+	struct lttng_handle *h = dp_ust_handle(a->session);
 	bool fresh[DP_CLIENT_MAX_NAMES] = { false };	/* enabled by this call */
 	uint32_t done = 0;
 	int ret = 0;
@@ -83,15 +82,7 @@ static int enable_names(const struct enable_args *a, char (*names)[DP_CLIENT_EVE
 	if (n > DP_CLIENT_MAX_NAMES)
 		n = DP_CLIENT_MAX_NAMES;
 	for (; done < n; done++) {
-		struct lttng_event ev;
-
-		memset(&ev, 0, sizeof(ev));
-		ev.type = LTTNG_EVENT_TRACEPOINT;
-		ev.loglevel_type = LTTNG_EVENT_LOGLEVEL_ALL;
-		ev.loglevel = -1;
-		snprintf(ev.name, sizeof(ev.name), "%s", names[done]);
-		ret = lttng_enable_event_with_exclusions(h, &ev, (char *)a->channel,
-							 (char *)a->filter, 0, NULL);
+		ret = dp_ust_event_enable(h, names[done], a->channel, a->filter);
 		if (ret == -LTTNG_ERR_UST_EVENT_ENABLED) {
 			/* Enabled before: its probes are in place, keep them. */
 			dp_warn("%s is already enabled in channel %s", names[done], a->channel);
@@ -106,17 +97,9 @@ static int enable_names(const struct enable_args *a, char (*names)[DP_CLIENT_EVE
 		fresh[done] = true;
 	}
 	if (ret < 0) {
-		for (uint32_t i = 0; i < done; i++) {
-			struct lttng_event ev;
-
-			if (!fresh[i])
-				continue;
-			memset(&ev, 0, sizeof(ev));
-			ev.type = LTTNG_EVENT_ALL;
-			ev.loglevel = -1;
-			snprintf(ev.name, sizeof(ev.name), "%s", names[i]);
-			lttng_disable_event_ext(h, &ev, (char *)a->channel, (char *)a->filter);
-		}
+		for (uint32_t i = 0; i < done; i++)
+			if (fresh[i])
+				dp_ust_event_disable(h, names[i], a->channel, a->filter);
 	}
 	lttng_destroy_handle(h);
 	return ret < 0 ? -1 : 0;
@@ -127,6 +110,7 @@ static int run(struct dp_cli *cli, const struct enable_args *a)
 	struct dp_client_msg req = { .type = DP_CLIENT_ENABLE }, reply, dreply;
 	struct dp_client_enable *e = &req.enable;
 	struct dp_client_report *r;
+	struct dp_err err;
 	int fd, ret = DP_CMD_ERROR;
 
 	snprintf(e->session, sizeof(e->session), "%s", a->session);
@@ -138,11 +122,15 @@ static int run(struct dp_cli *cli, const struct enable_args *a)
 	e->npids = a->npids;
 	e->pids = a->pids;
 
-	fd = dp_daemon_connect(cli, true);
-	if (fd < 0)
+	fd = dp_daemon_connect(cli, true, &err);
+	if (fd < 0) {
+		dp_err_print(&err);
 		return DP_CMD_ERROR;
-	if (dp_daemon_call(fd, &req, &reply))
+	}
+	if (dp_daemon_call(fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		goto out;
+	}
 	r = &reply.report;
 	if (r->status) {
 		dp_err("%s", r->message[0] ? r->message : strerror(-r->status));
@@ -173,8 +161,10 @@ out_disable:
 		snprintf(dreq.disable.session, sizeof(dreq.disable.session), "%s", a->session);
 		snprintf(dreq.disable.channel, sizeof(dreq.disable.channel), "%s", a->channel);
 		snprintf(dreq.disable.event, sizeof(dreq.disable.event), "%s", a->event);
-		if (!dp_daemon_call(fd, &dreq, &dreply))
+		if (!dp_daemon_call(fd, &dreq, &dreply, &err))
 			dp_client_msg_release(&dreply);
+		else
+			dp_err_print(&err);
 	}
 out_reply:
 	dp_client_msg_release(&reply);
@@ -219,7 +209,8 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 			char *arg = poptGetOptArg(pc);
 
 			has_pid = true;
-			if (dp_parse_pids(arg ? arg : "", &a.pids, &a.npids)) {
+			if (dp_parse_pids(arg ? arg : "", &a.pids, &a.npids, &err)) {
+				dp_err_print(&err);
 				free(arg);
 				goto out;
 			}
@@ -312,8 +303,16 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		/* The location part, after the last ':'. */
 		a.location = strrchr(uprobe, ':') + 1;
 		if (path) {
-			char *p1 = dp_abs_path(path), *p2 = dp_abs_path(upath);
-			bool same = p1 && p2 && !strcmp(p1, p2);
+			char *p1, *p2;
+			bool same;
+
+			p1 = dp_abs_path(path, &err);
+			if (!p1)
+				dp_err_print(&err);
+			p2 = dp_abs_path(upath, &err);
+			if (!p2)
+				dp_err_print(&err);
+			same = p1 && p2 && !strcmp(p1, p2);
 
 			free(p1);
 			free(p2);
@@ -323,7 +322,7 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 				goto out;
 			}
 		}
-		a.path = dp_abs_path(upath);
+		a.path = dp_abs_path(upath, &err);
 		a.kind = DP_CLIENT_KIND_PROBE;
 	} else {
 		if (!path) {
@@ -331,26 +330,30 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 			       "(--path /usr/bin/app)");
 			goto out;
 		}
-		a.path = dp_abs_path(path);
+		a.path = dp_abs_path(path, &err);
 		a.location = probe ? probe : function;
 		a.kind = probe ? DP_CLIENT_KIND_PROBE : DP_CLIENT_KIND_FUNCTION;
 	}
-	if (!a.path)
+	if (!a.path || dp_check_location(a.path, a.location, a.kind == DP_CLIENT_KIND_FUNCTION,
+					 &err)) {
+		dp_err_print(&err);
 		goto out;
-	if (dp_check_location(a.path, a.location, a.kind == DP_CLIENT_KIND_FUNCTION))
-		goto out;
+	}
 	if (check_pids(a.pids, a.npids))
 		goto out;
-	a.session = dp_session_pick(o.arg[DP_OPT_SESSION], true);
-	if (!a.session)
+	a.session = dp_session_pick(o.arg[DP_OPT_SESSION], &err);
+	if (!a.session) {
+		dp_err_print(&err);
 		goto out;
+	}
 	a.channel = o.arg[DP_OPT_CHANNEL] ? o.arg[DP_OPT_CHANNEL] : "channel0";
 	a.filter = o.arg[OPT_FILTER];
-	ret = dp_session_exists(a.session);
+	ret = dp_session_exists(a.session, &err);
 	if (ret <= 0) {
 		if (!ret)
-			dp_err("no session '%s': create it with `lttng create %s`, or name another "
-			       "with -s", a.session, a.session);
+			dp_err_set(&err, -ENOENT, "no session '%s': create it with `lttng create "
+				   "%s`, or name another with -s", a.session, a.session);
+		dp_err_print(&err);
 		ret = DP_CMD_ERROR;
 		goto out;
 	}

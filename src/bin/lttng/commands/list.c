@@ -155,15 +155,18 @@ static int function_sites(struct dp_object *obj, const char *path,
 
 static int list_sites(struct dp_cli *cli, const char *upath, const char *function)
 {
-	char *path = dp_abs_path(upath);
+	struct dp_err err;
+	char *path = dp_abs_path(upath, &err);
 	struct dp_object *obj = NULL;
 	const struct dp_function **fns = NULL;
 	unsigned counts[3] = { 0 };
 	size_t n = 0;
 	int ret = DP_CMD_ERROR;
 
-	if (!path)
+	if (!path) {
+		dp_err_print(&err);
 		return DP_CMD_ERROR;
+	}
 	obj = dp_object_open(path);
 	if (!obj) {
 		dp_err("%s: %s", path, dp_elf_strerror(errno));
@@ -233,6 +236,7 @@ static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int arg
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_LIST }, reply;
 	const char **args = calloc(argc + 1, sizeof(*args));
+	struct dp_err err;
 	int ret;
 
 	if (!args)
@@ -242,8 +246,10 @@ static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int arg
 	ret = dp_stock_run(cli, args);
 	free(args);
 	snprintf(req.list, sizeof(req.list), "%s", session);
-	if (dp_daemon_call(fd, &req, &reply))
+	if (dp_daemon_call(fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		return ret ? ret : DP_CMD_ERROR;
+	}
 	if (reply.list_reply.status) {
 		dp_err("%s", reply.list_reply.message);
 		ret = ret ? ret : DP_CMD_ERROR;
@@ -303,7 +309,7 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 		goto out;
 	if (!(args && args[0]) && !o.set[DP_OPT_USERSPACE])
 		goto out;
-	fd = dp_daemon_connect(cli, false);
+	fd = dp_daemon_connect(cli, false, NULL);
 	if (fd < 0)
 		goto out;
 	ret = list_dynamic(cli, fd, args && args[0] ? args[0] : "", argc, argv);

@@ -206,10 +206,13 @@ static void rollback(struct trace *t)
 {
 	if (t->daemon_used && t->fd >= 0) {
 		struct dp_client_msg req = { .type = DP_CLIENT_SESSION_DESTROYED }, reply;
+		struct dp_err err;
 
 		snprintf(req.session_destroyed, sizeof(req.session_destroyed), "%s", t->session);
-		if (!dp_daemon_call(t->fd, &req, &reply))
+		if (!dp_daemon_call(t->fd, &req, &reply, &err))
 			dp_client_msg_release(&reply);
+		else
+			dp_err_print(&err);
 	}
 	if (t->created) {
 		lttng_destroy_session(t->session);
@@ -222,19 +225,11 @@ static void rollback(struct trace *t)
 
 static int enable_names(struct trace *t, char (*names)[DP_CLIENT_EVENT_MAX], uint32_t n)
 {
-	struct lttng_domain dom = { .type = LTTNG_DOMAIN_UST, .buf_type = LTTNG_BUFFER_PER_UID };
-	struct lttng_handle *h = lttng_create_handle(t->session, &dom);
+	struct lttng_handle *h = dp_ust_handle(t->session);
 	int ret = 0;
 
 	for (uint32_t i = 0; h && i < n && !ret; i++) {
-		struct lttng_event ev;
-
-		memset(&ev, 0, sizeof(ev));
-		ev.type = LTTNG_EVENT_TRACEPOINT;
-		ev.loglevel_type = LTTNG_EVENT_LOGLEVEL_ALL;
-		ev.loglevel = -1;
-		snprintf(ev.name, sizeof(ev.name), "%s", names[i]);
-		ret = lttng_enable_event_with_exclusions(h, &ev, NULL, NULL, 0, NULL);
+		ret = dp_ust_event_enable(h, names[i], NULL, NULL);
 		if (ret == -LTTNG_ERR_UST_EVENT_ENABLED)
 			ret = 0;	/* the name the daemon gave, already enabled */
 		if (ret < 0)
@@ -303,6 +298,7 @@ static int enable_probes(struct trace *t, pid_t pid)
 	struct dp_client_msg req = { .type = DP_CLIENT_ENABLE_MANY }, reply;
 	struct dp_client_enable_many *m = &req.enable_many;
 	uint32_t upid = (uint32_t)pid;
+	struct dp_err err;
 	int ret = -1;
 
 	snprintf(m->session, sizeof(m->session), "%s", t->session);
@@ -326,8 +322,10 @@ static int enable_probes(struct trace *t, pid_t pid)
 		snprintf(sp->location, sizeof(sp->location), "%s", t->probes[i].location);
 		sp->kind = t->probes[i].kind;
 	}
-	if (dp_daemon_call(t->fd, &req, &reply))
+	if (dp_daemon_call(t->fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		goto out;
+	}
 	if (reply.reports.nreports != m->nspecs) {
 		/* The daemon could not read the request: its one report says why. */
 		const struct dp_client_report *r = reply.reports.nreports ?
@@ -575,11 +573,9 @@ static int run_command(struct trace *t, char **argv, int *wstatus)
 
 static void view(struct trace *t)
 {
-	pid_t pid;
+	pid_t pid = dp_fork(NULL);
 	int status;
 
-	fflush(NULL);
-	pid = fork();
 	if (pid == 0) {
 		execlp(DP_BABELTRACE2, DP_BABELTRACE2, t->output, (char *)NULL);
 		dp_err("cannot run babeltrace2 (%s): view the trace with `babeltrace2 %s`",
@@ -587,7 +583,7 @@ static void view(struct trace *t)
 		_exit(127);
 	}
 	if (pid > 0)
-		waitpid(pid, &status, 0);
+		dp_wait(pid, &status);
 }
 
 static int parse_command(const char *cmd, const char **rest, wordexp_t *we, char ***argv)
@@ -686,20 +682,25 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 
 	/* Everything is checked before anything is created. */
 	if (path) {
-		t.path = dp_abs_path(path);
+		t.path = dp_abs_path(path, &err);
 	} else {
 		t.path = find_program(cmd_argv[0]);
 		if (!t.path)
-			dp_err("%s: command not found (give its path, or --path)", cmd_argv[0]);
+			dp_err_set(&err, -ENOENT, "%s: command not found (give its path, or --path)",
+				   cmd_argv[0]);
 	}
-	if (!t.path)
+	if (!t.path) {
+		dp_err_print(&err);
 		goto out;
+	}
 	for (size_t i = 0; i < t.nprobes; i++) {
 		struct dp_location loc;
 
 		if (dp_check_location(t.path, t.probes[i].location,
-				      t.probes[i].kind == DP_CLIENT_KIND_FUNCTION))
+				      t.probes[i].kind == DP_CLIENT_KIND_FUNCTION, &err)) {
+			dp_err_print(&err);
 			goto out;
+		}
 		dp_spec_location_parse(t.probes[i].location, &loc, &err);
 		if (dp_spec_location_event_name(&loc, t.probes[i].name, sizeof(t.probes[i].name))) {
 			dp_err("%s: no event name can be made of it", t.probes[i].location);
@@ -735,20 +736,25 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 			n = snprintf(t.output, sizeof(t.output), "%s", output);
 		free(abs);
 		if (n < 0 || (size_t)n >= sizeof(t.output)) {
-			fprintf(stderr, "Error: the output directory's path is longer than %zu bytes: %s\n",
-				sizeof(t.output) - 1, output);
+			dp_err("the output directory's path is longer than %zu bytes: %s",
+			       sizeof(t.output) - 1, output);
 			goto out;
 		}
 	} else if (default_output(&t)) {
 		goto out;
 	}
 
-	if (dp_sessiond_ensure(cli) || create_session(&t) || enable_expected_names(&t) ||
-	    add_standard_contexts(&t))
+	if (dp_sessiond_ensure(cli, &err)) {
+		dp_err_print(&err);
 		goto fail;
-	t.fd = dp_daemon_connect(cli, true);
-	if (t.fd < 0)
+	}
+	if (create_session(&t) || enable_expected_names(&t) || add_standard_contexts(&t))
 		goto fail;
+	t.fd = dp_daemon_connect(cli, true, &err);
+	if (t.fd < 0) {
+		dp_err_print(&err);
+		goto fail;
+	}
 	t.daemon_used = true;
 	ret = lttng_start_tracing(t.session);
 	if (ret < 0) {
