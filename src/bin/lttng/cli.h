@@ -5,7 +5,9 @@
  * options, finds the command and, for the commands we extend, calls its
  * function (one file per command in commands/).  A command that finds nothing of ours in its
  * arguments returns DP_CMD_PASS, and main() executes the stock lttng with
- * the very same arguments: same output, same exit code.
+ * the very same arguments: same output, same exit code.  The options the
+ * commands share are popt tables of options.h, included by each command's
+ * own table.
  */
 #ifndef DP_CLI_H
 #define DP_CLI_H

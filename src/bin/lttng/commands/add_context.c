@@ -153,7 +153,7 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 		if (!dp_spec_context_is_dynamic(types[i]))
 			continue;
 		if (dp_spec_context_check(types[i], &err)) {
-			dp_err("%s", err.msg);
+			dp_err_print(&err);
 			goto out;
 		}
 		if (strlen(types[i]) >= DP_CLIENT_CTX_MAX) {
@@ -167,7 +167,8 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 		char full[DP_SPEC_EVENT_MAX];
 
 		if (dp_spec_event_name(event, "", full, sizeof(full), &err)) {
-			dp_err("-e: %s", err.msg);
+			dp_err_prefix(&err, "-e: ");
+			dp_err_print(&err);
 			goto out;
 		}
 	}

@@ -292,12 +292,13 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 	}
 	a.event = names[0];
 	if (dp_spec_event_name(a.event, "", full, sizeof(full), &err)) {
-		dp_err("%s", err.msg);
+		dp_err_print(&err);
 		goto out;
 	}
 	if (uprobe) {
 		if (dp_spec_userspace_probe_parse(uprobe, upath, sizeof(upath), &loc, &err)) {
-			dp_err("--userspace-probe: %s", err.msg);
+			dp_err_prefix(&err, "--userspace-probe: ");
+			dp_err_print(&err);
 			goto out;
 		}
 		/* The location part, after the last ':'. */

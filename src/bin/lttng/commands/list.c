@@ -56,7 +56,8 @@ static int find_functions(struct dp_object *obj, const char *path, const char *w
 	const struct dp_function *fn;
 
 	if (dp_spec_location_parse(what, &loc, &err)) {
-		dp_err("--sites: %s", err.msg);
+		dp_err_prefix(&err, "--sites: ");
+		dp_err_print(&err);
 		return -1;
 	}
 	if (loc.kind == DP_LOC_SYMBOL && loc.has_offset) {
@@ -65,14 +66,14 @@ static int find_functions(struct dp_object *obj, const char *path, const char *w
 	}
 	if (loc.pattern) {
 		if (dp_spec_functions_match(obj, path, &loc, fns, n, &err)) {
-			dp_err("%s", err.msg);
+			dp_err_print(&err);
 			return -1;
 		}
 		return 0;
 	}
 	/* Any address inside the function will do here. */
 	if (dp_spec_function_find(obj, path, &loc, &fn, &err)) {
-		dp_err("%s", err.msg);
+		dp_err_print(&err);
 		return -1;
 	}
 	*fns = malloc(sizeof(**fns));

@@ -254,7 +254,7 @@ static int enable_expected_names(struct trace *t)
 				       sizeof(names[0]), &err) ||
 		    (fn && dp_spec_event_name(t->probes[i].name, "_return", names[1],
 					      sizeof(names[1]), &err))) {
-			dp_err("%s", err.msg);
+			dp_err_print(&err);
 			return -1;
 		}
 		if (enable_names(t, names, fn ? 2 : 1))
@@ -710,7 +710,7 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	for (size_t i = 0; i < t.ntypes; i++) {
 		if (dp_spec_context_is_dynamic(t.types[i]) &&
 		    dp_spec_context_check(t.types[i], &err)) {
-			dp_err("%s", err.msg);
+			dp_err_print(&err);
 			goto out;
 		}
 	}
