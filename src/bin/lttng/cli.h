@@ -5,7 +5,9 @@
  * options, finds the command and, for the commands we extend, calls its
  * function (one file per command in commands/).  A command that finds nothing of ours in its
  * arguments returns DP_CMD_PASS, and main() executes the stock lttng with
- * the very same arguments: same output, same exit code.
+ * the very same arguments: same output, same exit code.  The options the
+ * commands share are popt tables of options.h, included by each command's
+ * own table.
  */
 #ifndef DP_CLI_H
 #define DP_CLI_H
@@ -15,8 +17,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "err.h"
 #include "proto/client.h"
 #include "spec/spec.h"
+
+struct lttng_handle;
 
 /* Exit codes, as the stock lttng's. */
 #define DP_CMD_SUCCESS 0
@@ -47,8 +52,14 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_help(struct dp_cli *cli, int argc, const char **argv);
 
-/* Messages, in the stock lttng's style: "Error: ...", "Warning: ...". */
+/*
+ * Messages, in the stock lttng's style: "Error: ...", "Warning: ...".
+ * The helpers below do not print their errors: they fill a struct dp_err
+ * (err.h), as spec/ does, and the command prints it with dp_err_print where
+ * it gives up.  A NULL carrier keeps a helper silent.
+ */
 __attribute__((format(printf, 1, 2))) void dp_err(const char *fmt, ...);
+void dp_err_print(const struct dp_err *err);
 __attribute__((format(printf, 1, 2))) void dp_warn(const char *fmt, ...);
 /* A line on stdout, unless -q. */
 __attribute__((format(printf, 2, 3))) void dp_msg(const struct dp_cli *cli, const char *fmt, ...);
@@ -65,6 +76,11 @@ int dp_stock_exec(const struct dp_cli *cli);
  * waits, and returns its exit code (or DP_CMD_ERROR). */
 int dp_stock_run(const struct dp_cli *cli, const char *const *args);
 
+/* fork(2), stdio flushed first; -errno on failure. */
+pid_t dp_fork(struct dp_err *err);
+/* waitpid(2) of a child, through EINTR: 0 or -errno. */
+int dp_wait(pid_t pid, int *status);
+
 /* Whether this program runs from its build tree (then it uses the daemon,
  * agent and man pages of the tree). */
 bool dp_in_build_tree(void);
@@ -75,36 +91,49 @@ const char *dp_agent_path(void);
  * of lttng-dynprobe(7) ("dynprobe"); returns an exit code. */
 int dp_show_man(const char *page);
 
-/* The session named by -s, else the current one (~/.lttngrc); NULL (with
- * a message if `complain`) when there is none.  Returns a malloc'd name. */
-char *dp_session_pick(const char *opt_session, bool complain);
-/* Makes sure a session daemon runs (spawning one unless -n); 0 or -1. */
-int dp_sessiond_ensure(const struct dp_cli *cli);
-/* Whether a session of that name exists: 1, 0, or -1 (with a message). */
-int dp_session_exists(const char *name);
+/* The session named by -s, else the current one (~/.lttngrc); NULL when
+ * there is none.  Returns a malloc'd name. */
+char *dp_session_pick(const char *opt_session, struct dp_err *err);
+/* Makes sure a session daemon runs (spawning one unless -n); 0 or -errno. */
+int dp_sessiond_ensure(const struct dp_cli *cli, struct dp_err *err);
+/* Whether a session of that name exists: 1, 0, or -errno. */
+int dp_session_exists(const char *name, struct dp_err *err);
+/* A handle on the userspace domain of a session (per-uid buffers, as
+ * `lttng enable-event -u`); NULL when out of memory. */
+struct lttng_handle *dp_ust_handle(const char *session);
+/* Enables a tracepoint event rule of that name, every log level, in
+ * channel (NULL: the default one), with filter (NULL: none); liblttng-ctl's
+ * return (-LTTNG_ERR_UST_EVENT_ENABLED when it was already). */
+int dp_ust_event_enable(struct lttng_handle *h, const char *name, const char *channel,
+			const char *filter);
+/* Disables the event rules of that name, of any type; liblttng-ctl's return. */
+int dp_ust_event_disable(struct lttng_handle *h, const char *name, const char *channel,
+			 const char *filter);
 /* Applies -g; to call before any other liblttng-ctl call. */
 void dp_lttng_setup(const struct dp_cli *cli);
 
 /*
  * The daemon.  dp_daemon_connect: a connection to lttng-dynprobed,
- * spawning it when absent and `spawn` (and not -n); -errno with a message
- * printed when `spawn`, silently otherwise.
+ * spawning it when absent and `spawn` (and not -n); -errno, with its words
+ * in err when `spawn` (without, no daemon is a plain answer).
  */
-int dp_daemon_connect(const struct dp_cli *cli, bool spawn);
-/* One request and its reply; 0, or -errno with a message printed.
- * The reply's own status is for the caller to check. */
-int dp_daemon_call(int fd, struct dp_client_msg *req, struct dp_client_msg *reply);
+int dp_daemon_connect(const struct dp_cli *cli, bool spawn, struct dp_err *err);
+/* One request and its reply; 0 or -errno.  The reply's own status is for
+ * the caller to check. */
+int dp_daemon_call(int fd, struct dp_client_msg *req, struct dp_client_msg *reply,
+		   struct dp_err *err);
 /* Prints a report's per-process lines (sites by method, refusals, per
  * process errors); with `verbose`, every site. */
 void dp_report_print(const struct dp_cli *cli, const struct dp_client_report *r, bool verbose);
 
-/* Splits "A,B,C" pids; 0 or -1 with a message. */
-int dp_parse_pids(const char *s, uint32_t **pids, uint32_t *npids);
+/* Splits "A,B,C" pids, appended to *pids; 0 or -errno. */
+int dp_parse_pids(const char *s, uint32_t **pids, uint32_t *npids, struct dp_err *err);
 /* An absolute path for a user's path (made absolute, symlinks kept as the
- * kernel maps the file under its real name: resolved). */
-char *dp_abs_path(const char *path);
+ * kernel maps the file under its real name: resolved); NULL on failure. */
+char *dp_abs_path(const char *path, struct dp_err *err);
 /* Checks, before anything is touched, that path is an ELF object we can
- * analyse and the location resolves in it; prints the error. 0 or -1. */
-int dp_check_location(const char *path, const char *location, bool function);
+ * analyse and the location resolves in it; 0 or -errno. */
+int dp_check_location(const char *path, const char *location, bool function,
+		      struct dp_err *err);
 
 #endif /* DP_CLI_H */

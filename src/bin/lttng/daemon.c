@@ -13,43 +13,37 @@
 
 #include "cli.h"
 
-static int spawn_daemon(const struct dp_cli *cli)
+static int spawn_daemon(const char *path, struct dp_err *err)
 {
-	const char *path = dp_daemon_path();
-	int status;
-	pid_t pid;
+	int status, ret;
+	pid_t pid = dp_fork(err);
 
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		dp_err("fork: %s", strerror(errno));
-		return -1;
-	}
+	if (pid < 0)
+		return pid;
 	if (!pid) {
 		execl(path, path, "--daemonize", (char *)NULL);
 		dp_err("cannot run lttng-dynprobed (%s): %s (install lttng-dynprobe, or set "
 		       "LTTNG_DYNPROBE_DAEMON)", path, strerror(errno));
 		_exit(127);
 	}
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			dp_err("waiting for lttng-dynprobed: %s", strerror(errno));
-			return -1;
-		}
-	}
+	ret = dp_wait(pid, &status);
+	if (ret)
+		return dp_err_set(err, ret, "waiting for lttng-dynprobed: %s", strerror(-ret));
 	/* A daemon started by someone else meanwhile is as good as ours. */
 	if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 ||
 				  WEXITSTATUS(status) == DP_DAEMON_EXIT_RUNNING))
 		return 0;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-		return -1;
-	dp_err("lttng-dynprobed (%s) did not start (%s %d): run it with -v to see why", path,
-	       WIFEXITED(status) ? "exit status" : "signal",
-	       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-	return -1;
+	/* The child said why it could not run it: nothing more to say. */
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+		dp_err_clear(err);
+		return -ENOENT;
+	}
+	return dp_err_set(err, -ECHILD, "lttng-dynprobed (%s) did not start (%s %d): run it "
+			  "with -v to see why", path, WIFEXITED(status) ? "exit status" : "signal",
+			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 }
 
-int dp_daemon_connect(const struct dp_cli *cli, bool spawn)
+int dp_daemon_connect(const struct dp_cli *cli, bool spawn, struct dp_err *err)
 {
 	char sock[256];
 	int fd = dp_client_connect();
@@ -59,15 +53,14 @@ int dp_daemon_connect(const struct dp_cli *cli, bool spawn)
 	if (fd != -ENOENT && fd != -ECONNREFUSED) {
 		if (dp_client_socket_path(sock, sizeof(sock)))
 			snprintf(sock, sizeof(sock), "its socket");
-		dp_err("cannot connect to lttng-dynprobed (%s): %s", sock, strerror(-fd));
-		return fd;
+		return dp_err_set(err, fd, "cannot connect to lttng-dynprobed (%s): %s", sock,
+				  strerror(-fd));
 	}
-	if (cli->no_sessiond) {
-		dp_err("lttng-dynprobed is not running, and --no-sessiond forbids starting it: "
-		       "start `lttng-dynprobed --daemonize` first");
-		return -ECONNREFUSED;
-	}
-	if (spawn_daemon(cli))
+	if (cli->no_sessiond)
+		return dp_err_set(err, -ECONNREFUSED, "lttng-dynprobed is not running, and "
+				  "--no-sessiond forbids starting it: start `lttng-dynprobed "
+				  "--daemonize` first");
+	if (spawn_daemon(dp_daemon_path(), err))
 		return -ECONNREFUSED;
 	for (int i = 0; i < 50; i++) {
 		fd = dp_client_connect();
@@ -75,11 +68,12 @@ int dp_daemon_connect(const struct dp_cli *cli, bool spawn)
 			return fd;
 		usleep(20000);
 	}
-	dp_err("lttng-dynprobed started but does not accept connections: %s", strerror(-fd));
-	return fd;
+	return dp_err_set(err, fd, "lttng-dynprobed started but does not accept connections: %s",
+			  strerror(-fd));
 }
 
-int dp_daemon_call(int fd, struct dp_client_msg *req, struct dp_client_msg *reply)
+int dp_daemon_call(int fd, struct dp_client_msg *req, struct dp_client_msg *reply,
+		   struct dp_err *err)
 {
 	static uint32_t seq = 1;
 	enum dp_proto_err why = DP_PROTO_ERR_NONE;
@@ -91,20 +85,22 @@ int dp_daemon_call(int fd, struct dp_client_msg *req, struct dp_client_msg *repl
 		return 0;
 	switch (ret) {
 	case -EOPNOTSUPP:
-		dp_err("lttng-dynprobed does not know the request %s: it is older than this "
-		       "lttng (restart it)", dp_client_type_name(req->type));
+		dp_err_set(err, ret, "lttng-dynprobed does not know the request %s: it is older "
+			   "than this lttng (restart it)", dp_client_type_name(req->type));
 		break;
 	case -ECONNREFUSED:
-		dp_err("lttng-dynprobed refused the connection: %s", reply->refuse.reason);
+		dp_err_set(err, ret, "lttng-dynprobed refused the connection: %s",
+			   reply->refuse.reason);
 		break;
 	case -EPROTO:
-		dp_err("bad reply from lttng-dynprobed: %s", dp_proto_err_str(why));
+		dp_err_set(err, ret, "bad reply from lttng-dynprobed: %s", dp_proto_err_str(why));
 		break;
 	case -ETIMEDOUT:
-		dp_err("lttng-dynprobed did not answer within %d s", DP_CLIENT_CALL_TIMEOUT_MS / 1000);
+		dp_err_set(err, ret, "lttng-dynprobed did not answer within %d s",
+			   DP_CLIENT_CALL_TIMEOUT_MS / 1000);
 		break;
 	default:
-		dp_err("talking to lttng-dynprobed: %s", strerror(-ret));
+		dp_err_set(err, ret, "talking to lttng-dynprobed: %s", strerror(-ret));
 		break;
 	}
 	dp_client_msg_release(reply);

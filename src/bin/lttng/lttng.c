@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "options.h"
 
 static const struct {
 	const char *name;
@@ -27,8 +28,30 @@ static const struct {
 };
 
 enum {
-	OPT_VERBOSE = 1,
+	OPT_VERBOSE = DP_OPT_OWN,
+	OPT_QUIET,
+	OPT_GROUP,
+	OPT_MI,
+	OPT_NO_SESSIOND,
+	OPT_SESSIOND_PATH,
+	OPT_RELAYD_PATH,
 	OPT_PASS,		/* an option only the stock lttng acts on */
+};
+
+/* The general options, as the stock lttng reads them. */
+static struct poptOption options[] = {
+	{ "verbose", 'v', POPT_ARG_NONE, NULL, OPT_VERBOSE, NULL, NULL },
+	{ "quiet", 'q', POPT_ARG_NONE, NULL, OPT_QUIET, NULL, NULL },
+	{ "group", 'g', POPT_ARG_STRING, NULL, OPT_GROUP, NULL, NULL },
+	{ "mi", 'm', POPT_ARG_STRING, NULL, OPT_MI, NULL, NULL },
+	{ "no-sessiond", 'n', POPT_ARG_NONE, NULL, OPT_NO_SESSIOND, NULL, NULL },
+	{ "sessiond-path", 0, POPT_ARG_STRING, NULL, OPT_SESSIOND_PATH, NULL, NULL },
+	{ "relayd-path", 0, POPT_ARG_STRING, NULL, OPT_RELAYD_PATH, NULL, NULL },
+	{ "help", 'h', POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
+	{ "version", 'V', POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
+	{ "list-options", 0, POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
+	{ "list-commands", 0, POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
+	POPT_TABLEEND
 };
 
 /*
@@ -38,22 +61,8 @@ enum {
  */
 static int parse_general(struct dp_cli *cli)
 {
-	char *group = NULL, *sessiond_path = NULL, *relayd_path = NULL, *mi = NULL;
-	int no_sessiond = 0, quiet = 0, pass = 0, opt, nleft = 0;
-	struct poptOption options[] = {
-		{ "verbose", 'v', POPT_ARG_NONE, NULL, OPT_VERBOSE, NULL, NULL },
-		{ "quiet", 'q', POPT_ARG_NONE, &quiet, 0, NULL, NULL },
-		{ "group", 'g', POPT_ARG_STRING, &group, 0, NULL, NULL },
-		{ "mi", 'm', POPT_ARG_STRING, &mi, 0, NULL, NULL },
-		{ "no-sessiond", 'n', POPT_ARG_NONE, &no_sessiond, 0, NULL, NULL },
-		{ "sessiond-path", 0, POPT_ARG_STRING, &sessiond_path, 0, NULL, NULL },
-		{ "relayd-path", 0, POPT_ARG_STRING, &relayd_path, 0, NULL, NULL },
-		{ "help", 'h', POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
-		{ "version", 'V', POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
-		{ "list-options", 0, POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
-		{ "list-commands", 0, POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
-		POPT_TABLEEND,
-	};
+	static struct dp_opts o;	/* its strings are cli's for the whole run */
+	int opt, nleft = 0;
 	poptContext pc = poptGetContext(NULL, cli->argc, (const char **)cli->argv, options,
 					POPT_CONTEXT_POSIXMEHARDER);
 	const char **left;
@@ -62,23 +71,20 @@ static int parse_general(struct dp_cli *cli)
 		if (opt == OPT_VERBOSE)
 			cli->verbose++;
 		else
-			pass = 1;
+			dp_opts_take(&o, pc, opt);
 	}
-	if (opt < -1)
-		pass = 1;
 	left = poptGetArgs(pc);
 	while (left && left[nleft])
 		nleft++;
-	/* popt's strings are copies of their own: they outlive the context. */
 	cli->cmd_index = cli->argc - nleft;
-	cli->group = group;
-	cli->sessiond_path = sessiond_path;
-	cli->mi = mi;
-	cli->no_sessiond = no_sessiond;
-	cli->quiet = quiet;
+	cli->group = o.arg[OPT_GROUP];
+	cli->sessiond_path = o.arg[OPT_SESSIOND_PATH];
+	cli->mi = o.arg[OPT_MI];
+	cli->no_sessiond = o.set[OPT_NO_SESSIOND];
+	cli->quiet = o.set[OPT_QUIET];
 	poptFreeContext(pc);
-	free(relayd_path);
-	if (pass || !nleft || cli->cmd_index < 1 || cli->cmd_index >= cli->argc)
+	if (opt < -1 || o.set[OPT_PASS] || !nleft || cli->cmd_index < 1 ||
+	    cli->cmd_index >= cli->argc)
 		return DP_CMD_PASS;
 	return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * The session side, through liblttng-ctl: the tracing group, the session
- * daemon (started when absent, as `lttng create` does), and whether a
- * session exists.
+ * daemon (started when absent, as `lttng create` does), whether a session
+ * exists, and the userspace event rules our events are enabled as.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,7 +33,7 @@ static const char *sessiond_path(const struct dp_cli *cli)
 	return env && *env ? env : DP_SESSIOND;
 }
 
-int dp_sessiond_ensure(const struct dp_cli *cli)
+int dp_sessiond_ensure(const struct dp_cli *cli, struct dp_err *err)
 {
 	const char *path = sessiond_path(cli);
 	int status;
@@ -41,19 +41,14 @@ int dp_sessiond_ensure(const struct dp_cli *cli)
 
 	if (lttng_session_daemon_alive() == 1)
 		return 0;
-	if (cli->no_sessiond) {
-		dp_err("no session daemon is running, and --no-sessiond forbids starting one: "
-		       "start lttng-sessiond first");
-		return -1;
-	}
+	if (cli->no_sessiond)
+		return dp_err_set(err, -ECONNREFUSED, "no session daemon is running, and "
+				  "--no-sessiond forbids starting one: start lttng-sessiond first");
 	if (!cli->quiet)
 		fprintf(stderr, "Spawning a session daemon\n");
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		dp_err("fork: %s", strerror(errno));
-		return -1;
-	}
+	pid = dp_fork(err);
+	if (pid < 0)
+		return pid;
 	if (!pid) {
 		/* --daemonize returns once the daemon is ready. */
 		if (cli->group) {
@@ -68,29 +63,58 @@ int dp_sessiond_ensure(const struct dp_cli *cli)
 		       strerror(errno));
 		_exit(127);
 	}
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR)
-			break;
-	}
+	/* Whatever its exit: the daemon's socket says whether it runs. */
+	dp_wait(pid, &status);
 	for (int i = 0; i < 100; i++) {
 		if (lttng_session_daemon_alive() == 1)
 			return 0;
 		usleep(20000);
 	}
-	dp_err("the session daemon (%s) did not start", path);
-	return -1;
+	return dp_err_set(err, -ECHILD, "the session daemon (%s) did not start", path);
 }
 
-int dp_session_exists(const char *name)
+struct lttng_handle *dp_ust_handle(const char *session)
+{
+	struct lttng_domain dom = { .type = LTTNG_DOMAIN_UST, .buf_type = LTTNG_BUFFER_PER_UID };
+
+	return lttng_create_handle(session, &dom);
+}
+
+int dp_ust_event_enable(struct lttng_handle *h, const char *name, const char *channel,
+			const char *filter)
+{
+	struct lttng_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = LTTNG_EVENT_TRACEPOINT;
+	ev.loglevel_type = LTTNG_EVENT_LOGLEVEL_ALL;
+	ev.loglevel = -1;
+	snprintf(ev.name, sizeof(ev.name), "%s", name);
+	return lttng_enable_event_with_exclusions(h, &ev, (char *)channel, (char *)filter, 0,
+						  NULL);
+}
+
+int dp_ust_event_disable(struct lttng_handle *h, const char *name, const char *channel,
+			 const char *filter)
+{
+	struct lttng_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	/* As the stock disable-event does: any type of that name. */
+	ev.type = LTTNG_EVENT_ALL;
+	ev.loglevel = -1;
+	snprintf(ev.name, sizeof(ev.name), "%s", name);
+	return lttng_disable_event_ext(h, &ev, (char *)channel, (char *)filter);
+}
+
+int dp_session_exists(const char *name, struct dp_err *err)
 {
 	struct lttng_session *sessions = NULL;
 	int n = lttng_list_sessions(&sessions);
 	int found = 0;
 
-	if (n < 0) {
-		dp_err("%s", lttng_strerror(n));
-		return -1;
-	}
+	if (n < 0)
+		return dp_err_set(err, -EIO, "%s", lttng_strerror(n));
 	for (int i = 0; i < n; i++)
 		found |= !strcmp(sessions[i].name, name);
 	free(sessions);

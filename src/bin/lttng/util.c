@@ -37,6 +37,13 @@ void dp_err(const char *fmt, ...)
 	va_end(ap);
 }
 
+void dp_err_print(const struct dp_err *err)
+{
+	/* An empty carrier: the failure was told already (by a child). */
+	if (err->code || err->msg[0])
+		dp_err("%s", dp_err_str(err));
+}
+
 void dp_warn(const char *fmt, ...)
 {
 	va_list ap;
@@ -56,6 +63,27 @@ void dp_msg(const struct dp_cli *cli, const char *fmt, ...)
 	vmsg(stdout, "", fmt, ap);
 	va_end(ap);
 	fflush(stdout);
+}
+
+pid_t dp_fork(struct dp_err *err)
+{
+	pid_t pid;
+
+	/* What stdio holds would otherwise be written by both. */
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return dp_err_set(err, -errno, "fork: %s", strerror(errno));
+	return pid;
+}
+
+int dp_wait(pid_t pid, int *status)
+{
+	while (waitpid(pid, status, 0) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
 }
 
 /* Whether two paths name the same file. */
@@ -106,6 +134,7 @@ int dp_stock_run(const struct dp_cli *cli, const char *const *args)
 	const char *stock = dp_stock_lttng();
 	const char **argv;
 	size_t n = 0, nargs = 0;
+	struct dp_err err;
 	int status;
 	pid_t pid;
 
@@ -123,10 +152,9 @@ int dp_stock_run(const struct dp_cli *cli, const char *const *args)
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	fflush(NULL);
-	pid = fork();
+	pid = dp_fork(&err);
 	if (pid < 0) {
-		dp_err("fork: %s", strerror(errno));
+		dp_err_print(&err);
 		free(argv);
 		return DP_CMD_ERROR;
 	}
@@ -136,10 +164,8 @@ int dp_stock_run(const struct dp_cli *cli, const char *const *args)
 		_exit(127);
 	}
 	free(argv);
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR)
-			return DP_CMD_ERROR;
-	}
+	if (dp_wait(pid, &status))
+		return DP_CMD_ERROR;
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return DP_CMD_ERROR;
@@ -238,7 +264,7 @@ int dp_show_man(const char *page)
 	return DP_CMD_ERROR;
 }
 
-char *dp_session_pick(const char *opt_session, bool complain)
+char *dp_session_pick(const char *opt_session, struct dp_err *err)
 {
 	const char *home = getenv("LTTNG_HOME");
 	char path[PATH_MAX], line[512];
@@ -250,8 +276,8 @@ char *dp_session_pick(const char *opt_session, bool complain)
 	if (!home || !*home)
 		home = getenv("HOME");
 	if (!home) {
-		if (complain)
-			dp_err("no session given, and no home to find the current one: use -s SESSION");
+		dp_err_set(err, -ENOENT,
+			   "no session given, and no home to find the current one: use -s SESSION");
 		return NULL;
 	}
 	snprintf(path, sizeof(path), "%s/.lttngrc", home);
@@ -268,15 +294,14 @@ char *dp_session_pick(const char *opt_session, bool complain)
 	}
 	if (!name || !*name) {
 		free(name);
-		if (complain)
-			dp_err("no current session: create one with `lttng create NAME`, or name one "
-		       "with -s SESSION");
+		dp_err_set(err, -ENOENT, "no current session: create one with `lttng create NAME`, "
+			   "or name one with -s SESSION");
 		return NULL;
 	}
 	return name;
 }
 
-int dp_parse_pids(const char *s, uint32_t **pids, uint32_t *npids)
+int dp_parse_pids(const char *s, uint32_t **pids, uint32_t *npids, struct dp_err *err)
 {
 	const char *p = s;
 
@@ -284,85 +309,70 @@ int dp_parse_pids(const char *s, uint32_t **pids, uint32_t *npids)
 		size_t len = strcspn(p, ",");
 		char buf[32];
 		uint64_t v;
-		struct dp_err err;
 		uint32_t *grown;
 
-		if (!len || len >= sizeof(buf)) {
-			dp_err("bad --pid '%s': expected PID[,PID]...", s);
-			return -1;
-		}
+		if (!len || len >= sizeof(buf))
+			return dp_err_set(err, -EINVAL, "bad --pid '%s': expected PID[,PID]...", s);
 		memcpy(buf, p, len);
 		buf[len] = '\0';
-		if (dp_spec_number(buf, &v, &err) || !v || v > INT32_MAX) {
-			dp_err("bad --pid '%s': '%s' is not a process id", s, buf);
-			return -1;
-		}
-		if (*npids >= DP_CLIENT_MAX_PIDS) {
-			dp_err("too many --pid values (at most %d)", DP_CLIENT_MAX_PIDS);
-			return -1;
-		}
+		if (dp_spec_number(buf, &v, NULL) || !v || v > INT32_MAX)
+			return dp_err_set(err, -EINVAL, "bad --pid '%s': '%s' is not a process id",
+					  s, buf);
+		if (*npids >= DP_CLIENT_MAX_PIDS)
+			return dp_err_set(err, -E2BIG, "too many --pid values (at most %d)",
+					  DP_CLIENT_MAX_PIDS);
 		grown = realloc(*pids, (*npids + 1) * sizeof(**pids));
-		if (!grown) {
-			dp_err("out of memory");
-			return -1;
-		}
+		if (!grown)
+			return dp_err_set(err, -ENOMEM, "out of memory");
 		*pids = grown;
 		(*pids)[(*npids)++] = (uint32_t)v;
 		p += len;
 		if (*p == ',') {
 			p++;
-			if (!*p) {
-				dp_err("bad --pid '%s': a pid is missing after the last ','", s);
-				return -1;
-			}
+			if (!*p)
+				return dp_err_set(err, -EINVAL, "bad --pid '%s': a pid is missing "
+						  "after the last ','", s);
 		}
 	}
 	return 0;
 }
 
-char *dp_abs_path(const char *path)
+char *dp_abs_path(const char *path, struct dp_err *err)
 {
 	char *real = realpath(path, NULL);
 
 	if (!real)
-		dp_err("%s: %s (--path names the executable or shared library to probe)", path,
-		       strerror(errno));
+		dp_err_set(err, -errno, "%s: %s (--path names the executable or shared library "
+			   "to probe)", path, strerror(errno));
 	return real;
 }
 
-int dp_check_location(const char *path, const char *location, bool function)
+int dp_check_location(const char *path, const char *location, bool function,
+		      struct dp_err *err)
 {
 	struct dp_location loc;
-	struct dp_err err;
 	struct dp_object *obj;
 	const struct dp_function *fn;
 	uint64_t vaddr;
 	int ret;
 
-	if (dp_spec_location_parse(location, &loc, &err)) {
-		dp_err("%s", err.msg);
-		return -1;
-	}
+	ret = dp_spec_location_parse(location, &loc, err);
+	if (ret)
+		return ret;
 	obj = dp_object_open(path);
-	if (!obj) {
-		dp_err("%s: %s", path, dp_elf_strerror(errno));
-		return -1;
-	}
+	if (!obj)
+		return dp_err_set(err, -errno, "%s: %s", path, dp_elf_strerror(errno));
 	if (function && loc.pattern) {
 		const struct dp_function **fns;
 		size_t n;
 
-		ret = dp_spec_functions_match(obj, path, &loc, &fns, &n, &err);
+		ret = dp_spec_functions_match(obj, path, &loc, &fns, &n, err);
 		free(fns);
 	} else if (function) {
-		ret = dp_spec_function_entry(obj, path, &loc, &fn, &err);
+		ret = dp_spec_function_entry(obj, path, &loc, &fn, err);
 	} else {
-		ret = dp_spec_location_resolve(obj, path, &loc, &vaddr, &fn, &err);
+		ret = dp_spec_location_resolve(obj, path, &loc, &vaddr, &fn, err);
 	}
 	dp_object_close(obj);
-	if (ret) {
-		dp_err("%s", err.msg);
-		return -1;
-	}
-	return 0;
+	return ret;
 }

@@ -12,9 +12,24 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "options.h"
 
 enum {
-	OPT_TYPE = 1,
+	OPT_TYPE = DP_OPT_OWN,
+	OPT_EVENT,
+	OPT_LIST,
+};
+
+static struct poptOption options[] = {
+	DP_OPT_INCLUDE(dp_opt_session),
+	DP_OPT_INCLUDE(dp_opt_channel),
+	DP_OPT_INCLUDE(dp_opt_domains),
+	{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
+	{ "event", 'e', POPT_ARG_STRING, NULL, OPT_EVENT, NULL, NULL },
+	{ "list", 0, POPT_ARG_NONE, NULL, OPT_LIST, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_help),
+	DP_OPT_INCLUDE(dp_opt_list_options),
+	POPT_TABLEEND
 };
 
 static int add_dynamic(struct dp_cli *cli, const char *session, const char *channel,
@@ -22,6 +37,7 @@ static int add_dynamic(struct dp_cli *cli, const char *session, const char *chan
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_ADD_CONTEXT }, reply;
 	struct dp_client_add_context *a = &req.add_context;
+	struct dp_err err;
 	int fd, ret = DP_CMD_ERROR;
 
 	snprintf(a->session, sizeof(a->session), "%s", session);
@@ -30,15 +46,17 @@ static int add_dynamic(struct dp_cli *cli, const char *session, const char *chan
 	a->nctx = nctx;
 	a->ctx = ctx;
 	/* No daemon means no dynamic event: say so rather than start one. */
-	fd = dp_daemon_connect(cli, false);
+	fd = dp_daemon_connect(cli, false, NULL);
 	if (fd < 0) {
 		dp_err("session '%s' has no dynamic event to add %s to (lttng-dynprobed is not "
 		       "running): enable one first with lttng enable-event -u --path PATH "
 		       "--probe LOC NAME", session, ctx[0]);
 		return DP_CMD_ERROR;
 	}
-	if (dp_daemon_call(fd, &req, &reply))
+	if (dp_daemon_call(fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		goto out;
+	}
 	if (reply.report.status) {
 		dp_err("%s", reply.report.message);
 	} else {
@@ -57,24 +75,10 @@ out:
 
 int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 {
-	char *session = NULL, *channel = NULL, *event = NULL, *sname = NULL;
-	int u = 0, k = 0, j = 0, l = 0, p = 0, list = 0, help = 0, list_options = 0;
+	struct dp_opts o = { .set = { false } };
+	const char *channel, *event;
+	char *sname = NULL;
 	int opt, ret = DP_CMD_ERROR;
-	struct poptOption options[] = {
-		{ "session", 's', POPT_ARG_STRING, &session, 0, NULL, NULL },
-		{ "channel", 'c', POPT_ARG_STRING, &channel, 0, NULL, NULL },
-		{ "userspace", 'u', POPT_ARG_NONE, &u, 0, NULL, NULL },
-		{ "kernel", 'k', POPT_ARG_NONE, &k, 0, NULL, NULL },
-		{ "jul", 'j', POPT_ARG_NONE, &j, 0, NULL, NULL },
-		{ "log4j", 'l', POPT_ARG_NONE, &l, 0, NULL, NULL },
-		{ "python", 'p', POPT_ARG_NONE, &p, 0, NULL, NULL },
-		{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
-		{ "event", 'e', POPT_ARG_STRING, &event, 0, NULL, NULL },
-		{ "list", 0, POPT_ARG_NONE, &list, 0, NULL, NULL },
-		{ "help", 'h', POPT_ARG_NONE, &help, 0, NULL, NULL },
-		{ "list-options", 0, POPT_ARG_NONE, &list_options, 0, NULL, NULL },
-		POPT_TABLEEND,
-	};
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
 	char **types = NULL;
 	size_t ntypes = 0, nstd = 0;
@@ -84,21 +88,26 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 
 	while ((opt = poptGetNextOpt(pc)) > 0) {
 		if (opt == OPT_TYPE) {
+			/* Repeated: every one counts. */
 			char **grown = realloc(types, (ntypes + 1) * sizeof(*types));
 
 			if (!grown)
 				goto out;
 			types = grown;
 			types[ntypes++] = poptGetOptArg(pc);
+			continue;
 		}
+		dp_opts_take(&o, pc, opt);
 	}
+	channel = o.arg[DP_OPT_CHANNEL];
+	event = o.arg[OPT_EVENT];
 	for (size_t i = 0; i < ntypes; i++) {
 		if (types[i] && dp_spec_context_is_dynamic(types[i]))
 			ndyn++;
 		else
 			nstd++;
 	}
-	if (opt < -1 || list || list_options) {
+	if (opt < -1 || o.set[OPT_LIST] || o.set[DP_OPT_LIST_OPTIONS]) {
 		if (!ndyn && !event) {
 			ret = DP_CMD_PASS;
 			goto out;
@@ -109,7 +118,7 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 			dp_err("--list shows the standard context types: use it alone");
 		goto out;
 	}
-	if (help) {
+	if (o.set[DP_OPT_HELP]) {
 		ret = dp_show_man("add-context");
 		goto out;
 	}
@@ -123,7 +132,7 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 		       "apply to the whole channel: drop -e");
 		goto out;
 	}
-	if (!u || k || j || l || p) {
+	if (!o.set[DP_OPT_USERSPACE] || o.set[DP_OPT_OTHER_DOMAIN]) {
 		dp_err("dynamic context types (%s) are for dynamic userspace probes: use -u "
 		       "(--userspace) alone", types[0]);
 		goto out;
@@ -144,7 +153,7 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 		if (!dp_spec_context_is_dynamic(types[i]))
 			continue;
 		if (dp_spec_context_check(types[i], &err)) {
-			dp_err("%s", err.msg);
+			dp_err_print(&err);
 			goto out;
 		}
 		if (strlen(types[i]) >= DP_CLIENT_CTX_MAX) {
@@ -158,13 +167,16 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 		char full[DP_SPEC_EVENT_MAX];
 
 		if (dp_spec_event_name(event, "", full, sizeof(full), &err)) {
-			dp_err("-e: %s", err.msg);
+			dp_err_prefix(&err, "-e: ");
+			dp_err_print(&err);
 			goto out;
 		}
 	}
-	sname = dp_session_pick(session, true);
-	if (!sname)
+	sname = dp_session_pick(o.arg[DP_OPT_SESSION], &err);
+	if (!sname) {
+		dp_err_print(&err);
 		goto out;
+	}
 	ret = add_dynamic(cli, sname, channel ? channel : "channel0", event, dyn, ndyn);
 	if (ret == DP_CMD_SUCCESS && nstd) {
 		/* The standard types, as the stock add-context takes them. */
@@ -200,8 +212,6 @@ out:
 	free(types);
 	free(dyn);
 	free(sname);
-	free(session);
-	free(channel);
-	free(event);
+	dp_opts_release(&o);
 	return ret;
 }

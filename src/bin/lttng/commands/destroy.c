@@ -12,14 +12,31 @@
 #include <lttng/lttng.h>
 
 #include "cli.h"
+#include "options.h"
+
+enum {
+	OPT_ALL = DP_OPT_OWN,
+	OPT_NO_WAIT,
+};
+
+static struct poptOption options[] = {
+	{ "all", 'a', POPT_ARG_NONE, NULL, OPT_ALL, NULL, NULL },
+	{ "no-wait", 'n', POPT_ARG_NONE, NULL, OPT_NO_WAIT, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_help),
+	DP_OPT_INCLUDE(dp_opt_list_options),
+	POPT_TABLEEND
+};
 
 static void session_destroyed(int fd, const char *name)
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_SESSION_DESTROYED }, reply;
+	struct dp_err err;
 
 	snprintf(req.session_destroyed, sizeof(req.session_destroyed), "%s", name);
-	if (dp_daemon_call(fd, &req, &reply))
+	if (dp_daemon_call(fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		return;
+	}
 	/* The stock destroy goes on whatever happened: the daemon also
 	 * notices destroyed sessions by itself. */
 	if (reply.report.status)
@@ -30,28 +47,20 @@ static void session_destroyed(int fd, const char *name)
 
 int dp_cmd_destroy(struct dp_cli *cli, int argc, const char **argv)
 {
-	int all = 0, no_wait = 0, help = 0, list_options = 0, opt, fd;
-	struct poptOption options[] = {
-		{ "all", 'a', POPT_ARG_NONE, &all, 0, NULL, NULL },
-		{ "no-wait", 'n', POPT_ARG_NONE, &no_wait, 0, NULL, NULL },
-		{ "help", 'h', POPT_ARG_NONE, &help, 0, NULL, NULL },
-		{ "list-options", 0, POPT_ARG_NONE, &list_options, 0, NULL, NULL },
-		POPT_TABLEEND,
-	};
+	struct dp_opts o = { .set = { false } };
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
 	const char **args;
+	int fd;
 
-	while ((opt = poptGetNextOpt(pc)) > 0)
-		;
-	if (opt < -1 || help || list_options)
+	if (dp_opts_parse(&o, pc) < -1 || o.set[DP_OPT_HELP] || o.set[DP_OPT_LIST_OPTIONS])
 		goto out;
 	/* Without a daemon there is no probe to remove: nothing to connect to,
 	 * nothing to start. */
-	fd = dp_daemon_connect(cli, false);
+	fd = dp_daemon_connect(cli, false, NULL);
 	if (fd < 0)
 		goto out;
 	args = poptGetArgs(pc);
-	if (all) {
+	if (o.set[OPT_ALL]) {
 		struct lttng_session *sessions = NULL;
 		int n = lttng_list_sessions(&sessions);
 
@@ -63,7 +72,7 @@ int dp_cmd_destroy(struct dp_cli *cli, int argc, const char **argv)
 	} else {
 		/* The current session; the stock destroy says what is wrong if
 		 * there is none. */
-		char *name = dp_session_pick(NULL, false);
+		char *name = dp_session_pick(NULL, NULL);
 
 		if (name)
 			session_destroyed(fd, name);
@@ -72,5 +81,6 @@ int dp_cmd_destroy(struct dp_cli *cli, int argc, const char **argv)
 	close(fd);
 out:
 	poptFreeContext(pc);
+	dp_opts_release(&o);
 	return DP_CMD_PASS;
 }

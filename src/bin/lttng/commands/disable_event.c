@@ -13,6 +13,26 @@
 #include <lttng/lttng.h>
 
 #include "cli.h"
+#include "options.h"
+
+enum {
+	OPT_ALL_EVENTS = DP_OPT_OWN,
+	OPT_EVENT_TYPE,		/* an event type of the kernel's */
+};
+
+static struct poptOption options[] = {
+	DP_OPT_INCLUDE(dp_opt_session),
+	DP_OPT_INCLUDE(dp_opt_channel),
+	DP_OPT_INCLUDE(dp_opt_domains),
+	{ "all-events", 'a', POPT_ARG_NONE, NULL, OPT_ALL_EVENTS, NULL, NULL },
+	{ "function", 0, POPT_ARG_NONE, NULL, OPT_EVENT_TYPE, NULL, NULL },
+	{ "probe", 0, POPT_ARG_NONE, NULL, OPT_EVENT_TYPE, NULL, NULL },
+	{ "syscall", 0, POPT_ARG_NONE, NULL, OPT_EVENT_TYPE, NULL, NULL },
+	{ "tracepoint", 0, POPT_ARG_NONE, NULL, OPT_EVENT_TYPE, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_help),
+	DP_OPT_INCLUDE(dp_opt_list_options),
+	POPT_TABLEEND
+};
 
 /* Whether the user's name designates the dynamic event ev. */
 static bool name_matches(const char *user, const struct dp_client_event *ev)
@@ -35,32 +55,27 @@ static bool name_matches(const char *user, const struct dp_client_event *ev)
 static int disable_one(struct dp_cli *cli, int fd, const struct dp_client_event *ev)
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_DISABLE }, reply;
-	struct lttng_domain dom = { .type = LTTNG_DOMAIN_UST, .buf_type = LTTNG_BUFFER_PER_UID };
 	struct lttng_handle *h;
+	struct dp_err err;
 	int ret = 0;
 
 	snprintf(req.disable.session, sizeof(req.disable.session), "%s", ev->session);
 	snprintf(req.disable.channel, sizeof(req.disable.channel), "%s", ev->channel);
 	snprintf(req.disable.event, sizeof(req.disable.event), "%s", ev->event);
-	if (dp_daemon_call(fd, &req, &reply))
+	if (dp_daemon_call(fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		return -1;
+	}
 	if (reply.report.status) {
 		dp_err("%s", reply.report.message);
 		dp_client_msg_release(&reply);
 		return -1;
 	}
 	dp_client_msg_release(&reply);
-	h = lttng_create_handle(ev->session, &dom);
+	h = dp_ust_handle(ev->session);
 	for (uint32_t i = 0; h && i < ev->nnames; i++) {
-		struct lttng_event lev;
-		int r;
+		int r = dp_ust_event_disable(h, ev->names[i], ev->channel, NULL);
 
-		memset(&lev, 0, sizeof(lev));
-		/* As the stock disable-event does: any type of that name. */
-		lev.type = LTTNG_EVENT_ALL;
-		lev.loglevel = -1;
-		snprintf(lev.name, sizeof(lev.name), "%s", ev->names[i]);
-		r = lttng_disable_event_ext(h, &lev, (char *)ev->channel, NULL);
 		if (r < 0) {
 			dp_err("cannot disable %s in session '%s': %s", ev->names[i], ev->session,
 			       lttng_strerror(r));
@@ -78,13 +93,16 @@ static int disable_one(struct dp_cli *cli, int fd, const struct dp_client_event 
 static int list_events(int fd, const char *session, struct dp_client_msg *reply)
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_LIST };
+	struct dp_err err;
 
 	memset(reply, 0, sizeof(*reply));
 	if (fd < 0)
 		return 0;
 	snprintf(req.list, sizeof(req.list), "%s", session);
-	if (dp_daemon_call(fd, &req, reply))
+	if (dp_daemon_call(fd, &req, reply, &err)) {
+		dp_err_print(&err);
 		return -1;
+	}
 	if (reply->list_reply.status) {
 		dp_err("%s", reply->list_reply.message);
 		dp_client_msg_release(reply);
@@ -95,52 +113,39 @@ static int list_events(int fd, const char *session, struct dp_client_msg *reply)
 
 int dp_cmd_disable_event(struct dp_cli *cli, int argc, const char **argv)
 {
-	char *session = NULL, *channel = NULL, *sname = NULL, *names_arg = NULL;
-	int u = 0, k = 0, j = 0, l = 0, p = 0, all = 0, help = 0, list_options = 0, flag = 0;
+	struct dp_opts o = { .set = { false } };
+	char *sname = NULL, *names_arg = NULL;
 	int opt, ret = DP_CMD_PASS, fd = -1;
-	struct poptOption options[] = {
-		{ "session", 's', POPT_ARG_STRING, &session, 0, NULL, NULL },
-		{ "channel", 'c', POPT_ARG_STRING, &channel, 0, NULL, NULL },
-		{ "userspace", 'u', POPT_ARG_NONE, &u, 0, NULL, NULL },
-		{ "kernel", 'k', POPT_ARG_NONE, &k, 0, NULL, NULL },
-		{ "jul", 'j', POPT_ARG_NONE, &j, 0, NULL, NULL },
-		{ "log4j", 'l', POPT_ARG_NONE, &l, 0, NULL, NULL },
-		{ "python", 'p', POPT_ARG_NONE, &p, 0, NULL, NULL },
-		{ "all-events", 'a', POPT_ARG_NONE, &all, 0, NULL, NULL },
-		{ "function", 0, POPT_ARG_NONE, &flag, 0, NULL, NULL },
-		{ "probe", 0, POPT_ARG_NONE, &flag, 0, NULL, NULL },
-		{ "syscall", 0, POPT_ARG_NONE, &flag, 0, NULL, NULL },
-		{ "tracepoint", 0, POPT_ARG_NONE, &flag, 0, NULL, NULL },
-		{ "help", 'h', POPT_ARG_NONE, &help, 0, NULL, NULL },
-		{ "list-options", 0, POPT_ARG_NONE, &list_options, 0, NULL, NULL },
-		POPT_TABLEEND,
-	};
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
 	struct dp_client_msg list;
 	const char **args;
 	const char *chan;
 	char *rest = NULL;
 	size_t rest_len = 0;
-	bool any = false, failed = false;
+	bool all, any = false, failed = false;
+	struct dp_err err;
 
 	memset(&list, 0, sizeof(list));
-	while ((opt = poptGetNextOpt(pc)) > 0)
-		;
+	opt = dp_opts_parse(&o, pc);
+	all = o.set[OPT_ALL_EVENTS];
 	/* Only -u without the kernel's event types can name a dynamic event. */
-	if (opt < -1 || help || list_options || !u || k || j || l || p || flag || cli->mi)
+	if (opt < -1 || o.set[DP_OPT_HELP] || o.set[DP_OPT_LIST_OPTIONS] ||
+	    !o.set[DP_OPT_USERSPACE] || o.set[DP_OPT_OTHER_DOMAIN] || o.set[OPT_EVENT_TYPE] ||
+	    cli->mi)
 		goto out;
 	args = poptGetArgs(pc);
 	if (!all && (!args || !args[0] || args[1]))
 		goto out;
-	fd = dp_daemon_connect(cli, false);
+	fd = dp_daemon_connect(cli, false, NULL);
 	if (fd < 0)
 		goto out;	/* no daemon: no dynamic event anywhere */
-	sname = dp_session_pick(session, true);
+	sname = dp_session_pick(o.arg[DP_OPT_SESSION], &err);
 	if (!sname) {
+		dp_err_print(&err);
 		ret = DP_CMD_ERROR;
 		goto out;
 	}
-	chan = channel ? channel : "channel0";
+	chan = o.arg[DP_OPT_CHANNEL] ? o.arg[DP_OPT_CHANNEL] : "channel0";
 	if (list_events(fd, sname, &list)) {
 		ret = DP_CMD_ERROR;
 		goto out;
@@ -212,7 +217,6 @@ out:
 	free(rest);
 	free(names_arg);
 	free(sname);
-	free(session);
-	free(channel);
+	dp_opts_release(&o);
 	return ret;
 }

@@ -19,11 +19,41 @@
 #include <lttng/lttng.h>
 
 #include "cli.h"
+#include "options.h"
 
 enum {
-	OPT_PID = 1,
-	OPT_HELP,
-	OPT_LIST_OPTIONS,
+	OPT_PID = DP_OPT_OWN,
+	OPT_ALL,
+	OPT_TRACEPOINT,
+	OPT_SYSCALL,
+	OPT_PROBE,
+	OPT_FUNCTION,
+	OPT_USERSPACE_PROBE,
+	OPT_FILTER,
+	OPT_EXCLUDE,
+	OPT_LOGLEVEL,
+	OPT_LOGLEVEL_ONLY,
+};
+
+static struct poptOption options[] = {
+	DP_OPT_INCLUDE(dp_opt_session),
+	DP_OPT_INCLUDE(dp_opt_channel),
+	DP_OPT_INCLUDE(dp_opt_domains),
+	{ "all", 'a', POPT_ARG_NONE, NULL, OPT_ALL, NULL, NULL },
+	{ "tracepoint", 0, POPT_ARG_NONE, NULL, OPT_TRACEPOINT, NULL, NULL },
+	{ "syscall", 0, POPT_ARG_NONE, NULL, OPT_SYSCALL, NULL, NULL },
+	{ "probe", 0, POPT_ARG_STRING, NULL, OPT_PROBE, NULL, NULL },
+	{ "function", 0, POPT_ARG_STRING, NULL, OPT_FUNCTION, NULL, NULL },
+	{ "userspace-probe", 0, POPT_ARG_STRING, NULL, OPT_USERSPACE_PROBE, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_path),
+	{ "pid", 0, POPT_ARG_STRING, NULL, OPT_PID, NULL, NULL },
+	{ "filter", 'f', POPT_ARG_STRING, NULL, OPT_FILTER, NULL, NULL },
+	{ "exclude", 'x', POPT_ARG_STRING, NULL, OPT_EXCLUDE, NULL, NULL },
+	{ "loglevel", 0, POPT_ARG_STRING, NULL, OPT_LOGLEVEL, NULL, NULL },
+	{ "loglevel-only", 0, POPT_ARG_STRING, NULL, OPT_LOGLEVEL_ONLY, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_help),
+	DP_OPT_INCLUDE(dp_opt_list_options),
+	POPT_TABLEEND
 };
 
 struct enable_args {
@@ -40,8 +70,7 @@ struct enable_args {
 static int enable_names(const struct enable_args *a, char (*names)[DP_CLIENT_EVENT_MAX],
 			uint32_t n)
 {
-	struct lttng_domain dom = { .type = LTTNG_DOMAIN_UST, .buf_type = LTTNG_BUFFER_PER_UID };
-	struct lttng_handle *h = lttng_create_handle(a->session, &dom);
+	struct lttng_handle *h = dp_ust_handle(a->session);
 	bool fresh[DP_CLIENT_MAX_NAMES] = { false };	/* enabled by this call */
 	uint32_t done = 0;
 	int ret = 0;
@@ -53,15 +82,7 @@ static int enable_names(const struct enable_args *a, char (*names)[DP_CLIENT_EVE
 	if (n > DP_CLIENT_MAX_NAMES)
 		n = DP_CLIENT_MAX_NAMES;
 	for (; done < n; done++) {
-		struct lttng_event ev;
-
-		memset(&ev, 0, sizeof(ev));
-		ev.type = LTTNG_EVENT_TRACEPOINT;
-		ev.loglevel_type = LTTNG_EVENT_LOGLEVEL_ALL;
-		ev.loglevel = -1;
-		snprintf(ev.name, sizeof(ev.name), "%s", names[done]);
-		ret = lttng_enable_event_with_exclusions(h, &ev, (char *)a->channel,
-							 (char *)a->filter, 0, NULL);
+		ret = dp_ust_event_enable(h, names[done], a->channel, a->filter);
 		if (ret == -LTTNG_ERR_UST_EVENT_ENABLED) {
 			/* Enabled before: its probes are in place, keep them. */
 			dp_warn("%s is already enabled in channel %s", names[done], a->channel);
@@ -76,17 +97,9 @@ static int enable_names(const struct enable_args *a, char (*names)[DP_CLIENT_EVE
 		fresh[done] = true;
 	}
 	if (ret < 0) {
-		for (uint32_t i = 0; i < done; i++) {
-			struct lttng_event ev;
-
-			if (!fresh[i])
-				continue;
-			memset(&ev, 0, sizeof(ev));
-			ev.type = LTTNG_EVENT_ALL;
-			ev.loglevel = -1;
-			snprintf(ev.name, sizeof(ev.name), "%s", names[i]);
-			lttng_disable_event_ext(h, &ev, (char *)a->channel, (char *)a->filter);
-		}
+		for (uint32_t i = 0; i < done; i++)
+			if (fresh[i])
+				dp_ust_event_disable(h, names[i], a->channel, a->filter);
 	}
 	lttng_destroy_handle(h);
 	return ret < 0 ? -1 : 0;
@@ -97,6 +110,7 @@ static int run(struct dp_cli *cli, const struct enable_args *a)
 	struct dp_client_msg req = { .type = DP_CLIENT_ENABLE }, reply, dreply;
 	struct dp_client_enable *e = &req.enable;
 	struct dp_client_report *r;
+	struct dp_err err;
 	int fd, ret = DP_CMD_ERROR;
 
 	snprintf(e->session, sizeof(e->session), "%s", a->session);
@@ -108,11 +122,15 @@ static int run(struct dp_cli *cli, const struct enable_args *a)
 	e->npids = a->npids;
 	e->pids = a->pids;
 
-	fd = dp_daemon_connect(cli, true);
-	if (fd < 0)
+	fd = dp_daemon_connect(cli, true, &err);
+	if (fd < 0) {
+		dp_err_print(&err);
 		return DP_CMD_ERROR;
-	if (dp_daemon_call(fd, &req, &reply))
+	}
+	if (dp_daemon_call(fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		goto out;
+	}
 	r = &reply.report;
 	if (r->status) {
 		dp_err("%s", r->message[0] ? r->message : strerror(-r->status));
@@ -143,8 +161,10 @@ out_disable:
 		snprintf(dreq.disable.session, sizeof(dreq.disable.session), "%s", a->session);
 		snprintf(dreq.disable.channel, sizeof(dreq.disable.channel), "%s", a->channel);
 		snprintf(dreq.disable.event, sizeof(dreq.disable.event), "%s", a->event);
-		if (!dp_daemon_call(fd, &dreq, &dreply))
+		if (!dp_daemon_call(fd, &dreq, &dreply, &err))
 			dp_client_msg_release(&dreply);
+		else
+			dp_err_print(&err);
 	}
 out_reply:
 	dp_client_msg_release(&reply);
@@ -169,37 +189,11 @@ static int check_pids(const uint32_t *pids, uint32_t n)
 
 int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 {
-	char *session = NULL, *channel = NULL, *probe = NULL, *function = NULL, *uprobe = NULL;
-	char *path = NULL, *filter = NULL, *exclude = NULL, *loglevel = NULL;
-	char *loglevel_only = NULL;
-	int u = 0, k = 0, j = 0, l = 0, p = 0, all = 0, tracepoint = 0, syscall = 0;
-	int opt, help = 0, list_options = 0, ret = DP_CMD_ERROR;
-	bool has_pid = false;
+	struct dp_opts o = { .set = { false } };
+	const char *path, *probe, *function, *uprobe;
+	bool u, other, has_pid = false, ours;
+	int opt, ret = DP_CMD_ERROR;
 	struct enable_args a = { .kind = 0 };
-	struct poptOption options[] = {
-		{ "session", 's', POPT_ARG_STRING, &session, 0, NULL, NULL },
-		{ "channel", 'c', POPT_ARG_STRING, &channel, 0, NULL, NULL },
-		{ "userspace", 'u', POPT_ARG_NONE, &u, 0, NULL, NULL },
-		{ "kernel", 'k', POPT_ARG_NONE, &k, 0, NULL, NULL },
-		{ "jul", 'j', POPT_ARG_NONE, &j, 0, NULL, NULL },
-		{ "log4j", 'l', POPT_ARG_NONE, &l, 0, NULL, NULL },
-		{ "python", 'p', POPT_ARG_NONE, &p, 0, NULL, NULL },
-		{ "all", 'a', POPT_ARG_NONE, &all, 0, NULL, NULL },
-		{ "tracepoint", 0, POPT_ARG_NONE, &tracepoint, 0, NULL, NULL },
-		{ "syscall", 0, POPT_ARG_NONE, &syscall, 0, NULL, NULL },
-		{ "probe", 0, POPT_ARG_STRING, &probe, 0, NULL, NULL },
-		{ "function", 0, POPT_ARG_STRING, &function, 0, NULL, NULL },
-		{ "userspace-probe", 0, POPT_ARG_STRING, &uprobe, 0, NULL, NULL },
-		{ "path", 0, POPT_ARG_STRING, &path, 0, NULL, NULL },
-		{ "pid", 0, POPT_ARG_STRING, NULL, OPT_PID, NULL, NULL },
-		{ "filter", 'f', POPT_ARG_STRING, &filter, 0, NULL, NULL },
-		{ "exclude", 'x', POPT_ARG_STRING, &exclude, 0, NULL, NULL },
-		{ "loglevel", 0, POPT_ARG_STRING, &loglevel, 0, NULL, NULL },
-		{ "loglevel-only", 0, POPT_ARG_STRING, &loglevel_only, 0, NULL, NULL },
-		{ "help", 'h', POPT_ARG_NONE, NULL, OPT_HELP, NULL, NULL },
-		{ "list-options", 0, POPT_ARG_NONE, NULL, OPT_LIST_OPTIONS, NULL, NULL },
-		POPT_TABLEEND,
-	};
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
 	const char **names;
 	int nnames = 0;
@@ -207,30 +201,30 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 	struct dp_location loc;
 	char upath[DP_CLIENT_PATH_MAX];
 	char full[DP_SPEC_EVENT_MAX];
-	bool ours;
 	int nlocs;
 
 	while ((opt = poptGetNextOpt(pc)) > 0) {
-		switch (opt) {
-		case OPT_PID: {
+		if (opt == OPT_PID) {
+			/* Repeated, every list counts. */
 			char *arg = poptGetOptArg(pc);
 
 			has_pid = true;
-			if (dp_parse_pids(arg ? arg : "", &a.pids, &a.npids)) {
+			if (dp_parse_pids(arg ? arg : "", &a.pids, &a.npids, &err)) {
+				dp_err_print(&err);
 				free(arg);
 				goto out;
 			}
 			free(arg);
-			break;
+			continue;
 		}
-		case OPT_HELP:
-			help = 1;
-			break;
-		case OPT_LIST_OPTIONS:
-			list_options = 1;
-			break;
-		}
+		dp_opts_take(&o, pc, opt);
 	}
+	path = o.arg[DP_OPT_PATH];
+	probe = o.arg[OPT_PROBE];
+	function = o.arg[OPT_FUNCTION];
+	uprobe = o.arg[OPT_USERSPACE_PROBE];
+	u = o.set[DP_OPT_USERSPACE];
+	other = o.set[DP_OPT_OTHER_DOMAIN];
 	ours = path || has_pid || (u && (probe || function || uprobe));
 	if (opt < -1) {
 		/* An option the stock lttng may know better: its message, unless
@@ -242,15 +236,15 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		dp_err("%s: %s", poptBadOption(pc, POPT_BADOPTION_NOALIAS), poptStrerror(opt));
 		goto out;
 	}
-	if (help) {
+	if (o.set[DP_OPT_HELP]) {
 		ret = dp_show_man("enable-event");
 		goto out;
 	}
-	if (list_options) {
+	if (o.set[DP_OPT_LIST_OPTIONS]) {
 		ret = DP_CMD_PASS;
 		goto out;
 	}
-	if (!u && !k && !j && !l && !p && (probe || function || path || has_pid)) {
+	if (!u && !other && (probe || function || path || has_pid)) {
 		dp_err("%s needs a domain: -u (--userspace) for a dynamic userspace probe (with "
 		       "--path), or -k (--kernel) for a kernel probe",
 		       path ? "--path" : has_pid ? "--pid" : probe ? "--probe" : "--function");
@@ -275,14 +269,16 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		       "--path and --pid need a location: --probe LOC or --function LOC");
 		goto out;
 	}
-	if (k || j || l || p) {
+	if (other) {
 		dp_err("-u (--userspace) goes with no other domain option for a dynamic probe");
 		goto out;
 	}
-	if (all || tracepoint || syscall || exclude || loglevel || loglevel_only) {
+	if (o.set[OPT_ALL] || o.set[OPT_TRACEPOINT] || o.set[OPT_SYSCALL] || o.arg[OPT_EXCLUDE] ||
+	    o.arg[OPT_LOGLEVEL] || o.arg[OPT_LOGLEVEL_ONLY]) {
 		dp_err("%s does not apply to a dynamic probe (one event, named on the command line)",
-		       all ? "--all" : tracepoint ? "--tracepoint" : syscall ? "--syscall" :
-		       exclude ? "--exclude" : loglevel ? "--loglevel" : "--loglevel-only");
+		       o.set[OPT_ALL] ? "--all" : o.set[OPT_TRACEPOINT] ? "--tracepoint" :
+		       o.set[OPT_SYSCALL] ? "--syscall" : o.arg[OPT_EXCLUDE] ? "--exclude" :
+		       o.arg[OPT_LOGLEVEL] ? "--loglevel" : "--loglevel-only");
 		goto out;
 	}
 	names = poptGetArgs(pc);
@@ -296,19 +292,28 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 	}
 	a.event = names[0];
 	if (dp_spec_event_name(a.event, "", full, sizeof(full), &err)) {
-		dp_err("%s", err.msg);
+		dp_err_print(&err);
 		goto out;
 	}
 	if (uprobe) {
 		if (dp_spec_userspace_probe_parse(uprobe, upath, sizeof(upath), &loc, &err)) {
-			dp_err("--userspace-probe: %s", err.msg);
+			dp_err_prefix(&err, "--userspace-probe: ");
+			dp_err_print(&err);
 			goto out;
 		}
 		/* The location part, after the last ':'. */
 		a.location = strrchr(uprobe, ':') + 1;
 		if (path) {
-			char *p1 = dp_abs_path(path), *p2 = dp_abs_path(upath);
-			bool same = p1 && p2 && !strcmp(p1, p2);
+			char *p1, *p2;
+			bool same;
+
+			p1 = dp_abs_path(path, &err);
+			if (!p1)
+				dp_err_print(&err);
+			p2 = dp_abs_path(upath, &err);
+			if (!p2)
+				dp_err_print(&err);
+			same = p1 && p2 && !strcmp(p1, p2);
 
 			free(p1);
 			free(p2);
@@ -318,7 +323,7 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 				goto out;
 			}
 		}
-		a.path = dp_abs_path(upath);
+		a.path = dp_abs_path(upath, &err);
 		a.kind = DP_CLIENT_KIND_PROBE;
 	} else {
 		if (!path) {
@@ -326,26 +331,30 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 			       "(--path /usr/bin/app)");
 			goto out;
 		}
-		a.path = dp_abs_path(path);
+		a.path = dp_abs_path(path, &err);
 		a.location = probe ? probe : function;
 		a.kind = probe ? DP_CLIENT_KIND_PROBE : DP_CLIENT_KIND_FUNCTION;
 	}
-	if (!a.path)
+	if (!a.path || dp_check_location(a.path, a.location, a.kind == DP_CLIENT_KIND_FUNCTION,
+					 &err)) {
+		dp_err_print(&err);
 		goto out;
-	if (dp_check_location(a.path, a.location, a.kind == DP_CLIENT_KIND_FUNCTION))
-		goto out;
+	}
 	if (check_pids(a.pids, a.npids))
 		goto out;
-	a.session = dp_session_pick(session, true);
-	if (!a.session)
+	a.session = dp_session_pick(o.arg[DP_OPT_SESSION], &err);
+	if (!a.session) {
+		dp_err_print(&err);
 		goto out;
-	a.channel = channel ? channel : "channel0";
-	a.filter = filter;
-	ret = dp_session_exists(a.session);
+	}
+	a.channel = o.arg[DP_OPT_CHANNEL] ? o.arg[DP_OPT_CHANNEL] : "channel0";
+	a.filter = o.arg[OPT_FILTER];
+	ret = dp_session_exists(a.session, &err);
 	if (ret <= 0) {
 		if (!ret)
-			dp_err("no session '%s': create it with `lttng create %s`, or name another "
-			       "with -s", a.session, a.session);
+			dp_err_set(&err, -ENOENT, "no session '%s': create it with `lttng create "
+				   "%s`, or name another with -s", a.session, a.session);
+		dp_err_print(&err);
 		ret = DP_CMD_ERROR;
 		goto out;
 	}
@@ -355,15 +364,6 @@ out:
 	free((char *)a.session);
 	free(a.path);
 	free(a.pids);
-	free(session);
-	free(channel);
-	free(probe);
-	free(function);
-	free(uprobe);
-	free(path);
-	free(filter);
-	free(exclude);
-	free(loglevel);
-	free(loglevel_only);
+	dp_opts_release(&o);
 	return ret;
 }

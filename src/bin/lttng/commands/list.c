@@ -17,10 +17,31 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "options.h"
 #include "elf/elf.h"
 #include "patch/analysis.h"
 #include "patch/plan.h"
 #include "x86/insn.h"
+
+enum {
+	OPT_DOMAIN = DP_OPT_OWN,
+	OPT_FIELDS,
+	OPT_SYSCALL,
+	OPT_SITES,
+};
+
+static struct poptOption options[] = {
+	DP_OPT_INCLUDE(dp_opt_domains),
+	DP_OPT_INCLUDE(dp_opt_channel),
+	{ "domain", 'd', POPT_ARG_NONE, NULL, OPT_DOMAIN, NULL, NULL },
+	{ "fields", 'f', POPT_ARG_NONE, NULL, OPT_FIELDS, NULL, NULL },
+	{ "syscall", 0, POPT_ARG_NONE, NULL, OPT_SYSCALL, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_path),
+	{ "sites", 0, POPT_ARG_STRING, NULL, OPT_SITES, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_help),
+	DP_OPT_INCLUDE(dp_opt_list_options),
+	POPT_TABLEEND
+};
 
 #define BYTES_SHOWN 8
 #define BYTES_WIDTH (3 * BYTES_SHOWN + 2)
@@ -35,7 +56,8 @@ static int find_functions(struct dp_object *obj, const char *path, const char *w
 	const struct dp_function *fn;
 
 	if (dp_spec_location_parse(what, &loc, &err)) {
-		dp_err("--sites: %s", err.msg);
+		dp_err_prefix(&err, "--sites: ");
+		dp_err_print(&err);
 		return -1;
 	}
 	if (loc.kind == DP_LOC_SYMBOL && loc.has_offset) {
@@ -44,14 +66,14 @@ static int find_functions(struct dp_object *obj, const char *path, const char *w
 	}
 	if (loc.pattern) {
 		if (dp_spec_functions_match(obj, path, &loc, fns, n, &err)) {
-			dp_err("%s", err.msg);
+			dp_err_print(&err);
 			return -1;
 		}
 		return 0;
 	}
 	/* Any address inside the function will do here. */
 	if (dp_spec_function_find(obj, path, &loc, &fn, &err)) {
-		dp_err("%s", err.msg);
+		dp_err_print(&err);
 		return -1;
 	}
 	*fns = malloc(sizeof(**fns));
@@ -134,15 +156,18 @@ static int function_sites(struct dp_object *obj, const char *path,
 
 static int list_sites(struct dp_cli *cli, const char *upath, const char *function)
 {
-	char *path = dp_abs_path(upath);
+	struct dp_err err;
+	char *path = dp_abs_path(upath, &err);
 	struct dp_object *obj = NULL;
 	const struct dp_function **fns = NULL;
 	unsigned counts[3] = { 0 };
 	size_t n = 0;
 	int ret = DP_CMD_ERROR;
 
-	if (!path)
+	if (!path) {
+		dp_err_print(&err);
 		return DP_CMD_ERROR;
+	}
 	obj = dp_object_open(path);
 	if (!obj) {
 		dp_err("%s: %s", path, dp_elf_strerror(errno));
@@ -212,6 +237,7 @@ static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int arg
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_LIST }, reply;
 	const char **args = calloc(argc + 1, sizeof(*args));
+	struct dp_err err;
 	int ret;
 
 	if (!args)
@@ -221,8 +247,10 @@ static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int arg
 	ret = dp_stock_run(cli, args);
 	free(args);
 	snprintf(req.list, sizeof(req.list), "%s", session);
-	if (dp_daemon_call(fd, &req, &reply))
+	if (dp_daemon_call(fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		return ret ? ret : DP_CMD_ERROR;
+	}
 	if (reply.list_reply.status) {
 		dp_err("%s", reply.list_reply.message);
 		ret = ret ? ret : DP_CMD_ERROR;
@@ -238,30 +266,15 @@ static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int arg
 
 int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 {
-	char *channel = NULL, *path = NULL, *sites = NULL;
-	int u = 0, k = 0, j = 0, l = 0, p = 0, domain = 0, fields = 0, syscall = 0;
-	int help = 0, list_options = 0, opt, ret = DP_CMD_PASS, fd;
-	struct poptOption options[] = {
-		{ "userspace", 'u', POPT_ARG_NONE, &u, 0, NULL, NULL },
-		{ "kernel", 'k', POPT_ARG_NONE, &k, 0, NULL, NULL },
-		{ "jul", 'j', POPT_ARG_NONE, &j, 0, NULL, NULL },
-		{ "log4j", 'l', POPT_ARG_NONE, &l, 0, NULL, NULL },
-		{ "python", 'p', POPT_ARG_NONE, &p, 0, NULL, NULL },
-		{ "channel", 'c', POPT_ARG_STRING, &channel, 0, NULL, NULL },
-		{ "domain", 'd', POPT_ARG_NONE, &domain, 0, NULL, NULL },
-		{ "fields", 'f', POPT_ARG_NONE, &fields, 0, NULL, NULL },
-		{ "syscall", 0, POPT_ARG_NONE, &syscall, 0, NULL, NULL },
-		{ "path", 0, POPT_ARG_STRING, &path, 0, NULL, NULL },
-		{ "sites", 0, POPT_ARG_STRING, &sites, 0, NULL, NULL },
-		{ "help", 'h', POPT_ARG_NONE, &help, 0, NULL, NULL },
-		{ "list-options", 0, POPT_ARG_NONE, &list_options, 0, NULL, NULL },
-		POPT_TABLEEND,
-	};
+	struct dp_opts o = { .set = { false } };
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
+	int opt = dp_opts_parse(&o, pc), ret = DP_CMD_PASS, fd;
+	const char *path = o.arg[DP_OPT_PATH], *sites = o.arg[OPT_SITES];
+	/* Options of listings that show no dynamic event. */
+	bool other = o.set[DP_OPT_OTHER_DOMAIN] || o.set[OPT_DOMAIN] || o.set[OPT_FIELDS] ||
+		     o.set[OPT_SYSCALL];
 	const char **args;
 
-	while ((opt = poptGetNextOpt(pc)) > 0)
-		;
 	if (opt < -1) {
 		if (path || sites) {
 			dp_err("%s: %s", poptBadOption(pc, POPT_BADOPTION_NOALIAS), poptStrerror(opt));
@@ -269,11 +282,11 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 		}
 		goto out;
 	}
-	if (help) {
+	if (o.set[DP_OPT_HELP]) {
 		ret = dp_show_man("list");
 		goto out;
 	}
-	if (list_options)
+	if (o.set[DP_OPT_LIST_OPTIONS])
 		goto out;
 	args = poptGetArgs(pc);
 	if (path || sites) {
@@ -281,8 +294,7 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 		if (!path || !sites) {
 			dp_err(path ? "--path lists nothing alone: add --sites FUNCTION" :
 			       "--sites FUNCTION needs --path PATH (the executable or shared library)");
-		} else if (k || j || l || p || domain || fields || syscall || channel ||
-			   (args && args[0])) {
+		} else if (other || o.arg[DP_OPT_CHANNEL] || (args && args[0])) {
 			dp_err("--sites goes with -u and --path only: lttng list -u --path PATH "
 			       "--sites FUNCTION");
 		} else if (cli->mi) {
@@ -294,19 +306,17 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 	}
 	/* The listings that can show dynamic events: `list -u` (all of them)
 	 * and `list SESSION`. */
-	if (cli->mi || domain || fields || syscall || k || j || l || p)
+	if (cli->mi || other)
 		goto out;
-	if (!(args && args[0]) && !u)
+	if (!(args && args[0]) && !o.set[DP_OPT_USERSPACE])
 		goto out;
-	fd = dp_daemon_connect(cli, false);
+	fd = dp_daemon_connect(cli, false, NULL);
 	if (fd < 0)
 		goto out;
 	ret = list_dynamic(cli, fd, args && args[0] ? args[0] : "", argc, argv);
 	close(fd);
 out:
 	poptFreeContext(pc);
-	free(channel);
-	free(path);
-	free(sites);
+	dp_opts_release(&o);
 	return ret;
 }

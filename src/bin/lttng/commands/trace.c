@@ -42,6 +42,7 @@
 #include <lttng/lttng.h>
 
 #include "cli.h"
+#include "options.h"
 #include "proto/app.h"
 
 #ifndef DP_BABELTRACE2
@@ -59,9 +60,25 @@
 static const uint8_t spin[2] = { 0xeb, 0xfe };
 
 enum {
-	OPT_PROBE = 1,
+	OPT_PROBE = DP_OPT_OWN,
 	OPT_FUNCTION,
 	OPT_TYPE,
+	OPT_COMMAND,
+	OPT_OUTPUT,
+	OPT_NO_VIEW,
+};
+
+static struct poptOption options[] = {
+	{ "command", 'c', POPT_ARG_STRING, NULL, OPT_COMMAND, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_session),
+	{ "output", 'o', POPT_ARG_STRING, NULL, OPT_OUTPUT, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_path),
+	{ "probe", 0, POPT_ARG_STRING, NULL, OPT_PROBE, NULL, NULL },
+	{ "function", 0, POPT_ARG_STRING, NULL, OPT_FUNCTION, NULL, NULL },
+	{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
+	{ "no-view", 0, POPT_ARG_NONE, NULL, OPT_NO_VIEW, NULL, NULL },
+	DP_OPT_INCLUDE(dp_opt_help),
+	POPT_TABLEEND
 };
 
 struct probe_arg {
@@ -189,10 +206,13 @@ static void rollback(struct trace *t)
 {
 	if (t->daemon_used && t->fd >= 0) {
 		struct dp_client_msg req = { .type = DP_CLIENT_SESSION_DESTROYED }, reply;
+		struct dp_err err;
 
 		snprintf(req.session_destroyed, sizeof(req.session_destroyed), "%s", t->session);
-		if (!dp_daemon_call(t->fd, &req, &reply))
+		if (!dp_daemon_call(t->fd, &req, &reply, &err))
 			dp_client_msg_release(&reply);
+		else
+			dp_err_print(&err);
 	}
 	if (t->created) {
 		lttng_destroy_session(t->session);
@@ -205,19 +225,11 @@ static void rollback(struct trace *t)
 
 static int enable_names(struct trace *t, char (*names)[DP_CLIENT_EVENT_MAX], uint32_t n)
 {
-	struct lttng_domain dom = { .type = LTTNG_DOMAIN_UST, .buf_type = LTTNG_BUFFER_PER_UID };
-	struct lttng_handle *h = lttng_create_handle(t->session, &dom);
+	struct lttng_handle *h = dp_ust_handle(t->session);
 	int ret = 0;
 
 	for (uint32_t i = 0; h && i < n && !ret; i++) {
-		struct lttng_event ev;
-
-		memset(&ev, 0, sizeof(ev));
-		ev.type = LTTNG_EVENT_TRACEPOINT;
-		ev.loglevel_type = LTTNG_EVENT_LOGLEVEL_ALL;
-		ev.loglevel = -1;
-		snprintf(ev.name, sizeof(ev.name), "%s", names[i]);
-		ret = lttng_enable_event_with_exclusions(h, &ev, NULL, NULL, 0, NULL);
+		ret = dp_ust_event_enable(h, names[i], NULL, NULL);
 		if (ret == -LTTNG_ERR_UST_EVENT_ENABLED)
 			ret = 0;	/* the name the daemon gave, already enabled */
 		if (ret < 0)
@@ -242,7 +254,7 @@ static int enable_expected_names(struct trace *t)
 				       sizeof(names[0]), &err) ||
 		    (fn && dp_spec_event_name(t->probes[i].name, "_return", names[1],
 					      sizeof(names[1]), &err))) {
-			dp_err("%s", err.msg);
+			dp_err_print(&err);
 			return -1;
 		}
 		if (enable_names(t, names, fn ? 2 : 1))
@@ -286,6 +298,7 @@ static int enable_probes(struct trace *t, pid_t pid)
 	struct dp_client_msg req = { .type = DP_CLIENT_ENABLE_MANY }, reply;
 	struct dp_client_enable_many *m = &req.enable_many;
 	uint32_t upid = (uint32_t)pid;
+	struct dp_err err;
 	int ret = -1;
 
 	snprintf(m->session, sizeof(m->session), "%s", t->session);
@@ -309,8 +322,10 @@ static int enable_probes(struct trace *t, pid_t pid)
 		snprintf(sp->location, sizeof(sp->location), "%s", t->probes[i].location);
 		sp->kind = t->probes[i].kind;
 	}
-	if (dp_daemon_call(t->fd, &req, &reply))
+	if (dp_daemon_call(t->fd, &req, &reply, &err)) {
+		dp_err_print(&err);
 		goto out;
+	}
 	if (reply.reports.nreports != m->nspecs) {
 		/* The daemon could not read the request: its one report says why. */
 		const struct dp_client_report *r = reply.reports.nreports ?
@@ -558,11 +573,9 @@ static int run_command(struct trace *t, char **argv, int *wstatus)
 
 static void view(struct trace *t)
 {
-	pid_t pid;
+	pid_t pid = dp_fork(NULL);
 	int status;
 
-	fflush(NULL);
-	pid = fork();
 	if (pid == 0) {
 		execlp(DP_BABELTRACE2, DP_BABELTRACE2, t->output, (char *)NULL);
 		dp_err("cannot run babeltrace2 (%s): view the trace with `babeltrace2 %s`",
@@ -570,7 +583,7 @@ static void view(struct trace *t)
 		_exit(127);
 	}
 	if (pid > 0)
-		waitpid(pid, &status, 0);
+		dp_wait(pid, &status);
 }
 
 static int parse_command(const char *cmd, const char **rest, wordexp_t *we, char ***argv)
@@ -598,20 +611,10 @@ static int parse_command(const char *cmd, const char **rest, wordexp_t *we, char
 
 int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 {
-	char *cmd = NULL, *session = NULL, *output = NULL, *path = NULL, *arg;
-	int no_view = 0, help = 0, opt, ret = DP_CMD_ERROR, wstatus = 0;
-	struct poptOption options[] = {
-		{ "command", 'c', POPT_ARG_STRING, &cmd, 0, NULL, NULL },
-		{ "session", 's', POPT_ARG_STRING, &session, 0, NULL, NULL },
-		{ "output", 'o', POPT_ARG_STRING, &output, 0, NULL, NULL },
-		{ "path", 0, POPT_ARG_STRING, &path, 0, NULL, NULL },
-		{ "probe", 0, POPT_ARG_STRING, NULL, OPT_PROBE, NULL, NULL },
-		{ "function", 0, POPT_ARG_STRING, NULL, OPT_FUNCTION, NULL, NULL },
-		{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
-		{ "no-view", 0, POPT_ARG_NONE, &no_view, 0, NULL, NULL },
-		{ "help", 'h', POPT_ARG_NONE, &help, 0, NULL, NULL },
-		POPT_TABLEEND,
-	};
+	struct dp_opts o = { .set = { false } };
+	const char *cmd, *session, *output, *path;
+	char *arg;
+	int opt, ret = DP_CMD_ERROR, wstatus = 0;
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
 	struct trace t = { .cli = cli, .fd = -1 };
 	wordexp_t we = { 0 };
@@ -621,6 +624,11 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	const char **rest;
 
 	while ((opt = poptGetNextOpt(pc)) > 0) {
+		if (opt != OPT_TYPE && opt != OPT_PROBE && opt != OPT_FUNCTION) {
+			dp_opts_take(&o, pc, opt);
+			continue;
+		}
+		/* Repeated: every one counts, probes in their order. */
 		arg = poptGetOptArg(pc);
 		if (opt == OPT_TYPE) {
 			if (push(&t.types, &t.ntypes, arg))
@@ -641,12 +649,16 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 			t.probes[t.nprobes++].location = arg;
 		}
 	}
+	cmd = o.arg[OPT_COMMAND];
+	session = o.arg[DP_OPT_SESSION];
+	output = o.arg[OPT_OUTPUT];
+	path = o.arg[DP_OPT_PATH];
 	if (opt < -1) {
 		dp_err("%s: %s (see lttng trace --help)", poptBadOption(pc, POPT_BADOPTION_NOALIAS),
 		       poptStrerror(opt));
 		goto out;
 	}
-	if (help) {
+	if (o.set[DP_OPT_HELP]) {
 		ret = dp_show_man("trace");
 		goto out;
 	}
@@ -670,20 +682,25 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 
 	/* Everything is checked before anything is created. */
 	if (path) {
-		t.path = dp_abs_path(path);
+		t.path = dp_abs_path(path, &err);
 	} else {
 		t.path = find_program(cmd_argv[0]);
 		if (!t.path)
-			dp_err("%s: command not found (give its path, or --path)", cmd_argv[0]);
+			dp_err_set(&err, -ENOENT, "%s: command not found (give its path, or --path)",
+				   cmd_argv[0]);
 	}
-	if (!t.path)
+	if (!t.path) {
+		dp_err_print(&err);
 		goto out;
+	}
 	for (size_t i = 0; i < t.nprobes; i++) {
 		struct dp_location loc;
 
 		if (dp_check_location(t.path, t.probes[i].location,
-				      t.probes[i].kind == DP_CLIENT_KIND_FUNCTION))
+				      t.probes[i].kind == DP_CLIENT_KIND_FUNCTION, &err)) {
+			dp_err_print(&err);
 			goto out;
+		}
 		dp_spec_location_parse(t.probes[i].location, &loc, &err);
 		if (dp_spec_location_event_name(&loc, t.probes[i].name, sizeof(t.probes[i].name))) {
 			dp_err("%s: no event name can be made of it", t.probes[i].location);
@@ -693,7 +710,7 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	for (size_t i = 0; i < t.ntypes; i++) {
 		if (dp_spec_context_is_dynamic(t.types[i]) &&
 		    dp_spec_context_check(t.types[i], &err)) {
-			dp_err("%s", err.msg);
+			dp_err_print(&err);
 			goto out;
 		}
 	}
@@ -719,20 +736,25 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 			n = snprintf(t.output, sizeof(t.output), "%s", output);
 		free(abs);
 		if (n < 0 || (size_t)n >= sizeof(t.output)) {
-			fprintf(stderr, "Error: the output directory's path is longer than %zu bytes: %s\n",
-				sizeof(t.output) - 1, output);
+			dp_err("the output directory's path is longer than %zu bytes: %s",
+			       sizeof(t.output) - 1, output);
 			goto out;
 		}
 	} else if (default_output(&t)) {
 		goto out;
 	}
 
-	if (dp_sessiond_ensure(cli) || create_session(&t) || enable_expected_names(&t) ||
-	    add_standard_contexts(&t))
+	if (dp_sessiond_ensure(cli, &err)) {
+		dp_err_print(&err);
 		goto fail;
-	t.fd = dp_daemon_connect(cli, true);
-	if (t.fd < 0)
+	}
+	if (create_session(&t) || enable_expected_names(&t) || add_standard_contexts(&t))
 		goto fail;
+	t.fd = dp_daemon_connect(cli, true, &err);
+	if (t.fd < 0) {
+		dp_err_print(&err);
+		goto fail;
+	}
 	t.daemon_used = true;
 	ret = lttng_start_tracing(t.session);
 	if (ret < 0) {
@@ -747,7 +769,7 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	lttng_stop_tracing(t.session);
 	t.output_made = false;	/* it holds the trace now */
 	rollback(&t);	/* the session's probes out, the session destroyed */
-	if (!no_view)
+	if (!o.set[OPT_NO_VIEW])
 		view(&t);
 	if (!cli->quiet)
 		fprintf(stderr, "Trace directory: %s\n", t.output);
@@ -772,9 +794,6 @@ out:
 		free(t.types[i]);
 	free(t.types);
 	free(t.path);
-	free(cmd);
-	free(session);
-	free(output);
-	free(path);
+	dp_opts_release(&o);
 	return ret;
 }
