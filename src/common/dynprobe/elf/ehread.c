@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "elf/ehread.h"
+#include "sorted.h"
 
 void dp_ehread_skip(struct dp_ehread *r, size_t n)
 {
@@ -156,20 +157,12 @@ const struct dp_eh_cie *dp_eh_cie_get(struct dp_eh_cie_cache *cc, const unsigned
 				      Elf_Data *data, Dwarf_Off off)
 {
 	struct dp_eh_cie c = { .off = off };
-	size_t lo = 0, hi = cc->n;
+	size_t lo = DP_BOUND(cc->v, cc->n, off, off, DP_BOUND_LOWER);
 	Dwarf_CFI_Entry e;
 	Dwarf_Off next;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (cc->v[mid].off == off)
-			return &cc->v[mid];
-		if (cc->v[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	if (lo < cc->n && cc->v[lo].off == off)
+		return &cc->v[lo];
 	if (dwarf_next_cfi(ident, data, true, off, &next, &e) != 0 || !dwarf_cfi_cie_p(&e))
 		c.err = -EINVAL;
 	else

@@ -20,6 +20,7 @@
 
 #include "elf/ehread.h"
 #include "elf/elf.h"
+#include "sorted.h"
 
 /* An allocated section with a nonzero size. */
 struct elf_scn {
@@ -268,17 +269,9 @@ struct Elf *dp_elf_handle(struct dp_elf *elf)
 /* The section holding [vaddr, vaddr + size), or NULL. */
 static const struct elf_scn *scn_find(const struct dp_elf *elf, uint64_t vaddr, uint64_t size)
 {
-	size_t lo = 0, hi = elf->nscns;
-
 	/* The last section starting at or below vaddr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	size_t lo = DP_BOUND(elf->scns, elf->nscns, addr, vaddr, DP_BOUND_UPPER);
 
-		if (elf->scns[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return NULL;
 	if (!range_within(vaddr, size, elf->scns[lo - 1].addr, elf->scns[lo - 1].size))
@@ -600,17 +593,7 @@ static void cands_fold(struct cand_vec *vec)
 /* The first of v[0..n) starting at or above addr (v sorted by start). */
 static size_t cands_lower_bound(const struct func_cand *v, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].start < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return DP_BOUND(v, n, start, addr, DP_BOUND_LOWER);
 }
 
 /*
@@ -723,7 +706,7 @@ int dp_elf_funcs(struct dp_elf *elf, const struct dp_func **funcs, size_t *n)
 const struct dp_func *dp_elf_func_at(struct dp_elf *elf, uint64_t vaddr)
 {
 	const struct dp_func *best = NULL;
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!elf->funcs_ready) {
 		int err = funcs_build(elf);
@@ -733,15 +716,7 @@ const struct dp_func *dp_elf_func_at(struct dp_elf *elf, uint64_t vaddr)
 			return NULL;
 		}
 	}
-	hi = elf->nfuncs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (elf->funcs[mid].start <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = DP_BOUND(elf->funcs, elf->nfuncs, start, vaddr, DP_BOUND_UPPER);
 	/* Walk back while an earlier range can still reach vaddr. */
 	while (lo-- > 0 && elf->funcs_maxend[lo] > vaddr) {
 		const struct dp_func *f = &elf->funcs[lo];

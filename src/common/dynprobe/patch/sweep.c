@@ -19,6 +19,7 @@
 
 #include "elf/elf.h"
 #include "patch/analysis-internal.h"
+#include "sorted.h"
 
 /* Nested ranges decode the same bytes twice; real objects stay far below. */
 #define AN_DECODE_FACTOR 4
@@ -336,16 +337,8 @@ static int indirect_resolve(struct dp_object *obj, struct sweep *sw)
 
 uint64_t an_ref_after(const struct dp_object *obj, uint64_t addr)
 {
-	size_t lo = 0, hi = obj->refs.n;
+	size_t lo = DP_BOUND_KEYS(obj->refs.v, obj->refs.n, addr, DP_BOUND_UPPER);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (obj->refs.v[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < obj->refs.n ? obj->refs.v[lo] : UINT64_MAX;
 }
 

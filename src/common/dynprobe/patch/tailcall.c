@@ -43,6 +43,7 @@
 
 #include "elf/elf.h"
 #include "patch/analysis-internal.h"
+#include "sorted.h"
 
 #define TC_DEPTH 4		/* nested register copies followed */
 #define TC_EXTRA_PREDS 64	/* table jmps of one function taken as predecessors */
@@ -66,16 +67,8 @@ int an_entered_push(struct dp_object *obj, uint64_t src, uint64_t target)
 
 static bool keys_has(const struct an_keys *k, uint64_t addr)
 {
-	size_t lo = 0, hi = k->n;
+	size_t lo = DP_BOUND_KEYS(k->v, k->n, addr, DP_BOUND_LOWER);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->v[mid] < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < k->n && k->v[lo] == addr;
 }
 
