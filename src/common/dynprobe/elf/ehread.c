@@ -1,11 +1,35 @@
 /* The bounded .eh_frame / LSDA reader (ehread.h). */
 #include <dwarf.h>
 #include <errno.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "elf/ehread.h"
 #include "sorted.h"
+
+bool dp_eh_frame_find(Elf *e, Elf_Data **data, uint64_t *addr)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(e, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".eh_frame"))
+			break;
+	}
+	if (!scn || !(*data = elf_getdata(scn, NULL)) || !(*data)->d_buf)
+		return false;
+	*addr = sh.sh_addr;
+	return true;
+}
 
 void dp_ehread_skip(struct dp_ehread *r, size_t n)
 {

@@ -471,25 +471,12 @@ static int eh_frame_collect(struct dp_elf *elf, struct cand_vec *out)
 {
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf->elf, NULL);
 	struct dp_eh_cie_cache cc = { 0 };
-	Elf_Scn *scn = NULL;
 	Elf_Data *data = NULL;
 	Dwarf_Off off = 0;
-	size_t shstrndx;
-	GElf_Shdr sh;
+	uint64_t base;
 	int err = 0;
 
-	if (!ident || elf_getshdrstrndx(elf->elf, &shstrndx))
-		return 0;
-	while ((scn = elf_nextscn(elf->elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(elf->elf, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".eh_frame"))
-			break;
-	}
-	if (!scn || !(data = elf_getdata(scn, NULL)) || !data->d_buf)
+	if (!ident || !dp_eh_frame_find(elf->elf, &data, &base))
 		return 0;
 
 	for (;;) {
@@ -520,7 +507,7 @@ static int eh_frame_collect(struct dp_elf *elf, struct cand_vec *out)
 				err = -ENOMEM;
 				break;
 			}
-			if (!fde_bounds(elf, &entry.fde, cie, data, sh.sh_addr, &c)) {
+			if (!fde_bounds(elf, &entry.fde, cie, data, base, &c)) {
 				err = cand_push(out, &c);
 				if (err)
 					break;

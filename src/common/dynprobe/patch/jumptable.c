@@ -160,13 +160,7 @@ struct defs {
 
 static bool defs_add(struct defs *d, uint32_t i)
 {
-	for (unsigned k = 0; k < d->n; k++)
-		if (d->v[k] == i)
-			return true;
-	if (d->n == JT_DEFS)
-		return false;
-	d->v[d->n++] = i;
-	return true;
+	return an_set_add(d->v, &d->n, JT_DEFS, i);
 }
 
 static bool defs_from(struct an_walk *w, uint32_t j, unsigned reg, struct defs *d);

@@ -64,6 +64,17 @@ struct sweep {
 	uint64_t budget;		/* bytes still allowed to be decoded */
 };
 
+bool an_set_add(uint32_t *v, unsigned *n, unsigned cap, uint32_t i)
+{
+	for (unsigned k = 0; k < *n; k++)
+		if (v[k] == i)
+			return true;
+	if (*n == cap)
+		return false;
+	v[(*n)++] = i;
+	return true;
+}
+
 int an_vec_reserve(void **v, size_t *cap, size_t n, size_t elem)
 {
 	size_t ncap;

@@ -201,13 +201,7 @@ struct tc_defs {
 
 static bool tc_defs_add(struct tc_defs *d, uint32_t i)
 {
-	for (unsigned k = 0; k < d->n; k++)
-		if (d->v[k] == i)
-			return true;
-	if (d->n == TC_DEFS)
-		return false;
-	d->v[d->n++] = i;
-	return true;
+	return an_set_add(d->v, &d->n, TC_DEFS, i);
 }
 
 static bool tc_defs_from(struct tc_fn *tf, uint32_t j, unsigned reg, struct tc_defs *d);
