@@ -131,9 +131,8 @@ static struct {
 	size_t nobjs;
 	struct pa_fn *fns;
 	size_t nfns;
-	struct dp_inproc_site *traps;	/* int3 sites, by address */
+	struct dp_inproc_site *traps;	/* int3 sites, by address; served once prepared */
 	size_t ntraps;
-	_Atomic(struct dp_inproc_site *) pending;	/* being installed */
 	struct sigaction prev_trap;
 	_Atomic(struct pa_thread *) threads;
 	_Atomic int active;
@@ -357,16 +356,8 @@ static void pa_sigtrap(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	uint64_t at = (uint64_t)uc->uc_mcontext.gregs[REG_RIP] - 1;
-	struct dp_inproc_site *pending = atomic_load(&pa.pending);
 	size_t lo = 0, hi = pa.ntraps;
 
-	/* Written but not in its slot yet: the installer ran into it. */
-	if (pending && pending->method == DP_SITE_INT3 && pending->win.addr == at &&
-	    pending->tramp.len) {
-		atomic_fetch_add_explicit(&pa.traps_ours, 1, memory_order_relaxed);
-		dp_inproc_trap(pending, uc);
-		return;
-	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -375,7 +366,7 @@ static void pa_sigtrap(int sig, siginfo_t *si, void *ucv)
 		else
 			hi = mid;
 	}
-	if (lo < pa.ntraps && pa.traps[lo].win.addr == at && pa.traps[lo].installed) {
+	if (lo < pa.ntraps && pa.traps[lo].win.addr == at && pa.traps[lo].tramp.len) {
 		atomic_fetch_add_explicit(&pa.traps_ours, 1, memory_order_relaxed);
 		dp_inproc_trap(&pa.traps[lo], uc);
 		return;
@@ -774,12 +765,19 @@ static void object_install(struct pa_object *o, struct dp_code_pool *pool, enum 
 			continue;
 		for (unsigned k = 0; k < p->npoints; k++)
 			args[k] = &o->points[p->point_ids[k]];
-		/* Until it is in its slot, the handler finds it here. */
-		atomic_store(&pa.pending, &site);
-		ret = dp_inproc_install(pool, &site, p, o->bias, pa_hit, args, vec, &why);
-		if (!ret && site.method == DP_SITE_INT3)
+		/*
+		 * Prepared aside (the slot keeps its address while the table is
+		 * searched), then put in its slot, where the handler finds it,
+		 * before the int3 is written: the installer itself may run into
+		 * it.
+		 */
+		ret = dp_inproc_prepare(pool, &site, p, o->bias, pa_hit, args, vec, &why);
+		if (!ret && site.method == DP_SITE_INT3) {
 			pa.traps[o->slot[i]] = site;
-		atomic_store(&pa.pending, NULL);
+			ret = dp_inproc_commit(pool, &pa.traps[o->slot[i]]);
+		} else if (!ret) {
+			ret = dp_inproc_commit(pool, &site);
+		}
 		if (!ret && site.method == DP_SITE_JUMP && site.hop.len)
 			o->hops++;
 		if (ret) {

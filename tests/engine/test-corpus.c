@@ -310,7 +310,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		return;
 	}
 	for (size_t i = 0; i < nsites; i++) {
-		if (sites[i].installed && sites[i].method == DP_SITE_INT3 &&
+		if (sites[i].tramp.len && sites[i].method == DP_SITE_INT3 &&
 		    sites[i].win.addr == rip - 1) {
 			dp_inproc_trap(&sites[i], uc);
 			return;
@@ -432,7 +432,9 @@ static void check_hop_stale(const struct ccase *cc, const struct dp_patch *p,
 		other[i] = (uint8_t)~p->hop.bytes[i];
 	if (dp_code_write(pool, p->hop.addr + bias, other, sizeof(other)))
 		return;
-	ret = dp_inproc_install(pool, &site, p, bias, on_hit, args, vec, &why);
+	ret = dp_inproc_prepare(pool, &site, p, bias, on_hit, args, vec, &why);
+	if (!ret)
+		ret = dp_inproc_commit(pool, &site);
 	tap_ok(ret == -ESTALE && same_as_file(p->win.addr + bias, p->win.len),
 	       "%s: fill changed since the plan: -ESTALE, the site untouched (%d)", cc->name, ret);
 	if (!ret)
@@ -542,10 +544,11 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 			continue;
 		for (unsigned k = 0; k < patches[i].npoints; k++)
 			args[k] = &points[patches[i].point_ids[k]];
-		if (dp_inproc_install(pool, &sites[nsites], &patches[i], bias, on_hit, args, vec, &why))
+		/* Counted in sites[] (on_trap serves it) before its bytes are written. */
+		if (dp_inproc_prepare(pool, &sites[nsites], &patches[i], bias, on_hit, args, vec,
+				      &why) ||
+		    dp_inproc_commit(pool, &sites[nsites++]))
 			installed = false;
-		else
-			nsites++;
 	}
 	if (!tap_ok(installed, "%s: every patch installed (%zu)", cc->name, nsites))
 		goto remove;

@@ -82,7 +82,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 
-	if (site.installed && site.method == DP_SITE_INT3 &&
+	if (site.tramp.len && site.method == DP_SITE_INT3 &&
 	    site.win.addr == (uint64_t)uc->uc_mcontext.gregs[REG_RIP] - 1) {
 		dp_inproc_trap(&site, uc);
 		return;
@@ -193,7 +193,9 @@ static void run_variant(struct dp_object *obj, uint64_t bias, struct dp_code_poo
 	}
 	hits = 0;
 	memset(&site, 0, sizeof(site));
-	if (!tap_ok(!dp_inproc_install(pool, &site, &plan, bias, on_hit, args, vec, &why),
+	/* on_trap serves `site` once prepared: commit may write an int3. */
+	if (!tap_ok(!dp_inproc_prepare(pool, &site, &plan, bias, on_hit, args, vec, &why) &&
+		    !dp_inproc_commit(pool, &site),
 		    "%s: installed", v->name))
 		return;
 	seed = seed0;

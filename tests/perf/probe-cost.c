@@ -181,14 +181,13 @@ static int install(target_fn fn, dp_handler_fn handler, void *arg)
 			fn == t_int3 ? "t_int3" : "a jump target", dp_site_method_str(plan.method));
 		return -EINVAL;
 	}
-	ret = dp_inproc_install(pool, site, &plan, bias, handler, &arg, dp_vec_save_detect(), &why);
+	ret = dp_inproc_prepare(pool, site, &plan, bias, handler, &arg, dp_vec_save_detect(), &why);
 	if (ret)
 		return ret;
-	/* Only this thread runs these functions. */
 	if (plan.method == DP_SITE_INT3)
 		ret = dpa_trap_add(site->win.addr, site->tramp.insn_at[0],
 				  (struct dpa_probe *const *)&arg, 1);
-	return ret;
+	return ret ? ret : dp_inproc_commit(pool, site);
 }
 
 static int probe_on(target_fn fn, const char *name, const char *spec)

@@ -111,7 +111,8 @@ int main(int argc, char **argv)
 	base = measure(calls);
 	printf("%-34s %8.2f ns/call\n", "unpatched call", base);
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && kinds[k] <= best; k++) {
-		if (dp_inproc_install(pool, &site, &plan, bias, empty_handler, args, kinds[k], &why)) {
+		if (dp_inproc_prepare(pool, &site, &plan, bias, empty_handler, args, kinds[k], &why) ||
+		    dp_inproc_commit(pool, &site)) {
 			fprintf(stderr, "tramp-bench: install failed\n");
 			return 1;
 		}
@@ -123,7 +124,9 @@ int main(int argc, char **argv)
 	plan.method = DP_SITE_INT3;
 	plan.win.len = plan.win.insns[0].len;
 	plan.win.ninsns = 1;
-	if (dp_inproc_install(pool, &site, &plan, bias, empty_handler, args, best, &why)) {
+	/* on_trap serves `site` once prepared: commit may write the int3. */
+	if (dp_inproc_prepare(pool, &site, &plan, bias, empty_handler, args, best, &why) ||
+	    dp_inproc_commit(pool, &site)) {
 		fprintf(stderr, "tramp-bench: int3 install failed\n");
 		return 1;
 	}

@@ -197,20 +197,20 @@ static bool install(const struct object *o, const struct point *pts, size_t n,
 		}
 		for (unsigned j = 0; j < plan[k].npoints; j++)
 			args[j] = pts[plan[k].point_ids[j]].probe;
-		ret = dp_inproc_install(pool, site, &plan[k], o->bias, dp_probe_hit, args, vec,
+		ret = dp_inproc_prepare(pool, site, &plan[k], o->bias, dp_probe_hit, args, vec,
 					&why);
+		/* The int3's resume address is registered before it is written. */
+		if (!ret && plan[k].method == DP_SITE_INT3)
+			ret = dpa_trap_add(site->win.addr, site->tramp.insn_at[0],
+					   (struct dpa_probe *const *)args, plan[k].npoints);
+		if (!ret)
+			ret = dp_inproc_commit(pool, site);
 		if (ret) {
 			fprintf(stderr, "install %#" PRIx64 ": %s (%s)\n", plan[k].points[0],
 				strerror(-ret), dp_reason_str(why));
 			ok = false;
 			continue;
 		}
-		/* Nothing else runs these functions yet: registering the int3
-		 * right after it is written is early enough here. */
-		if (plan[k].method == DP_SITE_INT3 &&
-		    dpa_trap_add(site->win.addr, site->tramp.insn_at[0],
-				(struct dpa_probe *const *)args, plan[k].npoints))
-			ok = false;
 	}
 	free(plan);
 	return ok;

@@ -141,11 +141,12 @@ int main(void)
 	tap_ok(p && !ret && plan.method == DP_SITE_INT3, "fx_int3's entry is planned as an int3 (%s)",
 	       dp_reason_name(plan.reason));
 	arg = p;
-	ret = dp_inproc_install(pool, &site, &plan, bias, dp_probe_hit, &arg, dp_vec_save_detect(),
+	ret = dp_inproc_prepare(pool, &site, &plan, bias, dp_probe_hit, &arg, dp_vec_save_detect(),
 				&why);
-	tap_ok(ret == 0, "int3 written");
+	tap_ok(ret == 0, "int3 prepared");
 	ret = dpa_trap_add(site.win.addr, site.tramp.insn_at[0], &p, 1);
 	tap_ok(ret == 0, "site added");
+	tap_ok(dp_inproc_commit(pool, &site) == 0, "int3 written");
 
 	dpa_trap_stats(&ts0);
 	errno = 77;

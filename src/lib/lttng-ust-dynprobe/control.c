@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "control.h"
-#include "patch/inproc.h"
+#include "patch/codemem.h"
 #include "probe.h"
 #include "proto/app.h"
 

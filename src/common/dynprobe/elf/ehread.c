@@ -1,10 +1,35 @@
 /* The bounded .eh_frame / LSDA reader (ehread.h). */
 #include <dwarf.h>
 #include <errno.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "elf/ehread.h"
+#include "sorted.h"
+
+bool dp_eh_frame_find(Elf *e, Elf_Data **data, uint64_t *addr)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(e, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".eh_frame"))
+			break;
+	}
+	if (!scn || !(*data = elf_getdata(scn, NULL)) || !(*data)->d_buf)
+		return false;
+	*addr = sh.sh_addr;
+	return true;
+}
 
 void dp_ehread_skip(struct dp_ehread *r, size_t n)
 {
@@ -156,20 +181,12 @@ const struct dp_eh_cie *dp_eh_cie_get(struct dp_eh_cie_cache *cc, const unsigned
 				      Elf_Data *data, Dwarf_Off off)
 {
 	struct dp_eh_cie c = { .off = off };
-	size_t lo = 0, hi = cc->n;
+	size_t lo = DP_BOUND(cc->v, cc->n, off, off, DP_BOUND_LOWER);
 	Dwarf_CFI_Entry e;
 	Dwarf_Off next;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (cc->v[mid].off == off)
-			return &cc->v[mid];
-		if (cc->v[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	if (lo < cc->n && cc->v[lo].off == off)
+		return &cc->v[lo];
 	if (dwarf_next_cfi(ident, data, true, off, &next, &e) != 0 || !dwarf_cfi_cie_p(&e))
 		c.err = -EINVAL;
 	else

@@ -18,6 +18,12 @@ struct dp_ehread {
 	uint64_t vaddr;		/* the address p is loaded at: pc-relative base */
 };
 
+/*
+ * The .eh_frame section of e: its data (*data) and address (*addr) for the
+ * CFI walks (dwarf_next_cfi), or false when e has none with bytes.
+ */
+bool dp_eh_frame_find(Elf *e, Elf_Data **data, uint64_t *addr);
+
 void dp_ehread_skip(struct dp_ehread *r, size_t n);
 int dp_ehread_u8(struct dp_ehread *r, uint8_t *v);
 int dp_ehread_leb(struct dp_ehread *r, bool is_signed, uint64_t *v);

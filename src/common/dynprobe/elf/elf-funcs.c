@@ -20,6 +20,7 @@
 
 #include "elf/ehread.h"
 #include "elf/elf.h"
+#include "sorted.h"
 
 /* An allocated section with a nonzero size. */
 struct elf_scn {
@@ -268,17 +269,9 @@ struct Elf *dp_elf_handle(struct dp_elf *elf)
 /* The section holding [vaddr, vaddr + size), or NULL. */
 static const struct elf_scn *scn_find(const struct dp_elf *elf, uint64_t vaddr, uint64_t size)
 {
-	size_t lo = 0, hi = elf->nscns;
-
 	/* The last section starting at or below vaddr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	size_t lo = DP_BOUND(elf->scns, elf->nscns, addr, vaddr, DP_BOUND_UPPER);
 
-		if (elf->scns[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return NULL;
 	if (!range_within(vaddr, size, elf->scns[lo - 1].addr, elf->scns[lo - 1].size))
@@ -478,25 +471,12 @@ static int eh_frame_collect(struct dp_elf *elf, struct cand_vec *out)
 {
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf->elf, NULL);
 	struct dp_eh_cie_cache cc = { 0 };
-	Elf_Scn *scn = NULL;
 	Elf_Data *data = NULL;
 	Dwarf_Off off = 0;
-	size_t shstrndx;
-	GElf_Shdr sh;
+	uint64_t base;
 	int err = 0;
 
-	if (!ident || elf_getshdrstrndx(elf->elf, &shstrndx))
-		return 0;
-	while ((scn = elf_nextscn(elf->elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(elf->elf, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".eh_frame"))
-			break;
-	}
-	if (!scn || !(data = elf_getdata(scn, NULL)) || !data->d_buf)
+	if (!ident || !dp_eh_frame_find(elf->elf, &data, &base))
 		return 0;
 
 	for (;;) {
@@ -527,7 +507,7 @@ static int eh_frame_collect(struct dp_elf *elf, struct cand_vec *out)
 				err = -ENOMEM;
 				break;
 			}
-			if (!fde_bounds(elf, &entry.fde, cie, data, sh.sh_addr, &c)) {
+			if (!fde_bounds(elf, &entry.fde, cie, data, base, &c)) {
 				err = cand_push(out, &c);
 				if (err)
 					break;
@@ -600,17 +580,7 @@ static void cands_fold(struct cand_vec *vec)
 /* The first of v[0..n) starting at or above addr (v sorted by start). */
 static size_t cands_lower_bound(const struct func_cand *v, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].start < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return DP_BOUND(v, n, start, addr, DP_BOUND_LOWER);
 }
 
 /*
@@ -723,7 +693,7 @@ int dp_elf_funcs(struct dp_elf *elf, const struct dp_func **funcs, size_t *n)
 const struct dp_func *dp_elf_func_at(struct dp_elf *elf, uint64_t vaddr)
 {
 	const struct dp_func *best = NULL;
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!elf->funcs_ready) {
 		int err = funcs_build(elf);
@@ -733,15 +703,7 @@ const struct dp_func *dp_elf_func_at(struct dp_elf *elf, uint64_t vaddr)
 			return NULL;
 		}
 	}
-	hi = elf->nfuncs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (elf->funcs[mid].start <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = DP_BOUND(elf->funcs, elf->nfuncs, start, vaddr, DP_BOUND_UPPER);
 	/* Walk back while an earlier range can still reach vaddr. */
 	while (lo-- > 0 && elf->funcs_maxend[lo] > vaddr) {
 		const struct dp_func *f = &elf->funcs[lo];

@@ -126,6 +126,9 @@ bool an_call_noreturn(const struct dp_object *obj, const struct dp_insn *in, uin
  * into obj->tgt_addr/tgt_kind.  0 or -errno.
  */
 int an_vec_reserve(void **v, size_t *cap, size_t n, size_t elem);
+/* Adds i to the set v[0..*n) of at most cap entries (the definitions the
+ * backward walks collect): true when it is there now, false when full. */
+bool an_set_add(uint32_t *v, unsigned *n, unsigned cap, uint32_t i);
 int an_keys_push(struct an_keys *k, uint64_t addr, unsigned kind);
 int an_u64_sort(uint64_t *v, size_t n);
 int an_functions_decode(struct dp_object *obj);

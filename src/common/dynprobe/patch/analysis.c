@@ -12,6 +12,7 @@
 
 #include "elf/elf.h"
 #include "patch/analysis-internal.h"
+#include "sorted.h"
 
 /* Ranges an address lookup looks back over (see an_function_at). */
 #define FN_AT_WALK 1024
@@ -58,16 +59,8 @@ static int scns_load(struct dp_object *obj)
 
 const struct an_scn *an_scn_find(const struct dp_object *obj, uint64_t addr)
 {
-	size_t lo = 0, hi = obj->nscns;
+	size_t lo = DP_BOUND(obj->scns, obj->nscns, addr, addr, DP_BOUND_UPPER);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (obj->scns[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* Sections may overlap in a corrupt file: check the closest few. */
 	for (size_t i = lo; i-- > 0 && lo - i <= 4;)
 		if (addr - obj->scns[i].addr < obj->scns[i].size)
@@ -314,16 +307,8 @@ int dp_object_functions(struct dp_object *obj, const struct dp_function **fns, s
 const struct dp_function *an_function_at(const struct dp_object *obj, uint64_t vaddr)
 {
 	const struct dp_function *best = NULL;
-	size_t lo = 0, hi = obj->nfns;
+	size_t lo = DP_BOUND(obj->fns, obj->nfns, start, vaddr, DP_BOUND_UPPER);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (obj->fns[mid].start <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/*
 	 * The innermost range: the latest start, then the smallest size.  The
 	 * walk back is bounded: real objects nest a few ranges, a hostile symbol
@@ -360,16 +345,8 @@ const struct dp_function *an_function_starting(const struct dp_object *obj, uint
 					       uint64_t size)
 {
 	const struct dp_function *best = NULL;
-	size_t lo = 0, hi = obj->nfns;
+	size_t lo = DP_BOUND(obj->fns, obj->nfns, start, addr, DP_BOUND_LOWER);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (obj->fns[mid].start < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (; lo < obj->nfns && obj->fns[lo].start == addr; lo++) {
 		if (obj->fns[lo].size == size)
 			return &obj->fns[lo];
@@ -466,16 +443,8 @@ const struct dp_function *dp_object_function_by_name(struct dp_object *obj, cons
 
 unsigned an_target_kind(const struct dp_object *obj, uint64_t vaddr)
 {
-	size_t lo = 0, hi = obj->ntgt;
+	size_t lo = DP_BOUND_KEYS(obj->tgt_addr, obj->ntgt, vaddr, DP_BOUND_LOWER);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (obj->tgt_addr[mid] < vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < obj->ntgt && obj->tgt_addr[lo] == vaddr ? obj->tgt_kind[lo] : 0;
 }
 
@@ -492,18 +461,11 @@ unsigned dp_object_target_kind(struct dp_object *obj, uint64_t vaddr)
 
 long an_insn_index(const uint32_t *off, uint32_t n, uint64_t rel)
 {
-	uint32_t lo = 0, hi = n;
+	size_t lo;
 
 	if (rel > UINT32_MAX)
 		return -1;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (off[mid] < rel)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = DP_BOUND_KEYS(off, n, rel, DP_BOUND_LOWER);
 	return lo < n && off[lo] == rel ? (long)lo : -1;
 }
 

@@ -17,6 +17,7 @@
 
 #include "elf/elf.h"
 #include "patch/analysis-internal.h"
+#include "sorted.h"
 
 #ifndef SHT_RELR
 #define SHT_RELR 19
@@ -201,18 +202,11 @@ bool an_code_named_inside(const struct dp_object *obj, const struct dp_function 
 {
 	const struct an_keys *k = &obj->code_refs;
 	uint64_t end = fn->start + fn->size;
-	size_t lo = 0, hi = k->n;
+	size_t lo;
 
 	if (!obj->code_refs_known)
 		return true;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->v[mid] <= fn->start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = DP_BOUND_KEYS(k->v, k->n, fn->start, DP_BOUND_UPPER);
 	/* Another function's start inside this range (nested symbols, an
 	 * alias entry) is entered as a function, not as a label of this one. */
 	for (; lo < k->n && k->v[lo] < end; lo++)

@@ -9,6 +9,7 @@
 
 #include "elf/elf.h"
 #include "patch/plan-internal.h"
+#include "sorted.h"
 
 #define HOP_REACH_BACK 128	/* a rel8 reaches 128 bytes back from its end... */
 #define HOP_REACH_FWD 127	/* ... and 127 on */
@@ -68,17 +69,7 @@ bool pl_dead_fill(struct dp_object *obj, const struct dp_function *fn, uint64_t 
 /* The index of the first range that ends after lo. */
 static size_t ranges_find(const struct pl_ranges *r, uint64_t lo)
 {
-	size_t a = 0, b = r->n;
-
-	while (a < b) {
-		size_t m = a + (b - a) / 2;
-
-		if (r->v[m].hi <= lo)
-			a = m + 1;
-		else
-			b = m;
-	}
-	return a;
+	return DP_BOUND(r->v, r->n, hi, lo, DP_BOUND_UPPER);
 }
 
 bool pl_ranges_overlap(const struct pl_ranges *r, uint64_t lo, uint64_t hi)
@@ -233,14 +224,8 @@ static bool fill_slot(struct dp_object *obj, const struct dp_function *fn, const
 	if (fn->flags & (DP_FN_INDIRECT | DP_FN_UNDECODED))
 		return false;
 	/* The first instruction that may start a run of fill reaching lo. */
-	for (uint32_t a = 0, b = n; a < b;) {
-		uint32_t m = a + (b - a) / 2;
-
-		if (fn->start + fn->insn_off[m] < from)
-			a = i = m + 1;
-		else
-			b = m;
-	}
+	if (from > fn->start)
+		i = (uint32_t)DP_BOUND_KEYS(fn->insn_off, n, from - fn->start, DP_BOUND_LOWER);
 	for (i = i ? i : 1; i < n && fn->start + fn->insn_off[i] <= hi; i++) {
 		uint64_t r0 = fn->start + fn->insn_off[i], r1;
 		struct dp_insn insn;

@@ -1,14 +1,27 @@
 /*
  * Installing planned patches in the current process.
  *
- * Trampolines go into chunks of memory mapped read+execute within +-2 GiB
- * of the code they serve; every byte of code, trampolines and patched sites
- * alike, is written through /proc/self/mem, so that no mapping is ever
- * writable and executable at once.  Trampoline memory is never unmapped or
- * reused: a thread may still be running in it.
+ * Not what probes use (the daemon writes patches into other processes):
+ * this is the engine run for real inside one process, for the engine's own
+ * proofs and measurements (tests/engine, tests/probe, tests/perf, the
+ * patch-everything library tests/engine/patchall.c).  It writes the same
+ * trampolines and the same patch bytes (write.h) as the daemon.
  *
- * The caller makes sure no other thread runs the bytes being rewritten
- * (installers run before other threads exist, or stop them).
+ * Installing is two steps, so that no int3 is ever written before the
+ * SIGTRAP handler can serve it:
+ *   dp_inproc_prepare  checks the bytes, builds and writes the trampoline
+ *                      (nothing reaches it yet), and fills the patch bytes;
+ *                      the site then holds what a trap handler needs
+ *                      (dp_inproc_trap): win.addr, and tramp.insn_at[0],
+ *                      where a trapped thread resumes;
+ *   (the caller registers an int3 site with its SIGTRAP handler)
+ *   dp_inproc_commit   writes the patch: the hop, then the site.
+ * A handler serves a prepared site (tramp.len != 0) whether or not commit
+ * has returned: a thread may run into the int3 the moment it is written.
+ *
+ * Code is written through the code pool (codemem.h).  The caller makes sure
+ * no other thread runs the bytes being rewritten (installers run before
+ * other threads exist, or stop them).
  */
 #ifndef DP_PATCH_INPROC_H
 #define DP_PATCH_INPROC_H
@@ -17,42 +30,44 @@
 #include <stdint.h>
 #include <ucontext.h>
 
+#include "patch/codemem.h"
 #include "patch/plan.h"
 #include "patch/tramp.h"
+#include "patch/write.h"
 
-struct dp_code_pool;
-
-struct dp_code_pool *dp_code_pool_new(void);
-/* Memory for `size` bytes of code within reach of `near`: 0 and *addr, or -errno. */
-int dp_code_pool_alloc(struct dp_code_pool *pool, uint64_t near, size_t size, uint64_t *addr);
-/* Writes code bytes at addr (any mapping of this process).  0 or -errno. */
-int dp_code_write(struct dp_code_pool *pool, uint64_t addr, const void *bytes, size_t len);
-
-/* An installed patch, at run-time addresses. */
+/* A patch in this process, at run-time addresses. */
 struct dp_inproc_site {
 	enum dp_site_method method;
 	struct dp_window win;		/* run-time addr */
 	struct dp_hop hop;		/* run-time addr; len 0 when the jump has no hop */
-	struct dp_tramp tramp;
+	struct dp_tramp tramp;		/* len 0 until prepared */
+	struct dp_patch_bytes patch;	/* what commit writes */
 	unsigned npoints;
 	uint64_t points[DP_PATCH_MAX_POINTS];
 	void *args[DP_PATCH_MAX_POINTS];
 	dp_handler_fn handler;
-	bool installed;
+	bool installed;			/* committed and not removed */
 };
 
 /*
- * Installs a jump or int3 patch planned in file addresses, at bias.  args[i]
- * is passed to the handler for plan->points[i].  A jump with a hop writes
- * the trampoline, the hop's jmp rel32, then the site's jmp rel8 (plan.h).
- * 0, -ENOTSUP with *why, -ESTALE when the window's or the hop's bytes are no
- * longer those the plan read, or -errno.  Nothing is changed on failure.
+ * Prepares a jump or int3 patch planned in file addresses, at bias.
+ * args[i] is passed to the handler for plan->points[i].  0, -ENOTSUP with
+ * *why, -ESTALE when the window's or the hop's bytes are no longer those
+ * the plan read, or -errno.  The program's code is not changed.
  */
-int dp_inproc_install(struct dp_code_pool *pool, struct dp_inproc_site *site,
+int dp_inproc_prepare(struct dp_code_pool *pool, struct dp_inproc_site *site,
 		      const struct dp_patch *plan, uint64_t bias, dp_handler_fn handler,
 		      void *const *args, enum dp_vec_save vec, enum dp_reason *why);
 
-/* Puts the original bytes back: the site's, then the hop's.  0 or -errno. */
+/*
+ * Writes a prepared patch: the hop's jmp rel32, then the site's bytes
+ * (plan.h).  An int3 site must be registered with the SIGTRAP handler
+ * first.  0 or -errno; nothing is changed on failure.
+ */
+int dp_inproc_commit(struct dp_code_pool *pool, struct dp_inproc_site *site);
+
+/* Puts the original bytes back: the site's, then the hop's.  0 or -errno.
+ * Keep an int3 site registered: a thread may have trapped just before. */
 int dp_inproc_remove(struct dp_code_pool *pool, struct dp_inproc_site *site);
 
 /*

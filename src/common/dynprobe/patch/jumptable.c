@@ -46,6 +46,7 @@
 
 #include "elf/elf.h"
 #include "patch/analysis-internal.h"
+#include "sorted.h"
 
 #define JT_DEFS 32		/* definitions of one register merged */
 #define JT_DEPTH 6		/* nested value evaluations */
@@ -81,7 +82,7 @@ unsigned an_preds_of(struct an_walk *w, uint32_t i)
 	struct an_pred *p = an_walk_top(w);
 	unsigned max = AN_WALK_POOL - w->npool, n = 0;
 	uint32_t off = ctx->off[i];
-	size_t lo = 0, hi = ctx->nedges;
+	size_t lo;
 	struct dp_insn prev;
 
 	if (i > 0 && an_insn_at(ctx, i - 1, &prev) && falls_through(&prev) &&
@@ -91,14 +92,7 @@ unsigned an_preds_of(struct an_walk *w, uint32_t i)
 		p[n].idx = i - 1;
 		p[n++].taken = false;
 	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ctx->edges[mid].target < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = DP_BOUND(ctx->edges, ctx->nedges, target, off, DP_BOUND_LOWER);
 	for (; lo < ctx->nedges && ctx->edges[lo].target == off; lo++) {
 		if (n == max)
 			return max + 1;
@@ -166,13 +160,7 @@ struct defs {
 
 static bool defs_add(struct defs *d, uint32_t i)
 {
-	for (unsigned k = 0; k < d->n; k++)
-		if (d->v[k] == i)
-			return true;
-	if (d->n == JT_DEFS)
-		return false;
-	d->v[d->n++] = i;
-	return true;
+	return an_set_add(d->v, &d->n, JT_DEFS, i);
 }
 
 static bool defs_from(struct an_walk *w, uint32_t j, unsigned reg, struct defs *d);

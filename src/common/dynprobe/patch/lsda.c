@@ -109,29 +109,16 @@ int an_landing_pads_collect(struct dp_object *obj)
 	Elf *e = dp_elf_handle(obj->elf);
 	const unsigned char *ident = (const unsigned char *)elf_getident(e, NULL);
 	struct dp_eh_cie_cache cc = { 0 };
-	Elf_Scn *scn = NULL;
 	Elf_Data *data;
 	Dwarf_Off off = 0;
-	size_t shstrndx, len = 0;
-	uint64_t budget;
-	GElf_Shdr sh;
+	size_t len = 0;
+	uint64_t budget, base;
 	int err = 0;
 
-	if (!ident || elf_getshdrstrndx(e, &shstrndx) || !elf_rawfile(e, &len))
+	if (!ident || !elf_rawfile(e, &len) || !dp_eh_frame_find(e, &data, &base))
 		return 0;
 	/* Real objects read each call-site table once: twice the file is plenty. */
 	budget = 2 * (uint64_t)len;
-	while ((scn = elf_nextscn(e, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(e, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".eh_frame"))
-			break;
-	}
-	if (!scn || !(data = elf_getdata(scn, NULL)) || !data->d_buf)
-		return 0;
 
 	for (;;) {
 		Dwarf_Off next = (Dwarf_Off)-1;
@@ -148,7 +135,7 @@ int an_landing_pads_collect(struct dp_object *obj)
 				err = -ENOMEM;
 				break;
 			}
-			lsda = fde_lsda(&entry.fde, c, data, sh.sh_addr, &pc_begin);
+			lsda = fde_lsda(&entry.fde, c, data, base, &pc_begin);
 			if (lsda)
 				err = lsda_read(obj, lsda, pc_begin, &budget);
 			if (err)

@@ -9,6 +9,7 @@
 
 #include "elf/elf.h"
 #include "patch/plan-internal.h"
+#include "sorted.h"
 #include "x86/reloc.h"
 
 const char *dp_site_method_str(enum dp_site_method method)
@@ -294,16 +295,8 @@ static int cmp_patch_addr(const void *a, const void *b)
 /* The accepted jump patch whose window holds va as an instruction start. */
 static struct dp_patch *window_holding(struct dp_patch *jumps, size_t n, uint64_t va)
 {
-	size_t lo = 0, hi = n;
+	size_t lo = DP_BOUND(jumps, n, win.addr, va, DP_BOUND_UPPER);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (jumps[mid].win.addr <= va)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return NULL;
 	struct dp_patch *p = &jumps[lo - 1];

@@ -19,6 +19,7 @@
 
 #include "elf/elf.h"
 #include "patch/analysis-internal.h"
+#include "sorted.h"
 
 #define STUB_INSNS 3		/* endbr64; bnd jmp *slot(%rip) */
 
@@ -108,16 +109,8 @@ int an_slots_load(struct dp_object *obj)
 
 const struct an_slot *an_slot_find(const struct dp_object *obj, uint64_t addr)
 {
-	size_t lo = 0, hi = obj->nslots;
+	size_t lo = DP_BOUND(obj->slots, obj->nslots, addr, addr, DP_BOUND_LOWER);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (obj->slots[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < obj->nslots && obj->slots[lo].addr == addr ? &obj->slots[lo] : NULL;
 }
 

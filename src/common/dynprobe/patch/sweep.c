@@ -19,6 +19,7 @@
 
 #include "elf/elf.h"
 #include "patch/analysis-internal.h"
+#include "sorted.h"
 
 /* Nested ranges decode the same bytes twice; real objects stay far below. */
 #define AN_DECODE_FACTOR 4
@@ -62,6 +63,17 @@ struct sweep {
 	size_t *edge_first;		/* ... into edges */
 	uint64_t budget;		/* bytes still allowed to be decoded */
 };
+
+bool an_set_add(uint32_t *v, unsigned *n, unsigned cap, uint32_t i)
+{
+	for (unsigned k = 0; k < *n; k++)
+		if (v[k] == i)
+			return true;
+	if (*n == cap)
+		return false;
+	v[(*n)++] = i;
+	return true;
+}
 
 int an_vec_reserve(void **v, size_t *cap, size_t n, size_t elem)
 {
@@ -336,16 +348,8 @@ static int indirect_resolve(struct dp_object *obj, struct sweep *sw)
 
 uint64_t an_ref_after(const struct dp_object *obj, uint64_t addr)
 {
-	size_t lo = 0, hi = obj->refs.n;
+	size_t lo = DP_BOUND_KEYS(obj->refs.v, obj->refs.n, addr, DP_BOUND_UPPER);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (obj->refs.v[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < obj->refs.n ? obj->refs.v[lo] : UINT64_MAX;
 }
 

@@ -43,6 +43,7 @@
 
 #include "elf/elf.h"
 #include "patch/analysis-internal.h"
+#include "sorted.h"
 
 #define TC_DEPTH 4		/* nested register copies followed */
 #define TC_EXTRA_PREDS 64	/* table jmps of one function taken as predecessors */
@@ -66,16 +67,8 @@ int an_entered_push(struct dp_object *obj, uint64_t src, uint64_t target)
 
 static bool keys_has(const struct an_keys *k, uint64_t addr)
 {
-	size_t lo = 0, hi = k->n;
+	size_t lo = DP_BOUND_KEYS(k->v, k->n, addr, DP_BOUND_LOWER);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->v[mid] < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < k->n && k->v[lo] == addr;
 }
 
@@ -208,13 +201,7 @@ struct tc_defs {
 
 static bool tc_defs_add(struct tc_defs *d, uint32_t i)
 {
-	for (unsigned k = 0; k < d->n; k++)
-		if (d->v[k] == i)
-			return true;
-	if (d->n == TC_DEFS)
-		return false;
-	d->v[d->n++] = i;
-	return true;
+	return an_set_add(d->v, &d->n, TC_DEFS, i);
 }
 
 static bool tc_defs_from(struct tc_fn *tf, uint32_t j, unsigned reg, struct tc_defs *d);

@@ -71,18 +71,20 @@ const char *dp_vec_save_str(enum dp_vec_save vec)
 	}
 }
 
+/* The moves of one vector register to and from the save area, by width. */
+static const struct {
+	void (*store)(struct dp_emit *e, int32_t disp, unsigned reg);
+	void (*load)(struct dp_emit *e, unsigned reg, int32_t disp);
+} vec_moves[] = {
+	[DP_VEC_SSE] = { dp_emit_movups_store, dp_emit_movups_load },
+	[DP_VEC_AVX] = { dp_emit_vmovdqu_store, dp_emit_vmovdqu_load },
+	[DP_VEC_AVX512] = { dp_emit_vmovdqu64_store, dp_emit_vmovdqu64_load },
+};
+
 static void vec_save(struct dp_emit *e, enum dp_vec_save vec, const struct vec_layout *l)
 {
-	for (unsigned i = 0; i < l->nregs; i++) {
-		int32_t off = i * l->regsize;
-
-		if (vec == DP_VEC_AVX512)
-			dp_emit_vmovdqu64_store(e, off, i);
-		else if (vec == DP_VEC_AVX)
-			dp_emit_vmovdqu_store(e, off, i);
-		else
-			dp_emit_movups_store(e, off, i);
-	}
+	for (unsigned i = 0; i < l->nregs; i++)
+		vec_moves[vec].store(e, i * l->regsize, i);
 	for (unsigned i = 0; i < l->nmask; i++)
 		dp_emit_kmovq_store(e, l->mask_off + i * 8, i);
 	dp_emit_stmxcsr(e, l->mxcsr_off);
@@ -98,16 +100,8 @@ static void vec_restore(struct dp_emit *e, enum dp_vec_save vec, const struct ve
 	dp_emit_ldmxcsr(e, l->mxcsr_off);
 	for (unsigned i = 0; i < l->nmask; i++)
 		dp_emit_kmovq_load(e, i, l->mask_off + i * 8);
-	for (unsigned i = 0; i < l->nregs; i++) {
-		int32_t off = i * l->regsize;
-
-		if (vec == DP_VEC_AVX512)
-			dp_emit_vmovdqu64_load(e, i, off);
-		else if (vec == DP_VEC_AVX)
-			dp_emit_vmovdqu_load(e, i, off);
-		else
-			dp_emit_movups_load(e, i, off);
-	}
+	for (unsigned i = 0; i < l->nregs; i++)
+		vec_moves[vec].load(e, i, i * l->regsize);
 }
 
 /* Pushed in this order, so that rax ends lowest, as in struct dp_regs. */

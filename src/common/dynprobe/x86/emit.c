@@ -44,18 +44,31 @@ static void fail(struct dp_emit *e, int err)
 		e->err = err;
 }
 
+/* Room for n more bytes (taken), or NULL with -ENOSPC recorded: nothing is
+ * ever written past the capacity, nor after an error. */
+static uint8_t *take(struct dp_emit *e, size_t n)
+{
+	uint8_t *at;
+
+	if (e->err)
+		return NULL;
+	if (n > e->cap - e->len) {
+		fail(e, -ENOSPC);
+		return NULL;
+	}
+	at = e->code + e->len;
+	e->len += n;
+	return at;
+}
+
 /* Writes the instruction, or records -ENOSPC and writes nothing. */
 static bool put(struct dp_emit *e, const struct ibuf *ib)
 {
-	if (e->err)
-		return false;
-	if (ib->n > e->cap - e->len) {
-		fail(e, -ENOSPC);
-		return false;
-	}
-	memcpy(e->code + e->len, ib->b, ib->n);
-	e->len += ib->n;
-	return true;
+	uint8_t *at = take(e, ib->n);
+
+	if (at)
+		memcpy(at, ib->b, ib->n);
+	return at != NULL;
 }
 
 /* Records a fix-up for the rel field that ends the instruction just put. */
@@ -135,14 +148,10 @@ void dp_emit_bind(struct dp_emit *e, int label)
 
 void dp_emit_bytes(struct dp_emit *e, const void *bytes, size_t n)
 {
-	if (e->err)
-		return;
-	if (n > e->cap - e->len) {
-		fail(e, -ENOSPC);
-		return;
-	}
-	memcpy(e->code + e->len, bytes, n);
-	e->len += n;
+	uint8_t *at = take(e, n);
+
+	if (at)
+		memcpy(at, bytes, n);
 }
 
 /* ---- control flow ---------------------------------------------------- */
@@ -166,6 +175,19 @@ static void put_rel32(struct dp_emit *e, const uint8_t *op, unsigned oplen, uint
 void dp_emit_jmp_rel32(struct dp_emit *e, uint64_t target)
 {
 	put_rel32(e, (const uint8_t[]){ 0xe9 }, 1, target);
+}
+
+void dp_emit_jmp_rel8(struct dp_emit *e, uint64_t target)
+{
+	struct ibuf ib = { .b = { 0xeb }, .n = 1 };
+	int64_t rel = (int64_t)(target - (dp_emit_pc(e) + 2));
+
+	if (rel < INT8_MIN || rel > INT8_MAX) {
+		fail(e, -ERANGE);
+		return;
+	}
+	ib_u8(&ib, (uint8_t)(int8_t)rel);
+	put(e, &ib);
 }
 
 void dp_emit_jmp_abs(struct dp_emit *e, uint64_t target)
@@ -259,6 +281,14 @@ void dp_emit_ret_imm16(struct dp_emit *e, uint16_t pop)
 
 	ib_u16(&ib, pop);
 	put(e, &ib);
+}
+
+void dp_emit_int3(struct dp_emit *e, size_t n)
+{
+	uint8_t *at = take(e, n);
+
+	if (at)
+		memset(at, 0xcc, n);
 }
 
 /* ---- stack, flags, general registers ---------------------------------- */
@@ -424,22 +454,28 @@ void dp_emit_movups_load(struct dp_emit *e, unsigned xmm, int32_t disp)
 	put_sse(e, 0x10, xmm, disp);
 }
 
-/* modrm(mod 10, reg, rsp) SIB(24) disp32 */
-static void ib_rsp_disp32(struct ibuf *ib, unsigned reg, int32_t disp)
+/* A VEX or EVEX prefix, the opcode, then modrm(mod 10, reg, rsp) SIB(24)
+ * disp32: the vector and mask moves to and from the save area. */
+static void put_vex_rsp(struct dp_emit *e, const uint8_t *prefix, unsigned plen, uint8_t op,
+			unsigned reg, int32_t disp)
 {
-	ib_u8(ib, 0x84 | (reg & 7) << 3);
-	ib_u8(ib, 0x24);
-	ib_u32(ib, (uint32_t)disp);
+	struct ibuf ib = { .n = 0 };
+
+	for (unsigned i = 0; i < plen; i++)
+		ib_u8(&ib, prefix[i]);
+	ib_u8(&ib, op);
+	ib_u8(&ib, 0x84 | (reg & 7) << 3);
+	ib_u8(&ib, 0x24);
+	ib_u32(&ib, (uint32_t)disp);
+	put(e, &ib);
 }
 
 /* VEX.256.F3.0F 6F/7F: vmovdqu ymm. */
 static void put_vmovdqu(struct dp_emit *e, uint8_t op, unsigned ymm, int32_t disp)
 {
-	struct ibuf ib = { .b = { 0xc5, (ymm < 8 ? 0x80 : 0) | 0x7e }, .n = 2 };
+	const uint8_t vex[] = { 0xc5, (ymm < 8 ? 0x80 : 0) | 0x7e };
 
-	ib_u8(&ib, op);
-	ib_rsp_disp32(&ib, ymm, disp);
-	put(e, &ib);
+	put_vex_rsp(e, vex, sizeof(vex), op, ymm, disp);
 }
 
 void dp_emit_vmovdqu_store(struct dp_emit *e, int32_t disp, unsigned ymm)
@@ -455,15 +491,11 @@ void dp_emit_vmovdqu_load(struct dp_emit *e, unsigned ymm, int32_t disp)
 /* EVEX.512.F3.0F.W1 6F/7F: vmovdqu64 zmm.  disp32 is never scaled. */
 static void put_vmovdqu64(struct dp_emit *e, uint8_t op, unsigned zmm, int32_t disp)
 {
-	struct ibuf ib = { .n = 0 };
+	const uint8_t evex[] = {
+		0x62, (!(zmm & 8)) << 7 | 0x60 | (!(zmm & 16)) << 4 | 0x01, 0xfe, 0x48,
+	};
 
-	ib_u8(&ib, 0x62);
-	ib_u8(&ib, (!(zmm & 8)) << 7 | 0x60 | (!(zmm & 16)) << 4 | 0x01);
-	ib_u8(&ib, 0xfe);
-	ib_u8(&ib, 0x48);
-	ib_u8(&ib, op);
-	ib_rsp_disp32(&ib, zmm, disp);
-	put(e, &ib);
+	put_vex_rsp(e, evex, sizeof(evex), op, zmm, disp);
 }
 
 void dp_emit_vmovdqu64_store(struct dp_emit *e, int32_t disp, unsigned zmm)
@@ -479,11 +511,9 @@ void dp_emit_vmovdqu64_load(struct dp_emit *e, unsigned zmm, int32_t disp)
 /* VEX.L0.0F.W1 90/91: kmovq. */
 static void put_kmovq(struct dp_emit *e, uint8_t op, unsigned k, int32_t disp)
 {
-	struct ibuf ib = { .b = { 0xc4, 0xe1, 0xf8 }, .n = 3 };
+	static const uint8_t vex[] = { 0xc4, 0xe1, 0xf8 };
 
-	ib_u8(&ib, op);
-	ib_rsp_disp32(&ib, k & 7, disp);
-	put(e, &ib);
+	put_vex_rsp(e, vex, sizeof(vex), op, k & 7, disp);
 }
 
 void dp_emit_kmovq_store(struct dp_emit *e, int32_t disp, unsigned k)

@@ -62,6 +62,7 @@ void dp_emit_bytes(struct dp_emit *e, const void *bytes, size_t n);
 
 /* Control flow. */
 void dp_emit_jmp_rel32(struct dp_emit *e, uint64_t target);
+void dp_emit_jmp_rel8(struct dp_emit *e, uint64_t target);	/* -ERANGE beyond -128..127 */
 void dp_emit_jmp_abs(struct dp_emit *e, uint64_t target);	/* jmp [rip]; .quad: no register */
 void dp_emit_jmp(struct dp_emit *e, uint64_t target);		/* rel32 when in reach, else abs */
 void dp_emit_jmp_label(struct dp_emit *e, int label);		/* rel32 */
@@ -73,6 +74,7 @@ void dp_emit_jmp8_label(struct dp_emit *e, int label);
 void dp_emit_loop8_label(struct dp_emit *e, uint8_t opcode, bool addr32, int label);
 void dp_emit_call_reg(struct dp_emit *e, enum dp_reg reg);
 void dp_emit_ret_imm16(struct dp_emit *e, uint16_t pop);
+void dp_emit_int3(struct dp_emit *e, size_t n);			/* n int3s */
 
 /* Stack, flags and general registers. */
 void dp_emit_push_reg(struct dp_emit *e, enum dp_reg reg);
