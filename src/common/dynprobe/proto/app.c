@@ -312,45 +312,4 @@ static const struct dp_codec app_codec = {
 	.peer_requests = true,
 };
 
-const char *dp_app_type_name(uint16_t type)
-{
-	return dp_codec_type_name(&app_codec, type);
-}
-
-int dp_app_encode(const struct dp_app_msg *m, struct dp_wbuf *w)
-{
-	return dp_codec_encode(&app_codec, m, w);
-}
-
-int dp_app_decode(const struct dp_frame_hdr *h, const uint8_t *payload, struct dp_app_msg *m,
-		  enum dp_proto_err *why)
-{
-	return dp_codec_decode(&app_codec, h, payload, m, why);
-}
-
-int dp_app_decode_frame(const uint8_t *buf, size_t len, struct dp_app_msg *m,
-			enum dp_proto_err *why)
-{
-	return dp_codec_decode_frame(&app_codec, buf, len, m, why);
-}
-
-void dp_app_msg_release(struct dp_app_msg *m)
-{
-	dp_codec_release(&app_codec, m);
-}
-
-int dp_app_send(int fd, const struct dp_app_msg *m, int timeout_ms)
-{
-	return dp_codec_send(&app_codec, fd, m, timeout_ms);
-}
-
-int dp_app_recv(int fd, struct dp_app_msg *m, int timeout_ms, enum dp_proto_err *why)
-{
-	return dp_codec_recv(&app_codec, fd, m, timeout_ms, why);
-}
-
-int dp_app_call(int fd, struct dp_app_msg *req, uint32_t *seq, struct dp_app_msg *reply,
-		int timeout_ms, enum dp_proto_err *why)
-{
-	return dp_codec_call(&app_codec, fd, req, seq, reply, timeout_ms, why);
-}
+DP_CODEC_DEFINE_API(app, app_codec)

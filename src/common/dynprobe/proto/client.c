@@ -316,48 +316,7 @@ static const struct dp_codec client_codec = {
 	.send_timeout_ms = DP_CLIENT_TIMEOUT_MS,
 };
 
-const char *dp_client_type_name(uint16_t type)
-{
-	return dp_codec_type_name(&client_codec, type);
-}
-
-int dp_client_encode(const struct dp_client_msg *m, struct dp_wbuf *w)
-{
-	return dp_codec_encode(&client_codec, m, w);
-}
-
-int dp_client_decode(const struct dp_frame_hdr *h, const uint8_t *payload,
-		     struct dp_client_msg *m, enum dp_proto_err *why)
-{
-	return dp_codec_decode(&client_codec, h, payload, m, why);
-}
-
-int dp_client_decode_frame(const uint8_t *buf, size_t len, struct dp_client_msg *m,
-			   enum dp_proto_err *why)
-{
-	return dp_codec_decode_frame(&client_codec, buf, len, m, why);
-}
-
-void dp_client_msg_release(struct dp_client_msg *m)
-{
-	dp_codec_release(&client_codec, m);
-}
-
-int dp_client_send(int fd, const struct dp_client_msg *m, int timeout_ms)
-{
-	return dp_codec_send(&client_codec, fd, m, timeout_ms);
-}
-
-int dp_client_recv(int fd, struct dp_client_msg *m, int timeout_ms, enum dp_proto_err *why)
-{
-	return dp_codec_recv(&client_codec, fd, m, timeout_ms, why);
-}
-
-int dp_client_call(int fd, struct dp_client_msg *req, uint32_t *seq, struct dp_client_msg *reply,
-		   int timeout_ms, enum dp_proto_err *why)
-{
-	return dp_codec_call(&client_codec, fd, req, seq, reply, timeout_ms, why);
-}
+DP_CODEC_DEFINE_API(client, client_codec)
 
 /* ---- where the daemon lives -------------------------------------------- */
 

@@ -177,4 +177,47 @@ int dp_codec_recv(const struct dp_codec *c, int fd, void *m, int timeout_ms,
 int dp_codec_call(const struct dp_codec *c, int fd, void *req, uint32_t *seq, void *reply,
 		  int timeout_ms, enum dp_proto_err *why);
 
+/*
+ * Defines a protocol's API (app.h, client.h) on its codec: dp_P_type_name,
+ * dp_P_encode, dp_P_decode, dp_P_decode_frame, dp_P_msg_release, dp_P_send,
+ * dp_P_recv and dp_P_call for struct dp_P_msg.
+ */
+#define DP_CODEC_DEFINE_API(P, codec)                                                      \
+	const char *dp_##P##_type_name(uint16_t type)                                        \
+	{                                                                                    \
+		return dp_codec_type_name(&codec, type);                                     \
+	}                                                                                    \
+	int dp_##P##_encode(const struct dp_##P##_msg *m, struct dp_wbuf *w)                 \
+	{                                                                                    \
+		return dp_codec_encode(&codec, m, w);                                        \
+	}                                                                                    \
+	int dp_##P##_decode(const struct dp_frame_hdr *h, const uint8_t *payload,            \
+			    struct dp_##P##_msg *m, enum dp_proto_err *why)                  \
+	{                                                                                    \
+		return dp_codec_decode(&codec, h, payload, m, why);                          \
+	}                                                                                    \
+	int dp_##P##_decode_frame(const uint8_t *buf, size_t len, struct dp_##P##_msg *m,    \
+				  enum dp_proto_err *why)                                    \
+	{                                                                                    \
+		return dp_codec_decode_frame(&codec, buf, len, m, why);                      \
+	}                                                                                    \
+	void dp_##P##_msg_release(struct dp_##P##_msg *m)                                    \
+	{                                                                                    \
+		dp_codec_release(&codec, m);                                                 \
+	}                                                                                    \
+	int dp_##P##_send(int fd, const struct dp_##P##_msg *m, int timeout_ms)              \
+	{                                                                                    \
+		return dp_codec_send(&codec, fd, m, timeout_ms);                             \
+	}                                                                                    \
+	int dp_##P##_recv(int fd, struct dp_##P##_msg *m, int timeout_ms,                    \
+			  enum dp_proto_err *why)                                            \
+	{                                                                                    \
+		return dp_codec_recv(&codec, fd, m, timeout_ms, why);                        \
+	}                                                                                    \
+	int dp_##P##_call(int fd, struct dp_##P##_msg *req, uint32_t *seq,                   \
+			  struct dp_##P##_msg *reply, int timeout_ms, enum dp_proto_err *why) \
+	{                                                                                    \
+		return dp_codec_call(&codec, fd, req, seq, reply, timeout_ms, why);          \
+	}
+
 #endif /* DP_PROTO_CODEC_H */
