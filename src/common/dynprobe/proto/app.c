@@ -264,19 +264,8 @@ static const struct dp_field result_fields[] = {
 DP_STRUCT_DESC(result_desc, T, result_fields);
 #undef T
 
-#define T struct dp_app_refuse
-static const struct dp_field refuse_fields[] = {
-	DP_FIELD_U8(T, major),
-	DP_FIELD_U8(T, minor),
-	DP_FIELD_STR(T, reason, 0),
-};
-DP_STRUCT_DESC(refuse_desc, T, refuse_fields);
-#undef T
+DP_REFUSE_DESC(refuse_desc, struct dp_app_refuse);
 
-static const struct dp_field u64_fields[] = { DP_ELEM_U64 };
-DP_STRUCT_DESC(u64_desc, uint64_t, u64_fields);
-static const struct dp_field u16_fields[] = { DP_ELEM_U16 };
-DP_STRUCT_DESC(u16_desc, uint16_t, u16_fields);
 
 /* Every message type: its payload (the union member of struct dp_app_msg)
  * and the checks of the whole message. */
@@ -285,9 +274,9 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_DEFINE_PROBE, "DEFINE_PROBE", &define_desc, check_define },
 	{ DP_APP_ALLOC_CODE, "ALLOC_CODE", &alloc_desc, NULL },
 	{ DP_APP_NOTE_INSTALLED, "NOTE_INSTALLED", &patch_desc, check_patch },
-	{ DP_APP_NOTE_REMOVED, "NOTE_REMOVED", &u64_desc, NULL },
+	{ DP_APP_NOTE_REMOVED, "NOTE_REMOVED", &dp_codec_u64, NULL },
 	{ DP_APP_LIST, "LIST", NULL, NULL },
-	{ DP_APP_PING, "PING", &u64_desc, NULL },
+	{ DP_APP_PING, "PING", &dp_codec_u64, NULL },
 	{ DP_APP_GO, "GO", NULL, NULL },
 	{ DP_APP_HELLO_REPLY, "HELLO_REPLY", &hello_reply_desc, NULL },
 	{ DP_APP_DEFINE_PROBE_REPLY, "DEFINE_PROBE_REPLY", &result_value_desc, NULL },
@@ -295,20 +284,17 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_NOTE_INSTALLED_REPLY, "NOTE_INSTALLED_REPLY", &result_desc, NULL },
 	{ DP_APP_NOTE_REMOVED_REPLY, "NOTE_REMOVED_REPLY", &result_desc, NULL },
 	{ DP_APP_LIST_REPLY, "LIST_REPLY", &state_desc, check_state },
-	{ DP_APP_PING_REPLY, "PING_REPLY", &u64_desc, NULL },
+	{ DP_APP_PING_REPLY, "PING_REPLY", &dp_codec_u64, NULL },
 	{ DP_APP_GO_REPLY, "GO_REPLY", NULL, NULL },
-	{ DP_APP_UNSUPPORTED, "UNSUPPORTED", &u16_desc, NULL },
+	{ DP_APP_UNSUPPORTED, "UNSUPPORTED", &dp_codec_u16, NULL },
 	{ DP_APP_REFUSE, "REFUSE", &refuse_desc, NULL },
 };
 
 DP_CODEC_MSG_CHECK(struct dp_app_msg, hello);
 
 static const struct dp_codec app_codec = {
+	DP_CODEC_MSGS(app_msgs, struct dp_app_msg, hello),
 	.frame = &dp_app_proto,
-	.msgs = app_msgs,
-	.nmsgs = sizeof(app_msgs) / sizeof(app_msgs[0]),
-	.msg_size = sizeof(struct dp_app_msg),
-	.payload_off = offsetof(struct dp_app_msg, hello),
 	.peer_requests = true,
 };
 

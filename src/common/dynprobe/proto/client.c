@@ -262,14 +262,7 @@ static const struct dp_field ping_reply_fields[] = {
 DP_STRUCT_DESC(ping_reply_desc, T, ping_reply_fields);
 #undef T
 
-#define T struct dp_client_refuse
-static const struct dp_field refuse_fields[] = {
-	DP_FIELD_U8(T, major),
-	DP_FIELD_U8(T, minor),
-	DP_FIELD_STR(T, reason, 0),
-};
-DP_STRUCT_DESC(refuse_desc, T, refuse_fields);
-#undef T
+DP_REFUSE_DESC(refuse_desc, struct dp_client_refuse);
 
 /* LIST's session ("": every session) and SESSION_DESTROYED's. */
 static const struct dp_field list_fields[] = { DP_ELEM_STR(DP_CLIENT_NAME_MAX, 0) };
@@ -277,10 +270,6 @@ DP_STRUCT_DESC(list_desc, char[DP_CLIENT_NAME_MAX], list_fields);
 static const struct dp_field session_fields[] = { DP_ELEM_STR(DP_CLIENT_NAME_MAX, NAME) };
 DP_STRUCT_DESC(session_desc, char[DP_CLIENT_NAME_MAX], session_fields);
 
-static const struct dp_field u64_fields[] = { DP_ELEM_U64 };
-DP_STRUCT_DESC(u64_desc, uint64_t, u64_fields);
-static const struct dp_field u16_fields[] = { DP_ELEM_U16 };
-DP_STRUCT_DESC(u16_desc, uint16_t, u16_fields);
 
 /* Every message type and its payload (the union member of struct
  * dp_client_msg). */
@@ -291,7 +280,7 @@ static const struct dp_msg_desc client_msgs[] = {
 	{ DP_CLIENT_LIST, "LIST", &list_desc, NULL },
 	{ DP_CLIENT_SITES, "SITES", &sites_desc, NULL },
 	{ DP_CLIENT_SESSION_DESTROYED, "SESSION_DESTROYED", &session_desc, NULL },
-	{ DP_CLIENT_PING, "PING", &u64_desc, NULL },
+	{ DP_CLIENT_PING, "PING", &dp_codec_u64, NULL },
 	{ DP_CLIENT_ENABLE_MANY, "ENABLE_MANY", &enable_many_desc, NULL },
 	{ DP_CLIENT_ENABLE_REPLY, "ENABLE_REPLY", &report_desc, NULL },
 	{ DP_CLIENT_DISABLE_REPLY, "DISABLE_REPLY", &report_desc, NULL },
@@ -301,18 +290,15 @@ static const struct dp_msg_desc client_msgs[] = {
 	{ DP_CLIENT_SESSION_DESTROYED_REPLY, "SESSION_DESTROYED_REPLY", &report_desc, NULL },
 	{ DP_CLIENT_PING_REPLY, "PING_REPLY", &ping_reply_desc, NULL },
 	{ DP_CLIENT_ENABLE_MANY_REPLY, "ENABLE_MANY_REPLY", &reports_desc, NULL },
-	{ DP_CLIENT_UNSUPPORTED, "UNSUPPORTED", &u16_desc, NULL },
+	{ DP_CLIENT_UNSUPPORTED, "UNSUPPORTED", &dp_codec_u16, NULL },
 	{ DP_CLIENT_REFUSE, "REFUSE", &refuse_desc, NULL },
 };
 
 DP_CODEC_MSG_CHECK(struct dp_client_msg, enable);
 
 static const struct dp_codec client_codec = {
+	DP_CODEC_MSGS(client_msgs, struct dp_client_msg, enable),
 	.frame = &dp_client_proto,
-	.msgs = client_msgs,
-	.nmsgs = sizeof(client_msgs) / sizeof(client_msgs[0]),
-	.msg_size = sizeof(struct dp_client_msg),
-	.payload_off = offsetof(struct dp_client_msg, enable),
 	.send_timeout_ms = DP_CLIENT_TIMEOUT_MS,
 };
 

@@ -104,6 +104,11 @@ static size_t wire_min(const struct dp_struct_desc *d)
 	return n;
 }
 
+static const struct dp_field u16_fields[] = { DP_ELEM_U16 };
+static const struct dp_field u64_fields[] = { DP_ELEM_U64 };
+const struct dp_struct_desc dp_codec_u16 = { u16_fields, 1, sizeof(uint16_t) };
+const struct dp_struct_desc dp_codec_u64 = { u64_fields, 1, sizeof(uint64_t) };
+
 /* ---- encoding ---------------------------------------------------------- */
 
 static enum dp_proto_err put_struct(struct dp_wbuf *w, const struct dp_struct_desc *d,

@@ -121,6 +121,17 @@ struct dp_struct_desc {
 #define DP_ELEM_U64 { DP_F_U64, 0, 0, 8, 0, 0, 0, NULL }
 #define DP_ELEM_STR(size, fl) { DP_F_STR, fl, 0, size, 0, 0, 0, NULL }
 
+/* A payload that is one u16 or one u64 (UNSUPPORTED, PING). */
+extern const struct dp_struct_desc dp_codec_u16, dp_codec_u64;
+
+/* REFUSE's payload, the same in every protocol (frame.h): struct T with
+ * major, minor and reason[]. */
+#define DP_REFUSE_DESC(name, T)                                                           \
+	static const struct dp_field name##_fields[] = {                                  \
+		DP_FIELD_U8(T, major), DP_FIELD_U8(T, minor), DP_FIELD_STR(T, reason, 0), \
+	};                                                                                \
+	DP_STRUCT_DESC(name, T, name##_fields)
+
 /* One message type of a protocol. */
 struct dp_msg_desc {
 	uint16_t type;
@@ -149,6 +160,12 @@ struct dp_msg_head {
 			       offsetof(T, minor) == offsetof(struct dp_msg_head, minor) &&    \
 			       offsetof(T, payload) >= sizeof(struct dp_msg_head),             \
 		       #T " begins as struct dp_msg_head")
+
+/* The message list and struct of a protocol (dp_codec's initializer):
+ * msgs[], struct T and its payload union's first member. */
+#define DP_CODEC_MSGS(list, T, payload)                                                 \
+	.msgs = list, .nmsgs = sizeof(list) / sizeof(list[0]), .msg_size = sizeof(T),   \
+	.payload_off = offsetof(T, payload)
 
 struct dp_codec {
 	const struct dp_frame_proto *frame;
