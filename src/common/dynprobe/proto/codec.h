@@ -7,9 +7,17 @@
  * C struct (offsetof), and its bounds.  Nested structs and counted arrays
  * point at their element's table.  A message type is one line naming its
  * payload's table (struct dp_msg_desc), and a protocol (struct dp_codec) is
- * its frames, its message list and the layout of its message struct.  A new
- * message costs one line in that list, and a table when its payload is a
- * new struct.
+ * its frames, its message list and the layout of its message struct.  The
+ * C structs of app.h and client.h stay the API; the tables only say how
+ * they travel.  A new message costs its type, its member in the message
+ * union, one line in the list, and a table when its payload is a new
+ * struct; a build-time check refuses a table row whose kind does not match
+ * its member's size.
+ *
+ * Decoding allocates nothing but the DP_F_ARRAY fields (one calloc each,
+ * after the count is checked against the bytes left); everything else is
+ * read in place, so a receiver with no arrays in its messages (the agent's
+ * requests, but for DEFINE_PROBE's contexts) decodes without allocating.
  *
  * The walker's rules, on both sides:
  *  - integers are little-endian, as wide as their kind; a field may carry
@@ -80,7 +88,11 @@ struct dp_struct_desc {
 						    sizeof(type) }
 
 /* The member's size, after checking at build time that it is `n` bytes. */
-#define DP_SIZE_IS(T, m, n) (sizeof(((T *)0)->m) + 0 * sizeof(char[sizeof(((T *)0)->m) == (n) ? 1 : -1]))
+#define DP_SIZE_IS(T, m, n) \
+	(sizeof(((T *)0)->m) + 0 * sizeof(char[sizeof(((T *)0)->m) == (n) ? 1 : -1]))
+
+/* The offset of a length or count member, after checking its size. */
+#define DP_OFF_OF(T, m, n) (offsetof(T, m) + 0 * DP_SIZE_IS(T, m, n))
 
 /* Fields of struct T, member m (table rows).  Integers: */
 #define DP_FIELD_INT(kind, T, m, n, fl, l, h) \
@@ -99,15 +111,16 @@ struct dp_struct_desc {
 #define DP_FIELD_STR(T, m, fl) \
 	{ DP_F_STR, fl, offsetof(T, m), sizeof(((T *)0)->m), 0, 0, 0, NULL }
 /* uint8_t m[] holding `len` bytes, at least `min`. */
-#define DP_FIELD_BYTES(T, m, len, min)                                               \
-	{ DP_F_BYTES, 0, offsetof(T, m), sizeof(((T *)0)->m), offsetof(T, len), min, \
+#define DP_FIELD_BYTES(T, m, len, min)                                                     \
+	{ DP_F_BYTES, 0, offsetof(T, m), sizeof(((T *)0)->m), DP_OFF_OF(T, len, 1), min, \
 	  sizeof(((T *)0)->m), NULL }
 /* A malloc'd array `m` of `n` elements described by `desc`, at most `max`. */
-#define DP_FIELD_ARRAY(T, m, n, max, desc) \
-	{ DP_F_ARRAY, 0, offsetof(T, m), sizeof(void *), offsetof(T, n), 0, max, &desc }
+#define DP_FIELD_ARRAY(T, m, n, max, desc)                                              \
+	{ DP_F_ARRAY, 0, offsetof(T, m), DP_SIZE_IS(T, m, sizeof(void *)), DP_OFF_OF(T, n, 4), \
+	  0, max, &desc }
 /* An array m[] inside the struct, `n` elements of it used. */
-#define DP_FIELD_FIXED(T, m, n, desc)                                              \
-	{ DP_F_FIXED, 0, offsetof(T, m), sizeof(((T *)0)->m), offsetof(T, n), 0,   \
+#define DP_FIELD_FIXED(T, m, n, desc)                                                \
+	{ DP_F_FIXED, 0, offsetof(T, m), sizeof(((T *)0)->m), DP_OFF_OF(T, n, 4), 0, \
 	  sizeof(((T *)0)->m) / sizeof(((T *)0)->m[0]), &desc }
 /* A nested struct. */
 #define DP_FIELD_STRUCT(T, m, desc) \
