@@ -213,9 +213,10 @@ DP_STRUCT_DESC(ctx_desc, T, ctx_fields);
 static const struct dp_field hello_fields[] = {
 	DP_FIELD_U8(T, major),
 	DP_FIELD_U8(T, minor),
-	DP_FIELD_U32_IN(T, pid, 1, UINT32_MAX, 0),
+	DP_FIELD_U32(T, pid),
 	DP_FIELD_U64(T, probe_hit),
 	DP_FIELD_STR(T, agent_version, 0),
+	DP_CHECK_U32(T, pid, 1, UINT32_MAX),
 	DP_FIELD_STRUCT(T, state, state_desc),
 };
 DP_STRUCT_DESC(hello_desc, T, hello_fields);
@@ -252,14 +253,16 @@ DP_STRUCT_DESC(alloc_desc, T, alloc_fields);
 /* DEFINE_PROBE's and ALLOC_CODE's replies carry a value, NOTE_*'s do not. */
 #define T struct dp_app_result
 static const struct dp_field result_value_fields[] = {
-	DP_FIELD_STATUS(T, status),
+	DP_FIELD_I32(T, status),
 	DP_FIELD_U64(T, value),
 	DP_FIELD_STR(T, error, 0),
+	DP_CHECK_STATUS(T, status),
 };
 DP_STRUCT_DESC(result_value_desc, T, result_value_fields);
 static const struct dp_field result_fields[] = {
-	DP_FIELD_STATUS(T, status),
+	DP_FIELD_I32(T, status),
 	DP_FIELD_STR(T, error, 0),
+	DP_CHECK_STATUS(T, status),
 };
 DP_STRUCT_DESC(result_desc, T, result_fields);
 #undef T

@@ -68,18 +68,28 @@ static void store_ptr(uint8_t *p, void *v)
 	memcpy(p, &v, sizeof(v));
 }
 
-/* An integer field's value, signed for DP_F_I32. */
-static int64_t int_value(const struct dp_field *f, const uint8_t *s)
-{
-	uint64_t v = load(s + f->off, f->size);
-
-	return f->kind == DP_F_I32 ? (int32_t)(uint32_t)v : (int64_t)v;
-}
-
 /* Whether a side checks this field's DP_RANGE or DP_NONEMPTY. */
 static bool checks(const struct dp_field *f, bool sender, unsigned flag)
 {
 	return (f->flags & flag) && !(sender && (f->flags & DP_RECV));
+}
+
+/* An integer field's value, signed for DP_F_I32 and DP_SIGNED. */
+static int64_t int_value(const struct dp_field *f, const uint8_t *s)
+{
+	uint64_t v = load(s + f->off, f->size);
+
+	if (f->kind == DP_F_I32 || (f->flags & DP_SIGNED))
+		return (int32_t)(uint32_t)v;
+	return (int64_t)v;
+}
+
+/* DP_PROTO_ERR_VALUE when a side checks the field's range and it is out. */
+static enum dp_proto_err range_err(const struct dp_field *f, const uint8_t *s, bool sender)
+{
+	if (checks(f, sender, DP_RANGE) && (int_value(f, s) < f->lo || int_value(f, s) > f->hi))
+		return DP_PROTO_ERR_VALUE;
+	return DP_PROTO_ERR_NONE;
 }
 
 /* The fewest bytes a struct takes on the wire (for counts). */
@@ -94,6 +104,8 @@ static size_t wire_min(const struct dp_struct_desc *d)
 	for (size_t i = 0; i < d->nfields; i++) {
 		const struct dp_field *f = &d->fields[i];
 
+		if (f->kind == DP_F_CHECK)
+			continue;
 		if (f->kind == DP_F_STRUCT)
 			n += wire_min(f->elem);
 		else if (f->kind == DP_F_BYTES)
@@ -152,11 +164,12 @@ static enum dp_proto_err put_field(struct dp_wbuf *w, const struct dp_field *f, 
 		return put_elems(w, f, p, (uint32_t)load(s + f->count, 4));
 	case DP_F_STRUCT:
 		return put_struct(w, f->elem, p);
+	case DP_F_CHECK:
+		return range_err(f, s, true);
 	default:
 		break;
 	}
-	if (checks(f, true, DP_RANGE) &&
-	    (int_value(f, s) < f->lo || int_value(f, s) > f->hi))
+	if (range_err(f, s, true))
 		return DP_PROTO_ERR_VALUE;
 	n = load(p, f->size);
 	switch (f->kind) {
@@ -260,13 +273,14 @@ static void get_field(struct dp_rbuf *r, const struct dp_field *f, uint8_t *s)
 	case DP_F_STRUCT:
 		get_struct(r, f->elem, p);
 		return;
+	case DP_F_CHECK:
+		dp_rbuf_fail(r, range_err(f, s, false));
+		return;
 	default:
 		break;
 	}
 	store(p, f->size, get_int(r, f));
-	if (checks(f, false, DP_RANGE) &&
-	    (int_value(f, s) < f->lo || int_value(f, s) > f->hi))
-		dp_rbuf_fail(r, DP_PROTO_ERR_VALUE);
+	dp_rbuf_fail(r, range_err(f, s, false));
 }
 
 /* Reads a struct's fields; r stops at the first error, leaving s partial

@@ -17,7 +17,8 @@
  * Decoding allocates nothing but the DP_F_ARRAY fields (one calloc each,
  * after the count is checked against the bytes left); everything else is
  * read in place, so a receiver with no arrays in its messages (the agent's
- * requests, but for DEFINE_PROBE's contexts) decodes without allocating.
+ * requests, but for DEFINE_PROBE's contexts) allocates nothing but the
+ * received payload.
  *
  * The walker's rules, on both sides:
  *  - integers are little-endian, as wide as their kind; a field may carry
@@ -29,7 +30,8 @@
  *  - a counted array is a u32 count then its elements, the count at most
  *    its maximum (BOUNDS), and a receiver checks that the bytes left can
  *    hold that many elements before allocating (dp_rbuf_count);
- *  - a field's check runs as the field is read or written; DP_RECV marks
+ *  - a field's check runs as the field is read or written (or where its
+ *    DP_F_CHECK row stands); DP_RECV marks
  *    the checks that only a receiver makes (a sender passes such a value
  *    on, and the peer refuses it with its typed reason);
  *  - a message's `check` looks at the whole message: a sender runs it
@@ -57,12 +59,16 @@ enum dp_field_kind {
 	DP_F_ARRAY,		/* a malloc'd array of elements and its u32 count field */
 	DP_F_FIXED,		/* an array of elements inside the struct, and its count */
 	DP_F_STRUCT,		/* a nested struct */
+	DP_F_CHECK,		/* not on the wire: an integer member's range, checked
+				   at this point of the walk (after fields that follow
+				   it on the wire, as a receiver always did) */
 };
 
 /* Field flags. */
 #define DP_RANGE 0x01		/* integers: allowed values are [lo, hi] */
 #define DP_NONEMPTY 0x02	/* strings: "" is refused */
 #define DP_RECV 0x04		/* the checks above are the receiver's only */
+#define DP_SIGNED 0x08		/* DP_F_CHECK: the member is an int32_t */
 
 struct dp_struct_desc;
 
@@ -105,8 +111,13 @@ struct dp_struct_desc {
 /* ... with their allowed values (fl: 0 or DP_RECV). */
 #define DP_FIELD_U8_IN(T, m, l, h, fl) DP_FIELD_INT(DP_F_U8, T, m, 1, DP_RANGE | (fl), l, h)
 #define DP_FIELD_U32_IN(T, m, l, h, fl) DP_FIELD_INT(DP_F_U32, T, m, 4, DP_RANGE | (fl), l, h)
-/* A status: 0 or -errno. */
+/* A status: 0 or -errno, checked as read, or unchecked (then DP_CHECK_STATUS
+ * later). */
 #define DP_FIELD_STATUS(T, m) DP_FIELD_INT(DP_F_I32, T, m, 4, DP_RANGE, INT32_MIN, 0)
+#define DP_FIELD_I32(T, m) DP_FIELD_INT(DP_F_I32, T, m, 4, 0, 0, 0)
+/* Range checks of members read earlier (DP_F_CHECK). */
+#define DP_CHECK_U32(T, m, l, h) DP_FIELD_INT(DP_F_CHECK, T, m, 4, DP_RANGE, l, h)
+#define DP_CHECK_STATUS(T, m) DP_FIELD_INT(DP_F_CHECK, T, m, 4, DP_RANGE | DP_SIGNED, INT32_MIN, 0)
 /* A string in char m[] (fl: 0, or DP_NONEMPTY with or without DP_RECV). */
 #define DP_FIELD_STR(T, m, fl) \
 	{ DP_F_STR, fl, offsetof(T, m), sizeof(((T *)0)->m), 0, 0, 0, NULL }
