@@ -98,14 +98,13 @@ static size_t wire_min(const struct dp_struct_desc *d)
 	static const uint8_t fixed[] = {
 		[DP_F_U8] = 1, [DP_F_U16] = 2, [DP_F_U32] = 4, [DP_F_U64] = 8, [DP_F_I32] = 4,
 		[DP_F_BOOL] = 1, [DP_F_STR] = 2, [DP_F_ARRAY] = 4, [DP_F_FIXED] = 4,
+		[DP_F_CHECK] = 0,
 	};
 	size_t n = 0;
 
 	for (size_t i = 0; i < d->nfields; i++) {
 		const struct dp_field *f = &d->fields[i];
 
-		if (f->kind == DP_F_CHECK)
-			continue;
 		if (f->kind == DP_F_STRUCT)
 			n += wire_min(f->elem);
 		else if (f->kind == DP_F_BYTES)
