@@ -1,7 +1,7 @@
 /*
- * Frame headers, receiver errors, what every protocol's codec does alike
- * (headers in and out, REFUSE, reply checks), and blocking transfers with
- * deadlines (see frame.h).
+ * Frame headers, receiver errors, what every protocol does alike with them
+ * (headers in and out, reply checks), and blocking transfers with deadlines
+ * (see frame.h).
  */
 #include <errno.h>
 #include <poll.h>
@@ -94,14 +94,6 @@ int dp_frame_hdr_decode(const uint8_t in[DP_FRAME_HDR_LEN], uint32_t magic, uint
 	return hdr_check(h, magic, major, max_len, false, why);
 }
 
-const char *dp_frame_type_name(const struct dp_frame_type_name *names, size_t n, uint16_t type)
-{
-	for (size_t i = 0; i < n; i++)
-		if (names[i].type == type)
-			return names[i].name;
-	return NULL;
-}
-
 void dp_frame_begin(struct dp_wbuf *w, const struct dp_frame_proto *p, uint16_t type,
 		    uint32_t seq)
 {
@@ -158,22 +150,6 @@ int dp_frame_split(const struct dp_frame_proto *p, const uint8_t *buf, size_t le
 	}
 	*why = DP_PROTO_ERR_NONE;
 	return 0;
-}
-
-void dp_frame_put_refuse(struct dp_wbuf *w, uint8_t major, uint8_t minor, const char *reason,
-			 size_t size)
-{
-	dp_wbuf_u8(w, major);
-	dp_wbuf_u8(w, minor);
-	dp_wbuf_str(w, reason, size);
-}
-
-void dp_frame_get_refuse(struct dp_rbuf *r, uint8_t *major, uint8_t *minor, char *reason,
-			 size_t size)
-{
-	*major = dp_rbuf_u8(r);
-	*minor = dp_rbuf_u8(r);
-	dp_rbuf_str(r, reason, size);
 }
 
 int dp_frame_check_reply(uint16_t req_type, uint32_t req_seq, uint16_t type, uint32_t seq,

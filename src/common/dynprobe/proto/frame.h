@@ -75,15 +75,6 @@ struct dp_frame_proto {
 	uint32_t max_payload;		/* in bytes */
 };
 
-/* A message type's name, for a table of them. */
-struct dp_frame_type_name {
-	uint16_t type;
-	const char *name;
-};
-
-/* The name of `type` in names[n], or NULL. */
-const char *dp_frame_type_name(const struct dp_frame_type_name *names, size_t n, uint16_t type);
-
 void dp_frame_hdr_encode(const struct dp_frame_hdr *h, uint8_t out[DP_FRAME_HDR_LEN]);
 /*
  * Reads a header and checks it against a protocol: its magic, its major
@@ -122,12 +113,6 @@ int dp_frame_check(const struct dp_frame_proto *p, const struct dp_frame_hdr *h,
  */
 int dp_frame_split(const struct dp_frame_proto *p, const uint8_t *buf, size_t len,
 		   struct dp_frame_hdr *h, enum dp_proto_err *why);
-
-/* REFUSE's payload; reason is an array of `size` bytes. */
-void dp_frame_put_refuse(struct dp_wbuf *w, uint8_t major, uint8_t minor, const char *reason,
-			 size_t size);
-void dp_frame_get_refuse(struct dp_rbuf *r, uint8_t *major, uint8_t *minor, char *reason,
-			 size_t size);
 
 /*
  * Writes or reads exactly len bytes before the deadline.  timeout_ms < 0

@@ -239,25 +239,6 @@ uint32_t dp_rbuf_count(struct dp_rbuf *r, uint32_t max, size_t min_elem)
 	return n;
 }
 
-void *dp_rbuf_array(struct dp_rbuf *r, uint32_t *n, uint32_t max, size_t min_elem, size_t size,
-		    dp_rbuf_get_fn get)
-{
-	uint8_t *v;
-
-	*n = dp_rbuf_count(r, max, min_elem);
-	if (!*n)
-		return NULL;
-	v = calloc(*n, size);
-	if (!v) {
-		*n = 0;
-		r->nomem = true;
-		return NULL;
-	}
-	for (uint32_t i = 0; i < *n && !rbuf_stopped(r); i++)
-		get(r, v + (size_t)i * size);
-	return v;
-}
-
 enum dp_proto_err dp_rbuf_finish(struct dp_rbuf *r)
 {
 	if (!rbuf_stopped(r) && r->off != r->len)

@@ -3,9 +3,8 @@
  * into bytes and back.  Nothing here casts a received buffer to a struct:
  * every value is read byte by byte, after checking that it is there.
  *
- * Both buffers keep the first error and ignore later calls, so that an
- * encoder or a decoder is a straight list of puts or gets followed by one
- * check.
+ * Both buffers keep the first error and ignore later calls, so that the
+ * codec's walker (codec.h) checks once, at the end of a message.
  */
 #ifndef DP_PROTO_WIRE_H
 #define DP_PROTO_WIRE_H
@@ -42,8 +41,8 @@ void dp_wbuf_set_u32(struct dp_wbuf *w, size_t at, uint32_t v);
 
 /*
  * A reader over received bytes; every get checks the bytes are there.  A
- * reader stops at its first error: bad bytes (err), or an array it could
- * not allocate (nomem).
+ * reader stops at its first error: bad bytes (err), or an array its user
+ * could not allocate (nomem).
  */
 struct dp_rbuf {
 	const uint8_t *p;
@@ -74,17 +73,6 @@ void dp_rbuf_str(struct dp_rbuf *r, char *out, size_t size);
  * are not there).
  */
 uint32_t dp_rbuf_count(struct dp_rbuf *r, uint32_t max, size_t min_elem);
-/*
- * A counted array: a u32 count (checked as by dp_rbuf_count), then that many
- * elements, each read by get into a new zeroed array of elements of `size`
- * bytes.  Returns the array and sets *n, NULL with *n 0 when the count is 0
- * or bad, or when the array cannot be allocated (then r->nomem is set).
- * Reading stops at the first error, leaving the array to the caller's
- * release with what it holds.
- */
-typedef void (*dp_rbuf_get_fn)(struct dp_rbuf *r, void *elem);
-void *dp_rbuf_array(struct dp_rbuf *r, uint32_t *n, uint32_t max, size_t min_elem, size_t size,
-		    dp_rbuf_get_fn get);
 /* Marks the buffer failed with `err` unless it has stopped already. */
 void dp_rbuf_fail(struct dp_rbuf *r, enum dp_proto_err err);
 /* The end of a message: DP_PROTO_ERR_TRAILING if bytes are left. */
