@@ -206,7 +206,7 @@ struct dp_app_state {
 	struct dp_app_probe *probes;
 	uint32_t npatches;
 	struct dp_app_patch *patches;
-	/* dp_trap_stats: traps at our int3 sites, traps passed on to the
+	/* dpa_trap_stats: traps at our int3 sites, traps passed on to the
 	 * program's handler, times our SIGTRAP handler had to be put back */
 	uint64_t traps_ours, traps_chained, traps_reasserted;
 };
