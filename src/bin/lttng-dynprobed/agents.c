@@ -295,7 +295,8 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 		bool alive = dp_proc_alive(p->pid);
 
 		if (!alive)
-			dp_err_set(msg, -ESRCH, "process %d exited during the operation", (int)p->pid);
+			dp_err_set(msg, -ESRCH, "process %d exited during the operation",
+				   (int)p->pid);
 		else
 			dp_err_set(msg, ret, "the agent of process %d did not answer %s: %s",
 				   (int)p->pid, name,

@@ -87,19 +87,19 @@ static int check_pid(const struct dpd_client *c, pid_t pid, struct dp_err *msg)
 
 	/* The owner and the thread group of pid. */
 	if (pid <= 0 || dp_proc_status_read(pid, 0, &st) || !st.tgid) {
-		dp_err_set(msg, -ESRCH, "no process %d: give the pid of a running process (ps -e lists "
-					"them)", (int)pid);
+		dp_err_set(msg, -ESRCH, "no process %d: give the pid of a running process (ps -e "
+			   "lists them)", (int)pid);
 		return -ESRCH;
 	}
 	tgid = st.tgid;
 	if (tgid != pid) {
-		dp_err_set(msg, -EINVAL, "%d is a thread of process %d: give the process id %d", (int)pid,
-			   (int)tgid, (int)tgid);
+		dp_err_set(msg, -EINVAL, "%d is a thread of process %d: give the process id %d",
+			   (int)pid, (int)tgid, (int)tgid);
 		return -EINVAL;
 	}
 	if (pid == getpid()) {
-		dp_err_set(msg, -EINVAL, "process %d is lttng-dynprobed itself: it cannot be probed",
-			   (int)pid);
+		dp_err_set(msg, -EINVAL, "process %d is lttng-dynprobed itself: it cannot be "
+			   "probed", (int)pid);
 		return -EINVAL;
 	}
 	if (c->uid == 0)
@@ -108,8 +108,8 @@ static int check_pid(const struct dpd_client *c, pid_t pid, struct dp_err *msg)
 		user_name(uid[0] != c->uid ? uid[0] : uid[1] != c->uid ? uid[1] : uid[2], who,
 			  sizeof(who));
 		user_name(c->uid, you, sizeof(you));
-		dp_err_set(msg, -EPERM, "process %d belongs to %s, not to you (%s): only its owner or "
-					"root may probe it", (int)pid, who, you);
+		dp_err_set(msg, -EPERM, "process %d belongs to %s, not to you (%s): only its "
+			   "owner or root may probe it", (int)pid, who, you);
 		return -EPERM;
 	}
 	return 0;
@@ -239,22 +239,23 @@ static struct dpd_event *enable_begin(const struct dpd_client *c,
 	*fresh = false;
 	if (has_control(e->session) || has_control(e->channel) || has_control(e->event) ||
 	    has_control(e->location) || has_control(e->path)) {
-		dp_err_set(&msg, -EINVAL, "names, locations and paths may not hold control characters");
+		dp_err_set(&msg, -EINVAL, "names, locations and paths may not hold control "
+			   "characters");
 		set_report(r, -EINVAL, &msg);
 		return NULL;
 	}
 	if (e->path[0] != '/') {
-		dp_err_set(&msg, -EINVAL, "the path '%s' is not absolute: give the object's full path",
-			   e->path);
+		dp_err_set(&msg, -EINVAL, "the path '%s' is not absolute: give the object's full "
+			   "path", e->path);
 		set_report(r, -EINVAL, &msg);
 		return NULL;
 	}
 	ev = find_event(c, e->session, e->channel, e->event);
 	if (ev) {
 		if (!same_spec(ev, e)) {
-			dp_err_set(&msg, -EEXIST, "event '%s' already exists in channel %s of session %s "
-						  "with another spec (%s in %s): give it another name, or "
-						  "destroy the session", e->event, e->channel, e->session,
+			dp_err_set(&msg, -EEXIST, "event '%s' already exists in channel %s of "
+				   "session %s with another spec (%s in %s): give it another "
+				   "name, or destroy the session", e->event, e->channel, e->session,
 				   ev->location, ev->path);
 			set_report(r, -EEXIST, &msg);
 			return NULL;
@@ -480,8 +481,8 @@ static void do_disable(const struct dpd_client *c, const struct dp_client_event_
 	struct dpd_event *ev = find_event(c, d->session, d->channel, d->event);
 
 	if (!ev) {
-		dp_err_set(&msg, -ENOENT, "no dynamic event '%s' in channel %s of session %s", d->event,
-			   d->channel, d->session);
+		dp_err_set(&msg, -ENOENT, "no dynamic event '%s' in channel %s of session %s",
+			   d->event, d->channel, d->session);
 		set_report(r, -ENOENT, &msg);
 		return;
 	}
@@ -510,8 +511,8 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 	}
 	if (!n) {
 		if (a->event[0])
-			dp_err_set(&msg, -ENOENT, "no dynamic event '%s' in channel %s of session %s",
-				   a->event, a->channel, a->session);
+			dp_err_set(&msg, -ENOENT, "no dynamic event '%s' in channel %s of session "
+				   "%s", a->event, a->channel, a->session);
 		else
 			dp_err_set(&msg, -ENOENT, "no dynamic event in channel %s of session %s",
 				   a->channel, a->session);
@@ -523,8 +524,8 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 		struct dpd_event *ev = match[i];
 
 		if (ev->nctx + a->nctx > DP_CLIENT_MAX_CTX) {
-			dp_err_set(&msg, -E2BIG, "event %s would have more than %d contexts", ev->names[0],
-				   DP_CLIENT_MAX_CTX);
+			dp_err_set(&msg, -E2BIG, "event %s would have more than %d contexts",
+				   ev->names[0], DP_CLIENT_MAX_CTX);
 			ret = -E2BIG;
 			break;
 		}
@@ -538,8 +539,8 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 				if (dpd_resolve_ctx(ev->obj, spec, 0, &oc, &msg))
 					continue;
 				if (!strcmp(oc.name, nc.name) && nc.kind != DP_CTX_REGS) {
-					dp_err_set(&msg, -EEXIST, "event %s already records a field '%s' "
-								  "(context '%s'): choose another name",
+					dp_err_set(&msg, -EEXIST, "event %s already records a "
+						   "field '%s' (context '%s'): choose another name",
 						   ev->names[0], nc.name, spec);
 					ret = -EEXIST;
 				}

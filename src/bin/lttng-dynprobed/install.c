@@ -91,8 +91,9 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dp_err *msg)
 		else if (ret == DP_INJECT_ALREADY && !dp_proc_status_read(pid, 0, &st) &&
 			 st.uid[1] != geteuid())
 			dp_err_set(msg, -ETIMEDOUT, "the agent in process %d was loaded when it "
-				   "started, and talks to the lttng-dynprobed of its own user (uid "
-				   "%u): run the command as that user", (int)pid, (unsigned)st.uid[1]);
+				   "started, and talks to the lttng-dynprobed of its own user "
+				   "(uid %u): run the command as that user", (int)pid,
+				   (unsigned)st.uid[1]);
 		else
 			dp_err_set(msg, -ETIMEDOUT, "the agent in process %d does not connect to "
 				   "%s: its environment may name another socket "
@@ -270,8 +271,8 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 			goto out;
 		}
 		if (ret) {
-			dp_err_set(&msg, ret, "%s is not mapped in process %d: give the path of an "
-					      "object it has loaded (see /proc/%d/maps)", evs[e]->path,
+			dp_err_set(&msg, ret, "%s is not mapped in process %d: give the path of "
+				   "an object it has loaded (see /proc/%d/maps)", evs[e]->path,
 				   (int)pid, (int)pid);
 			goto out;
 		}
@@ -307,14 +308,14 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 			if (o.pl->method == DP_SITE_INT3 && blocker) {
 				char text[DP_CLIENT_TEXT_MAX];
 
-				snprintf(text, sizeof(text), "only an int3 fits, and thread %d (%s) of "
-					 "process %d blocks SIGTRAP: an int3 it hit would kill the "
-					 "process", (int)blocker, blocker_comm, (int)pid);
+				snprintf(text, sizeof(text), "only an int3 fits, and thread %d "
+					 "(%s) of process %d blocks SIGTRAP: an int3 it hit would "
+					 "kill the process", (int)blocker, blocker_comm, (int)pid);
 				/* As in planning: the probe point or a function's entry
 				 * must be placeable, a return site may be left out. */
 				if (!optional_only(ev, o.pl)) {
-					dp_err_set(&msg, -ENOTSUP, "the site 0x%" PRIx64 " of %s: %s",
-						   o.pl->win.addr, ev->path, text);
+					dp_err_set(&msg, -ENOTSUP, "the site 0x%" PRIx64
+						   " of %s: %s", o.pl->win.addr, ev->path, text);
 					ret = -ENOTSUP;
 					goto undo;
 				}
@@ -341,8 +342,8 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		if (!s)
 			continue;
 		ret = strcmp(s->reason, dp_reason_name(DP_REASON_OVERLAP)) ? -ENOTSUP : -EBUSY;
-		dp_err_set(&msg, ret, "%s at 0x%" PRIx64 " (0x%" PRIx64 " of %s) cannot be placed: %s",
-			   s->event, s->addr, s->vaddr, evs[e]->path, s->text);
+		dp_err_set(&msg, ret, "%s at 0x%" PRIx64 " (0x%" PRIx64 " of %s) cannot be "
+			   "placed: %s", s->event, s->addr, s->vaddr, evs[e]->path, s->text);
 	}
 	if (ret)
 		goto undo;

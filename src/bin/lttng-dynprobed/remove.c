@@ -96,8 +96,8 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 	}
 	if (ret || nstay) {
 		if (!ret)
-			dp_err_set(&msg, -EIO, "%u patches of process %d could not change: they stay as "
-					       "they were", nstay, (int)pid);
+			dp_err_set(&msg, -EIO, "%u patches of process %d could not change: they "
+				   "stay as they were", nstay, (int)pid);
 		ret = ret ? ret : -EIO;
 		if (rp) {
 			rp->status = ret;

@@ -76,8 +76,8 @@ struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg)
 	struct stat st;
 
 	if (path[0] != '/') {
-		dp_err_set(msg, -EINVAL, "the path '%s' is not absolute: give the object's full path",
-			   path);
+		dp_err_set(msg, -EINVAL, "the path '%s' is not absolute: give the object's full "
+			   "path", path);
 		return NULL;
 	}
 	if (stat(path, &st) < 0) {
@@ -157,9 +157,9 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 		for (size_t f = 0; f < nfns; f++)
 			total += 1 + fns[f]->nrets;
 		if (total > DP_APP_MAX_PATCHES) {
-			dp_err_set(msg, -E2BIG, "'%s' matches %zu functions of %s, %zu entries and "
-						"returns: more than the %u one process can hold; narrow "
-						"the pattern", location, nfns, o->path, total,
+			dp_err_set(msg, -E2BIG, "'%s' matches %zu functions of %s, %zu entries "
+				   "and returns: more than the %u one process can hold; narrow "
+				   "the pattern", location, nfns, o->path, total,
 				   DP_APP_MAX_PATCHES);
 			ret = -E2BIG;
 			goto out;

@@ -205,8 +205,9 @@ static int owner_probes(struct dpd_proc *p, struct dpd_work *w, struct dp_tramp_
 			if (ap->nprobes == DP_APP_MAX_PATCH_PROBES) {
 				char text[DP_CLIENT_TEXT_MAX];
 
-				snprintf(text, sizeof(text), "the patch at 0x%" PRIx64 " would serve "
-					 "more than %d probes", ap->site, DP_APP_MAX_PATCH_PROBES);
+				snprintf(text, sizeof(text), "the patch at 0x%" PRIx64
+					 " would serve more than %d probes", ap->site,
+					 DP_APP_MAX_PATCH_PROBES);
 				dpd_work_fail(p->pid, w, DP_REASON_NONE, text);
 				return 0;
 			}
@@ -254,7 +255,8 @@ static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
 
 		if (ret == -ESTALE)
 			snprintf(text, sizeof(text), "the code at 0x%" PRIx64 " differs from the "
-				 "file (another tool patched it, or the program rewrote it)", ap->site);
+				 "file (another tool patched it, or the program rewrote it)",
+				 ap->site);
 		else
 			snprintf(text, sizeof(text), "cannot read the code at 0x%" PRIx64 ": %s",
 				 ap->site, strerror(-ret));

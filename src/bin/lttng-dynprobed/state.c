@@ -144,8 +144,9 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 
 			if (pt->optional)
 				continue;
-			dp_err_set(msg, -ENOTSUP, "the site 0x%" PRIx64 " (%s) of %s is refused: %s",
-				   pt->vaddr, ev->location, ev->path, dp_reason_str(pl->reason));
+			dp_err_set(msg, -ENOTSUP, "the site 0x%" PRIx64 " (%s) of %s is refused: "
+				   "%s", pt->vaddr, ev->location, ev->path,
+				   dp_reason_str(pl->reason));
 			return -ENOTSUP;
 		}
 	}

@@ -17,6 +17,7 @@
 
 #include "proc/child.h"
 
+/* The two bytes of `jmp .` (jmp rel8 -2). */
 static const uint8_t spin[DP_CHILD_SPIN_LEN] = { 0xeb, 0xfe };
 
 /* AT_ENTRY of a process. */

@@ -244,12 +244,11 @@ static int catch_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid
 	if (ret)
 		return ret;
 	if (!ctx.host)
-		return dp_err_set(&p->err, -DP_INJECT_ENOHOST,
-				"no thread of pid %d sleeps in, or entered within %d ms, a blocking "
-				"system call (read, poll, epoll_wait, nanosleep...), the only points "
-				"known to hold no C library lock: the agent cannot be loaded safely "
-				"now; start the program with LD_PRELOAD of the agent instead",
-				(int)p->pid, ms);
+		return dp_err_set(&p->err, -DP_INJECT_ENOHOST, "no thread of pid %d sleeps in, or "
+				  "entered within %d ms, a blocking system call (read, poll, "
+				  "epoll_wait, nanosleep...), the only points known to hold no C "
+				  "library lock: the agent cannot be loaded safely now; start the "
+				  "program with LD_PRELOAD of the agent instead", (int)p->pid, ms);
 	t = dp__thread(p, ctx.host);
 	if (!t)
 		return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited", (int)ctx.host,
@@ -267,8 +266,9 @@ static int catch_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid
 	ptrace(PTRACE_SYSCALL, ctx.host, 0, 0);
 	ret = dp__wait_owned(p, ctx.host, p->timeout_ms, &ev, &sig);
 	if (ret <= 0 || ev != EV_SYSCALL)
-		return dp_err_set(&p->err, ret < 0 ? ret : -EPROTO, "thread %d of pid %d did not come "
-				"back from a skipped system call", (int)ctx.host, (int)p->pid);
+		return dp_err_set(&p->err, ret < 0 ? ret : -EPROTO, "thread %d of pid %d did not "
+				  "come back from a skipped system call", (int)ctx.host,
+				  (int)p->pid);
 	r = e;
 	r.rip -= 2;
 	r.rax = e.orig_rax;
@@ -388,10 +388,10 @@ static int preflight(pid_t pid, const char *path, const struct stat *agent,
 		}
 	}
 	if (dp_maps_find_object(maps, "liblttng-ust.so.0"))
-		return dp_err_set(err, -DP_INJECT_EUST0,
-			     "pid %d (%s) has liblttng-ust.so.0 (lttng-ust 2.12 or older) loaded, "
-			     "and the agent needs liblttng-ust.so.1: both cannot live in one process; "
-			     "rebuild or restart the program with lttng-ust 2.13", (int)pid, name);
+		return dp_err_set(err, -DP_INJECT_EUST0, "pid %d (%s) has liblttng-ust.so.0 "
+				  "(lttng-ust 2.12 or older) loaded, and the agent needs "
+				  "liblttng-ust.so.1: both cannot live in one process; rebuild or "
+				  "restart the program with lttng-ust 2.13", (int)pid, name);
 	/* The target opens the path in its own mount namespace and root. */
 	snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, path);
 	if (stat(root, &sb) == 0 ? sb.st_ino != agent->st_ino || sb.st_dev != agent->st_dev
@@ -487,7 +487,8 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 			     "of 1 to %d bytes without '=' and a value of at most %d bytes",
 			     DP_INJECT_ENV_NAME_MAX - 1, DP_INJECT_ENV_VALUE_MAX - 1);
 	if (stat(path, &agent))
-		return dp_err_set(err, -errno, "cannot use the agent %s: %s", path, strerror(errno));
+		return dp_err_set(err, -errno, "cannot use the agent %s: %s", path,
+				  strerror(errno));
 	ret = dp_proc_check(pid, 0, err);
 	if (ret)
 		return ret;
@@ -535,7 +536,8 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 		snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)pid);
 		fd = open(mem, O_RDWR | O_CLOEXEC);
 		if (fd < 0)
-			ret = dp_err_set(&p->err, -errno, "cannot open %s: %s", mem, strerror(errno));
+			ret = dp_err_set(&p->err, -errno, "cannot open %s: %s", mem,
+					 strerror(errno));
 	}
 	if (!ret) {
 		struct dp_remote_call call = {
@@ -551,8 +553,8 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 			/* It may have created the thread: the pages must stay. */
 			data = code = 0;
 		} else if (!ret && ret_val) {
-			ret = dp_err_set(&p->err, -(int)ret_val, "pthread_create() in pid %d failed: %s",
-					       (int)pid, strerror((int)ret_val));
+			ret = dp_err_set(&p->err, -(int)ret_val, "pthread_create() in pid %d "
+					 "failed: %s", (int)pid, strerror((int)ret_val));
 		} else if (!ret) {
 			created = true;
 		}
@@ -574,11 +576,10 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 
 	ret = wait_report(fd, data, o.load_timeout_ms, page);
 	if (ret == -ETIMEDOUT) {
-		ret = dp_err_set(err, -ETIMEDOUT,
-			    "dlopen(\"%s\") in pid %d has not finished after %d ms (the loader lock "
-			    "held elsewhere, or lttng-ust waiting for the session daemon?); it goes "
-			    "on in its own thread, which cleans up after itself", path, (int)pid,
-			    o.load_timeout_ms);
+		ret = dp_err_set(err, -ETIMEDOUT, "dlopen(\"%s\") in pid %d has not finished "
+				 "after %d ms (the loader lock held elsewhere, or lttng-ust "
+				 "waiting for the session daemon?); it goes on in its own thread, "
+				 "which cleans up after itself", path, (int)pid, o.load_timeout_ms);
 		goto out;
 	}
 	if (ret) {
@@ -599,7 +600,8 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 	if (!r.handle) {
 		page[PAGE - 1] = '\0';
 		ret = dp_err_set(err, -DP_INJECT_EDLOPEN, "dlopen(\"%s\") in pid %d failed: %s",
-			    path, (int)pid, page[D_ERROR] ? (char *)page + D_ERROR : "no reason given");
+				 path, (int)pid,
+				 page[D_ERROR] ? (char *)page + D_ERROR : "no reason given");
 		goto out;
 	}
 	ret = dp_err_set(err, 0, "loaded %s into pid %d", path, (int)pid);

@@ -353,10 +353,10 @@ static int wait_held(struct dp_proc *p, int timeout_ms)
 			struct dp_proc_status st;
 
 			dp_proc_status_read(p->pid, late, &st);
-			return dp_err_set(&p->err, -ETIMEDOUT,
-					"thread %d of pid %d did not stop within %d ms (state %c%s)",
-					(int)late, (int)p->pid, timeout_ms, st.state ? st.state : '?',
-					st.state == 'D' ? ": uninterruptible sleep" : "");
+			return dp_err_set(&p->err, -ETIMEDOUT, "thread %d of pid %d did not stop "
+					  "within %d ms (state %c%s)", (int)late, (int)p->pid,
+					  timeout_ms, st.state ? st.state : '?',
+					  st.state == 'D' ? ": uninterruptible sleep" : "");
 		}
 		snooze(&round);
 	}
@@ -423,7 +423,8 @@ int dp__hold_thread(struct dp_proc *p, pid_t tid)
 	struct dp_thread *t = dp__thread(p, tid);
 
 	if (!t)
-		return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited", (int)tid, (int)p->pid);
+		return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited", (int)tid,
+				  (int)p->pid);
 	if (held(t))
 		return 0;
 	t->flags &= ~(T_WANT_RUN | T_CATCH);
@@ -566,7 +567,8 @@ static int open_mem(struct dp_proc *p)
 		if (p->mem_fd >= 0)
 			return 0;
 	}
-	return dp_err_set(&p->err, -errno, "cannot open /proc/%d/mem: %s", (int)p->pid, strerror(errno));
+	return dp_err_set(&p->err, -errno, "cannot open /proc/%d/mem: %s", (int)p->pid,
+			  strerror(errno));
 }
 
 /* PTRACE_SEIZE said EPERM for tid: say why. */
@@ -622,8 +624,8 @@ static int seize_pass(struct dp_proc *p)
 		if (errno == ESRCH)
 			continue;
 		if (errno != EPERM) {
-			ret = dp_err_set(&p->err, -errno, "cannot seize thread %d of pid %d: %s", (int)tid,
-					       (int)p->pid, strerror(errno));
+			ret = dp_err_set(&p->err, -errno, "cannot seize thread %d of pid %d: %s",
+					 (int)tid, (int)p->pid, strerror(errno));
 			break;
 		}
 		ret = seize_denied(p, tid, &skip);
@@ -709,10 +711,11 @@ int dp_proc_attach(struct dp_proc *p, unsigned int flags)
 			break;
 	}
 	if (!ret && !p->n)
-		ret = dp_err_set(&p->err, -DP_PROC_EZOMBIE, "pid %d has no live thread", (int)p->pid);
+		ret = dp_err_set(&p->err, -DP_PROC_EZOMBIE, "pid %d has no live thread",
+				 (int)p->pid);
 	if (round == 1000)
-		ret = dp_err_set(&p->err, -EAGAIN, "threads of pid %d appear faster than they can be "
-				       "attached", (int)p->pid);
+		ret = dp_err_set(&p->err, -EAGAIN, "threads of pid %d appear faster than they can "
+				 "be attached", (int)p->pid);
 	if (!ret) {
 		hold_begins(p);
 		interrupt_all(p);
@@ -747,28 +750,30 @@ static int check_held(struct dp_proc *p, pid_t tid, struct dp_thread **out)
 	return 0;
 }
 
-int dp_proc_get_regs(struct dp_proc *p, pid_t tid, struct user_regs_struct *regs)
+/* PTRACE_GETREGS or PTRACE_SETREGS (`verb` says which) on a held thread. */
+static int regs_io(struct dp_proc *p, pid_t tid, enum __ptrace_request req,
+		   struct user_regs_struct *regs, const char *verb)
 {
 	int ret = check_held(p, tid, NULL);
 
 	if (ret)
 		return ret;
-	if (ptrace(PTRACE_GETREGS, tid, 0, regs))
-		return dp_err_set(&p->err, -errno, "cannot read the registers of thread %d: %s", (int)tid,
-				strerror(errno));
+	if (ptrace(req, tid, 0, regs))
+		return dp_err_set(&p->err, -errno, "cannot %s the registers of thread %d: %s", verb,
+				  (int)tid, strerror(errno));
 	return 0;
+}
+
+int dp_proc_get_regs(struct dp_proc *p, pid_t tid, struct user_regs_struct *regs)
+{
+	return regs_io(p, tid, PTRACE_GETREGS, regs, "read");
 }
 
 int dp_proc_set_regs(struct dp_proc *p, pid_t tid, const struct user_regs_struct *regs)
 {
-	int ret = check_held(p, tid, NULL);
+	struct user_regs_struct copy = *regs;	/* ptrace takes no const */
 
-	if (ret)
-		return ret;
-	if (ptrace(PTRACE_SETREGS, tid, 0, regs))
-		return dp_err_set(&p->err, -errno, "cannot set the registers of thread %d: %s", (int)tid,
-				strerror(errno));
-	return 0;
+	return regs_io(p, tid, PTRACE_SETREGS, &copy, "set");
 }
 
 bool dp_regs_in_syscall(const struct user_regs_struct *regs)
@@ -792,7 +797,8 @@ static int mem_io(struct dp_proc *p, uint64_t addr, void *buf, size_t len, bool 
 	if (!p->attached || p->mem_fd < 0)
 		return dp_err_set(&p->err, -EINVAL, "pid %d is not attached", (int)p->pid);
 	if (addr >= (1ull << 63) || addr + len < addr)
-		return dp_err_set(&p->err, -EFAULT, "address %#" PRIx64 " is outside user space", addr);
+		return dp_err_set(&p->err, -EFAULT, "address %#" PRIx64 " is outside user space",
+				  addr);
 	while (len) {
 		ssize_t n = write ? pwrite(p->mem_fd, b, len, (off_t)addr)
 				  : pread(p->mem_fd, b, len, (off_t)addr);
@@ -802,9 +808,9 @@ static int mem_io(struct dp_proc *p, uint64_t addr, void *buf, size_t len, bool 
 		if (n <= 0) {
 			int err = n < 0 && errno != EIO ? errno : EFAULT;
 
-			return dp_err_set(&p->err, -err, "cannot %s %zu bytes at %#" PRIx64 " in pid %d: %s",
-					write ? "write" : "read", len, addr, (int)p->pid,
-					strerror(err));
+			return dp_err_set(&p->err, -err, "cannot %s %zu bytes at %#" PRIx64
+					  " in pid %d: %s", write ? "write" : "read", len, addr,
+					  (int)p->pid, strerror(err));
 		}
 		/* Short: the next page may be unmapped; the next call says so. */
 		b += n;
@@ -853,8 +859,8 @@ int dp_proc_move_pcs(struct dp_proc *p, uint64_t start, uint64_t end,
 		uint64_t rip;
 
 		if (!held(t)) {
-			ret = dp_err_set(&p->err, -EBUSY, "thread %d of pid %d is not stopped", (int)t->tid,
-					       (int)p->pid);
+			ret = dp_err_set(&p->err, -EBUSY, "thread %d of pid %d is not stopped",
+					 (int)t->tid, (int)p->pid);
 			break;
 		}
 		ret = dp_proc_get_regs(p, t->tid, &regs[i]);
@@ -865,11 +871,10 @@ int dp_proc_move_pcs(struct dp_proc *p, uint64_t start, uint64_t end,
 			continue;
 		m = find_move(map, n, rip);
 		if (!m) {
-			ret = dp_err_set(&p->err, -EINVAL,
-					       "thread %d of pid %d is at %#" PRIx64 ", inside the bytes "
-					       "[%#" PRIx64 ", %#" PRIx64 ") but not at an instruction the "
-					       "patch can move it from", (int)t->tid, (int)p->pid, rip,
-					       start, end);
+			ret = dp_err_set(&p->err, -EINVAL, "thread %d of pid %d is at %#" PRIx64
+					 ", inside the bytes [%#" PRIx64 ", %#" PRIx64
+					 ") but not at an instruction the patch can move it from",
+					 (int)t->tid, (int)p->pid, rip, start, end);
 			break;
 		}
 		if (m->to == rip || !dp_regs_restarts(&regs[i]))
@@ -877,16 +882,14 @@ int dp_proc_move_pcs(struct dp_proc *p, uint64_t start, uint64_t end,
 		/* The kernel will step back over the syscall: it must move too. */
 		sys = find_move(map, n, rip - 2);
 		if (rip - 2 >= start && (!sys || sys->to != m->to - 2))
-			ret = dp_err_set(&p->err, -EINVAL,
-					       "thread %d of pid %d sleeps in a system call whose restart "
-					       "re-executes the syscall at %#" PRIx64 ", and the patch does "
-					       "not move that instruction along with %#" PRIx64,
-					       (int)t->tid, (int)p->pid, rip - 2, rip);
+			ret = dp_err_set(&p->err, -EINVAL, "thread %d of pid %d sleeps in a system "
+					 "call whose restart re-executes the syscall at %#" PRIx64
+					 ", and the patch does not move that instruction along "
+					 "with %#" PRIx64, (int)t->tid, (int)p->pid, rip - 2, rip);
 		else if (rip - 2 < start)
-			ret = dp_err_set(&p->err, -EINVAL,
-					       "thread %d of pid %d sleeps in a system call at %#" PRIx64
-					       " just before the patched bytes: it cannot be moved", (int)t->tid,
-					       (int)p->pid, rip - 2);
+			ret = dp_err_set(&p->err, -EINVAL, "thread %d of pid %d sleeps in a system "
+					 "call at %#" PRIx64 " just before the patched bytes: it "
+					 "cannot be moved", (int)t->tid, (int)p->pid, rip - 2);
 	}
 	for (size_t i = 0; i < p->n && !ret; i++) {
 		const struct dp_pc_move *m;

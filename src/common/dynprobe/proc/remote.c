@@ -114,8 +114,8 @@ int dp_remote_syscall_insn(struct dp_proc *p, uint64_t *addr)
 		}
 	dp_maps_free(&maps);
 	if (!p->syscall_insn)
-		return dp_err_set(&p->err, -ENOENT, "no syscall instruction found in the code of pid %d",
-				(int)p->pid);
+		return dp_err_set(&p->err, -ENOENT, "no syscall instruction found in the code of "
+				  "pid %d", (int)p->pid);
 	*addr = p->syscall_insn;
 	return 0;
 }
@@ -245,7 +245,8 @@ static int syscall_once(struct dp_proc *p, pid_t tid, uint64_t insn, long nr,
 	t->flags |= T_OWNED;
 	t->stop = DP_STOP_NONE;
 	if (ptrace(PTRACE_SYSCALL, tid, 0, 0))
-		return dp_err_set(&p->err, -errno, "cannot run thread %d: %s", (int)tid, strerror(errno));
+		return dp_err_set(&p->err, -errno, "cannot run thread %d: %s", (int)tid,
+				  strerror(errno));
 	for (;;) {
 		enum dp_event ev;
 		int sig;
@@ -267,8 +268,8 @@ static int syscall_once(struct dp_proc *p, pid_t tid, uint64_t insn, long nr,
 				continue;
 			}
 			if (ptrace(PTRACE_GETREGS, tid, 0, &regs))
-				return dp_err_set(&p->err, -errno, "cannot read the result of a %s: %s",
-						syscall_name(nr), strerror(errno));
+				return dp_err_set(&p->err, -errno, "cannot read the result of a "
+						  "%s: %s", syscall_name(nr), strerror(errno));
 			*out = (int64_t)regs.rax;
 			rseq_restore(p, &rs);
 			return give_back(p, tid, &saved);
@@ -409,20 +410,20 @@ static int run_call(struct dp_proc *p, pid_t tid, const struct dp_remote_call *c
 			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 			ret = dp__wait_owned(p, tid, p->timeout_ms, &ev, &sig);
 			if (ret <= 0)
-				return dp_err_set(&p->err, -ETIMEDOUT, "a call in thread %d of pid %d "
-						"neither returned nor stopped", (int)tid,
-						(int)p->pid);
+				return dp_err_set(&p->err, -ETIMEDOUT, "a call in thread %d of "
+						  "pid %d neither returned nor stopped", (int)tid,
+						  (int)p->pid);
 			if (ev == EV_EXIT)
 				return dp_err_set(&p->err, -ESRCH, "thread %d exited", (int)tid);
-			dp_err_set(&p->err, -ETIMEDOUT, "a call in thread %d of pid %d did not return "
-					 "within %d ms (waiting for a lock another thread holds?): "
-					 "abandoned", (int)tid, (int)p->pid, c->timeout_ms);
+			dp_err_set(&p->err, -ETIMEDOUT, "a call in thread %d of pid %d did not "
+				   "return within %d ms (waiting for a lock another thread "
+				   "holds?): abandoned", (int)tid, (int)p->pid, c->timeout_ms);
 			ret = -ETIMEDOUT;
 			break;
 		}
 		if (ev == EV_EXIT)
-			return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited during a call",
-					(int)tid, (int)p->pid);
+			return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited during a "
+					  "call", (int)tid, (int)p->pid);
 		if (ev == EV_EXEC)
 			return dp_err_set(&p->err, -DP_PROC_EEXEC, "pid %d ran execve() meanwhile",
 					(int)p->pid);
@@ -442,9 +443,9 @@ static int run_call(struct dp_proc *p, pid_t tid, const struct dp_remote_call *c
 		if (ev == EV_SIGNAL) {
 			/* Every other signal is blocked: this one is a fault of the call. */
 			ptrace(PTRACE_GETREGS, tid, 0, &regs);
-			ret = dp_err_set(&p->err, -EFAULT, "a call in thread %d of pid %d faulted (signal "
-					       "%d at %#llx): put back as it was", (int)tid, (int)p->pid,
-					       sig, (unsigned long long)regs.rip);
+			ret = dp_err_set(&p->err, -EFAULT, "a call in thread %d of pid %d faulted "
+					 "(signal %d at %#llx): put back as it was", (int)tid,
+					 (int)p->pid, sig, (unsigned long long)regs.rip);
 			break;
 		}
 		ptrace(PTRACE_CONT, tid, 0, 0);
@@ -547,8 +548,8 @@ unmask:
 	if (ptrace(PTRACE_GETREGS, tid, 0, &back) == 0 && back.rip != saved.rip)
 		ptrace(PTRACE_SETREGS, tid, 0, &saved);
 	if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &xs->iov) && !ret)
-		ret = dp_err_set(&p->err, -errno, "cannot restore the vector state of thread %d: %s",
-				       (int)tid, strerror(errno));
+		ret = dp_err_set(&p->err, -errno, "cannot restore the vector state of thread %d: "
+				 "%s", (int)tid, strerror(errno));
 	rseq_restore(p, &rs);
 out:
 	free(xs);
