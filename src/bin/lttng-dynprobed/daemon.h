@@ -19,29 +19,27 @@
  *   clients.c   the client protocol's requests
  *   sessions.c  noticing destroyed sessions (liblttng-ctl)
  *
- * Who calls whom (every arrow points down; no file calls one above it, so
- * there is no cycle; log.c is called by all):
+ * Who calls whom: a file calls only the files listed after it on its line,
+ * each of which is lower in this list, so the calls form no cycle (log.c is
+ * called by all and calls none; state.c is the only owner of the state):
  *
- *   main.c -> clients.c -> sessions.c
- *                 |  \
- *                 |   mappers.c -------------------+
- *                 v                                |
- *        install.c    remove.c                     |
- *                 \    /                           |
- *                 write.c                          |
- *                    |                             |
- *                 stage.c                          |
- *                    |                             |
- *                 agents.c                         |
- *                    |                             |
- *                 state.c <------------------------+
- *                    |
- *                 resolve.c
+ *   main.c      -> sessions clients install remove agents state
+ *   sessions.c  -> clients state
+ *   clients.c   -> install remove mappers state resolve
+ *   install.c   -> write stage agents state resolve
+ *   remove.c    -> write stage agents state
+ *   mappers.c   -> resolve
+ *   write.c     -> stage
+ *   stage.c     -> agents state resolve
+ *   agents.c    -> state resolve
+ *   state.c     -> resolve
+ *   resolve.c   -> log
  *
- * (Each file also calls those below the ones it points to: install.c uses
- * stage.c and agents.c directly.)  Before this layout, agents.c, install.c
- * and state.c called one another: agents.c ran installs and install.c
- * asked agents.c, state.c took events out of agents.c's sites.
+ * (Before this layout, install.c held stage, write, remove and mappers,
+ * and the calls went round: agents.c -> install.c (the installs at HELLO,
+ * dpd_event_window) -> agents.c (requests); state.c -> agents.c
+ * (dpd_site_disown) -> state.c (dpd_events); install.c and state.c ->
+ * main.c (dpd_cfg) -> both.)
  *
  * One thread does everything: requests are served one at a time, so that
  * nothing here needs a lock, and ptrace (tied to the tracing thread) is

@@ -464,18 +464,27 @@ int dp_proc_resume(struct dp_proc *p)
 	return 0;
 }
 
+/* One pass of the pump over the other threads, a nap when nothing came:
+ * 0, or -errno when the process is gone. */
+static int pump_or_nap(struct dp_proc *p, unsigned int *round)
+{
+	if (dp__pump(p))
+		*round = 0;
+	else
+		snooze(round);
+	return p->gone ? gone_error(p) : 0;
+}
+
 int dp_proc_service(struct dp_proc *p, int timeout_ms)
 {
 	uint64_t deadline = dp__now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	unsigned int round = 0;
 
 	do {
-		if (dp__pump(p))
-			round = 0;
-		else
-			snooze(&round);
-		if (p->gone)
-			return gone_error(p);
+		int ret = pump_or_nap(p, &round);
+
+		if (ret)
+			return ret;
 	} while (dp__now_ns() < deadline);
 	return 0;
 }
@@ -520,7 +529,7 @@ int dp__wait_owned(struct dp_proc *p, pid_t owned, int timeout_ms, enum dp_event
 	for (size_t i = 0; i < p->n; i++)
 		others_run |= p->t[i].tid != owned && (p->t[i].flags & T_WANT_RUN);
 	for (;;) {
-		int status;
+		int status, ret;
 		/* Nobody else runs, so nobody else needs service: just block. */
 		pid_t r = waitpid(owned, &status,
 				  __WALL | (others_run || timeout_ms >= 0 ? WNOHANG : 0));
@@ -545,12 +554,9 @@ int dp__wait_owned(struct dp_proc *p, pid_t owned, int timeout_ms, enum dp_event
 			*sig = 0;
 			return 1;
 		}
-		if (dp__pump(p))
-			round = 0;
-		else
-			snooze(&round);
-		if (p->gone)
-			return gone_error(p);
+		ret = pump_or_nap(p, &round);
+		if (ret)
+			return ret;
 		if (timeout_ms >= 0 && dp__now_ns() > deadline)
 			return 0;
 	}
