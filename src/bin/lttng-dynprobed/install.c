@@ -1,5 +1,5 @@
 /*
- * Patching events into one process, and taking them out again.
+ * Patching events into one process (taking them out is remove.c's).
  *
  * Install, for the events' plans (file addresses) at their objects' load
  * bias:
