@@ -142,7 +142,7 @@ int main(int argc, char **argv)
 		struct stat_ns att = { 0 }, det = { 0 }, mm = { 0 };
 		uint64_t held = 0;
 		struct dp_inject_result r = { 0 };
-		char msg[512] = "";
+		struct dp_err err = DP_ERR_INIT;
 		int keep = -1, ret = -1;
 		pid_t pid = start_target(sizes[k], &keep);
 
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 			dp_proc_close(p);
 		}
 		if (lib[0])
-			ret = dp_inject_agent(pid, lib, NULL, &r, msg, sizeof(msg));
+			ret = dp_inject_agent(pid, lib, NULL, &r, &err);
 		if (held > worst_held)
 			worst_held = held;
 		if (r.held_ns > worst_held)
@@ -188,7 +188,7 @@ int main(int argc, char **argv)
 		if (ret == 0)
 			printf("%.2f / %.2f |\n", r.total_ns / 1e6, r.held_ns / 1e6);
 		else
-			printf("failed: %s |\n", msg);
+			printf("failed: %s |\n", err.msg);
 		stop_target(pid, keep);
 	}
 	printf("\nlongest time all threads stayed held: %.3f ms\n", worst_held / 1e6);

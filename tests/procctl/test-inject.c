@@ -112,7 +112,8 @@ static void test_basic(void)
 	struct dp_inject_opts o;
 	struct dp_inject_result r;
 	struct target tg;
-	char msg[512], line[512], value[DP_INJECT_ENV_VALUE_MAX], want[DP_INJECT_ENV_VALUE_MAX + 8];
+	char line[512], value[DP_INJECT_ENV_VALUE_MAX], want[DP_INJECT_ENV_VALUE_MAX + 8];
+	struct dp_err err = DP_ERR_INIT;
 	int threads, rx, ret;
 
 	if (!tap_ok(target_spawn(&tg, "./procctl-target", argv, env, false) == 0,
@@ -128,17 +129,17 @@ static void test_basic(void)
 	o.env_name = "LTTNG_DYNPROBE_APP_SOCKET";
 	o.env_value = value;
 	value[sizeof(value) - 1] = 'x';
-	ret = dp_inject_agent(tg.pid, probe, &o, &r, msg, sizeof(msg));
-	tap_ok(ret == -EINVAL && strstr(msg, "at most 127 bytes"),
-	       "a value of 128 bytes is refused, nothing done (%d: %s)", ret, msg);
+	ret = dp_inject_agent(tg.pid, probe, &o, &r, &err);
+	tap_ok(ret == -EINVAL && strstr(err.msg, "at most 127 bytes"),
+	       "a value of 128 bytes is refused, nothing done (%d: %s)", ret, err.msg);
 	value[sizeof(value) - 1] = '\0';
 	o.env_name = "A=B";
-	ret = dp_inject_agent(tg.pid, probe, &o, &r, msg, sizeof(msg));
+	ret = dp_inject_agent(tg.pid, probe, &o, &r, &err);
 	tap_ok(ret == -EINVAL && !maps_has(tg.pid, "libprocctl-probe.so"),
-	       "so is a name with '=' (%d: %s)", ret, msg);
+	       "so is a name with '=' (%d: %s)", ret, err.msg);
 	o.env_name = "LTTNG_DYNPROBE_APP_SOCKET";
-	ret = dp_inject_agent(tg.pid, probe, &o, &r, msg, sizeof(msg));
-	tap_ok(ret == 0, "the library is loaded (%d: %s)", ret, msg);
+	ret = dp_inject_agent(tg.pid, probe, &o, &r, &err);
+	tap_ok(ret == 0, "the library is loaded (%d: %s)", ret, err.msg);
 	diag_result(&r);
 	tap_ok(loaded_line(tg.pid, line, sizeof(line)) && strstr(line, "socket=") &&
 	       !strcmp(strstr(line, "socket="), want) &&
@@ -163,13 +164,13 @@ static void test_basic(void)
 	       "the helper thread exited and unmapped its code (%d threads, %d code pages; "
 	       "before %d and %d)", count_threads(tg.pid), count_anon_rx(tg.pid), threads, rx);
 
-	ret = dp_inject_agent(tg.pid, probe, &o, &r, msg, sizeof(msg));
-	tap_ok(ret == DP_INJECT_ALREADY, "a second load does nothing (%d: %s)", ret, msg);
+	ret = dp_inject_agent(tg.pid, probe, &o, &r, &err);
+	tap_ok(ret == DP_INJECT_ALREADY, "a second load does nothing (%d: %s)", ret, err.msg);
 
-	ret = dp_inject_agent(tg.pid, bad, &o, &r, msg, sizeof(msg));
-	tap_ok(ret == -DP_INJECT_EDLOPEN && strstr(msg, "undefined symbol") &&
-	       strstr(msg, "procctl_function_nobody_defines"),
-	       "dlopen's own error comes back (%d: %s)", ret, msg);
+	ret = dp_inject_agent(tg.pid, bad, &o, &r, &err);
+	tap_ok(ret == -DP_INJECT_EDLOPEN && strstr(err.msg, "undefined symbol") &&
+	       strstr(err.msg, "procctl_function_nobody_defines"),
+	       "dlopen's own error comes back (%d: %s)", ret, err.msg);
 
 	tap_ok(target_ask(&tg, "report", "report", line, sizeof(line), 3000) == 0 &&
 	       kv(line, "errors") == 0 && kv(line, "short") == 0 && kv(line, "eintr") == 0,
@@ -202,7 +203,8 @@ static void test_malloc_and_loader(void)
 	struct dp_inject_opts o;
 	struct dp_inject_result r;
 	struct target tg;
-	char msg[512], line[512], line2[512];
+	char line[512], line2[512];
+	struct dp_err err = DP_ERR_INIT;
 	int64_t t0;
 	pid_t drainer;
 	int ret, status;
@@ -246,10 +248,10 @@ static void test_malloc_and_loader(void)
 
 	dp_inject_opts_init(&o);
 	t0 = util_now_ms();
-	ret = dp_inject_agent(tg.pid, probe, &o, &r, msg, sizeof(msg));
+	ret = dp_inject_agent(tg.pid, probe, &o, &r, &err);
 	tap_ok(ret == 0 && util_now_ms() - t0 < 10000,
 	       "the library loads without deadlock in %" PRId64 " ms (%d: %s)",
-	       util_now_ms() - t0, ret, msg);
+	       util_now_ms() - t0, ret, err.msg);
 	diag_result(&r);
 	tap_ok(loaded_line(tg.pid, line, sizeof(line)), "its constructor ran (%s)", line);
 	ret = target_ask(&tg, "report", "report", line, sizeof(line), 3000);
@@ -272,7 +274,8 @@ static void test_no_sleeper(void)
 	struct dp_inject_opts o;
 	struct dp_inject_result r;
 	struct target tg;
-	char msg[512], line[512];
+	char line[512];
+	struct dp_err err = DP_ERR_INIT;
 	int ret;
 
 	if (!tap_ok(target_spawn(&tg, "./procctl-target", argv, env, false) == 0,
@@ -281,9 +284,9 @@ static void test_no_sleeper(void)
 	dp_inject_opts_init(&o);
 	o.env_name = "LTTNG_DYNPROBE_APP_SOCKET";
 	o.env_value = "/ours.sock";
-	ret = dp_inject_agent(tg.pid, probe, &o, &r, msg, sizeof(msg));
+	ret = dp_inject_agent(tg.pid, probe, &o, &r, &err);
 	tap_ok(ret == 0 && loaded_line(tg.pid, line, sizeof(line)),
-	       "loaded through a thread caught entering poll() (%d: %s)", ret, msg);
+	       "loaded through a thread caught entering poll() (%d: %s)", ret, err.msg);
 	diag_result(&r);
 	tap_ok(strstr(line, "socket=") && !strcmp(strstr(line, "socket="), "socket=/its/own.sock"),
 	       "a variable the target has is left as it is (%s)", line);
@@ -298,7 +301,8 @@ static void test_no_sleeper(void)
 static void test_refusals(void)
 {
 	char *argv[] = { "./procctl-target", "-t", "2", NULL };
-	char old_ust[PATH_MAX + 64], cmd[2 * PATH_MAX + 80], msg[512], line[512];
+	char old_ust[PATH_MAX + 64], cmd[2 * PATH_MAX + 80], line[512];
+	struct dp_err err = DP_ERR_INIT;
 	struct target tg;
 	struct dp_proc *p;
 	pid_t child;
@@ -312,16 +316,16 @@ static void test_refusals(void)
 		snprintf(cmd, sizeof(cmd), "dlopen %s", old_ust);
 		tap_ok(target_ask(&tg, cmd, "dlopen", line, sizeof(line), 3000) == 0 &&
 		       !strcmp(line, "dlopen ok"), "it loads a liblttng-ust.so.0 (%s)", line);
-		ret = dp_inject_agent(tg.pid, probe, NULL, NULL, msg, sizeof(msg));
-		tap_ok(ret == -DP_INJECT_EUST0 && strstr(msg, "liblttng-ust.so.0") &&
-		       strstr(msg, "liblttng-ust.so.1"),
-		       "refused with liblttng-ust.so.0 loaded (%d: %s)", ret, msg);
+		ret = dp_inject_agent(tg.pid, probe, NULL, NULL, &err);
+		tap_ok(ret == -DP_INJECT_EUST0 && strstr(err.msg, "liblttng-ust.so.0") &&
+		       strstr(err.msg, "liblttng-ust.so.1"),
+		       "refused with liblttng-ust.so.0 loaded (%d: %s)", ret, err.msg);
 
 		kill(tg.pid, SIGSTOP);
 		util_sleep_ms(100);
-		ret = dp_inject_agent(tg.pid, probe, NULL, NULL, msg, sizeof(msg));
-		tap_ok(ret == -DP_INJECT_ESTOPPED && strstr(msg, "SIGCONT"),
-		       "refused while stopped by job control (%d: %s)", ret, msg);
+		ret = dp_inject_agent(tg.pid, probe, NULL, NULL, &err);
+		tap_ok(ret == -DP_INJECT_ESTOPPED && strstr(err.msg, "SIGCONT"),
+		       "refused while stopped by job control (%d: %s)", ret, err.msg);
 		kill(tg.pid, SIGCONT);
 		tap_ok(target_quit(&tg, 5000) == 0, "that target exits cleanly");
 	}
@@ -332,10 +336,10 @@ static void test_refusals(void)
 		_exit(127);
 	}
 	util_sleep_ms(200);
-	ret = dp_inject_agent(child, probe, NULL, NULL, msg, sizeof(msg));
-	tap_ok(ret == -DP_PROC_ESTATIC && strstr(msg, "statically linked") &&
-	       strstr(msg, "agent cannot be loaded"),
-	       "a statically linked program is refused (%d: %s)", ret, msg);
+	ret = dp_inject_agent(child, probe, NULL, NULL, &err);
+	tap_ok(ret == -DP_PROC_ESTATIC && strstr(err.msg, "statically linked") &&
+	       strstr(err.msg, "agent cannot be loaded"),
+	       "a statically linked program is refused (%d: %s)", ret, err.msg);
 	p = dp_proc_open(child);
 	ret = dp_proc_attach(p, 0);
 	tap_ok(ret == -DP_PROC_ESTATIC, "attaching to load the agent is refused too (%d: %s)",
@@ -348,15 +352,16 @@ static void test_refusals(void)
 	kill(child, SIGKILL);
 	waitpid(child, &status, 0);
 
-	ret = dp_inject_agent(getpid(), "relative/agent.so", NULL, NULL, msg, sizeof(msg));
-	tap_ok(ret == -EINVAL && strstr(msg, "absolute"), "a relative path is refused (%s)", msg);
+	ret = dp_inject_agent(getpid(), "relative/agent.so", NULL, NULL, &err);
+	tap_ok(ret == -EINVAL && strstr(err.msg, "absolute"), "a relative path is refused (%s)", err.msg);
 }
 
 static void test_real_agent(void)
 {
 	const char *rel = "../../src/lib/lttng-ust-dynprobe/.libs/liblttng-ust-dynprobe.so";
 	char *argv[] = { "./procctl-target", "-t", "2", NULL };
-	char agent[PATH_MAX], home[PATH_MAX + 16], msg[512], line[512];
+	char agent[PATH_MAX], home[PATH_MAX + 16], line[512];
+	struct dp_err err = DP_ERR_INIT;
 	char *env[] = { home, NULL };
 	struct dp_inject_result r;
 	struct target tg;
@@ -371,10 +376,10 @@ static void test_real_agent(void)
 	if (!tap_ok(target_spawn(&tg, "./procctl-target", argv, env, false) == 0,
 		    "a target for the agent starts"))
 		return;
-	ret = dp_inject_agent(tg.pid, agent, NULL, &r, msg, sizeof(msg));
+	ret = dp_inject_agent(tg.pid, agent, NULL, &r, &err);
 	tap_ok(ret == 0 && maps_has(tg.pid, "liblttng-ust-dynprobe.so") &&
 	       maps_has(tg.pid, "liblttng-ust.so.1"),
-	       "the agent and lttng-ust load into a running process (%d: %s)", ret, msg);
+	       "the agent and lttng-ust load into a running process (%d: %s)", ret, err.msg);
 	diag_result(&r);
 	tap_ok(target_ask(&tg, "report", "report", line, sizeof(line), 3000) == 0 &&
 	       kv(line, "errors") == 0, "the target computes right with the agent (%s)", line);

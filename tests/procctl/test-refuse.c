@@ -138,33 +138,33 @@ static void test_judge(void)
 		.target_uid = { 1000, 1000, 1000 }, .target_gid = { 1000, 1000, 1000 },
 		.target_dumpable = true, .yama_scope = -1,
 	};
-	char msg[512];
+	struct dp_err err = DP_ERR_INIT;
 	int ret;
 
-	tap_ok(dp_ptrace_judge(42, &f, msg, sizeof(msg)) == 0, "same user, no yama: allowed");
+	tap_ok(dp_ptrace_judge(42, &f, &err) == 0, "same user, no yama: allowed");
 	f.yama_scope = 1;
-	ret = dp_ptrace_judge(42, &f, msg, sizeof(msg));
-	tap_ok(ret == -DP_PROC_EYAMA && strstr(msg, "ptrace_scope is 1") &&
-	       strstr(msg, "descendant") && strstr(msg, "PR_SET_PTRACER"),
-	       "yama 1 and not a descendant: refused (%s)", msg);
+	ret = dp_ptrace_judge(42, &f, &err);
+	tap_ok(ret == -DP_PROC_EYAMA && strstr(err.msg, "ptrace_scope is 1") &&
+	       strstr(err.msg, "descendant") && strstr(err.msg, "PR_SET_PTRACER"),
+	       "yama 1 and not a descendant: refused (%s)", err.msg);
 	f.target_is_descendant = true;
-	tap_ok(dp_ptrace_judge(42, &f, msg, sizeof(msg)) == 0, "yama 1, a descendant: allowed");
+	tap_ok(dp_ptrace_judge(42, &f, &err) == 0, "yama 1, a descendant: allowed");
 	f.yama_scope = 2;
-	ret = dp_ptrace_judge(42, &f, msg, sizeof(msg));
-	tap_ok(ret == -DP_PROC_EYAMA && strstr(msg, "ptrace_scope is 2") &&
-	       strstr(msg, "CAP_SYS_PTRACE"), "yama 2 without the capability: refused (%s)", msg);
+	ret = dp_ptrace_judge(42, &f, &err);
+	tap_ok(ret == -DP_PROC_EYAMA && strstr(err.msg, "ptrace_scope is 2") &&
+	       strstr(err.msg, "CAP_SYS_PTRACE"), "yama 2 without the capability: refused (%s)", err.msg);
 	f.tracer_cap = true;
-	tap_ok(dp_ptrace_judge(42, &f, msg, sizeof(msg)) == 0, "yama 2 with CAP_SYS_PTRACE: allowed");
+	tap_ok(dp_ptrace_judge(42, &f, &err) == 0, "yama 2 with CAP_SYS_PTRACE: allowed");
 	f.yama_scope = 3;
-	ret = dp_ptrace_judge(42, &f, msg, sizeof(msg));
-	tap_ok(ret == -DP_PROC_EYAMA && strstr(msg, "ptrace_scope is 3") && strstr(msg, "root"),
-	       "yama 3 refuses even with the capability (%s)", msg);
+	ret = dp_ptrace_judge(42, &f, &err);
+	tap_ok(ret == -DP_PROC_EYAMA && strstr(err.msg, "ptrace_scope is 3") && strstr(err.msg, "root"),
+	       "yama 3 refuses even with the capability (%s)", err.msg);
 	f.yama_scope = -1;
 	f.tracer_cap = false;
 	f.target_caps = 1u << 13;
-	ret = dp_ptrace_judge(42, &f, msg, sizeof(msg));
-	tap_ok(ret == -DP_PROC_EPRIV && strstr(msg, "capabilities"),
-	       "a target with capabilities the tracer lacks: refused (%s)", msg);
+	ret = dp_ptrace_judge(42, &f, &err);
+	tap_ok(ret == -DP_PROC_EPRIV && strstr(err.msg, "capabilities"),
+	       "a target with capabilities the tracer lacks: refused (%s)", err.msg);
 }
 
 int main(void)

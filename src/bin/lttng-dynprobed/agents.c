@@ -12,10 +12,8 @@
  * process (the probes of `lttng trace`) and GO.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,55 +22,9 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "proc/proc-status.h"
 
-struct dpd_proc *dpd_procs;
 int dpd_app_listen_fd = -1;
-
-struct dpd_proc *dpd_proc_find(pid_t pid)
-{
-	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
-		if (p->pid == pid)
-			return p;
-	return NULL;
-}
-
-/* Whether pid still runs (a zombie has exited for our purposes). */
-static bool proc_alive(pid_t pid)
-{
-	char path[64], buf[512];
-	FILE *f;
-	bool alive = false;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (fgets(buf, sizeof(buf), f)) {
-		char *rp = strrchr(buf, ')');
-
-		alive = rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
-	}
-	fclose(f);
-	return alive;
-}
-
-void dpd_proc_forget(struct dpd_proc *p)
-{
-	struct dpd_proc **pp;
-
-	for (pp = &dpd_procs; *pp; pp = &(*pp)->next) {
-		if (*pp == p) {
-			*pp = p->next;
-			break;
-		}
-	}
-	dpd_info("process %d forgotten (%u sites)", (int)p->pid, p->nsites);
-	if (p->fd >= 0)
-		close(p->fd);
-	free(p->probes);
-	free(p->sites);
-	free(p);
-}
 
 /* The agent connection is gone: forget the process if it exited, else wait
  * for the agent to reconnect (it will, and say HELLO again). */
@@ -81,36 +33,10 @@ static void conn_lost(struct dpd_proc *p)
 	if (p->fd >= 0)
 		close(p->fd);
 	p->fd = -1;
-	if (!proc_alive(p->pid))
+	if (!dp_proc_alive(p->pid))
 		dpd_proc_forget(p);
 	else
 		dpd_info("agent of process %d disconnected; it will reconnect", (int)p->pid);
-}
-
-static const struct dpd_probe *probe_by_id(const struct dpd_proc *p, uint32_t id)
-{
-	for (uint32_t i = 0; i < p->nprobes; i++)
-		if (p->probes[i].id == id)
-			return &p->probes[i];
-	return NULL;
-}
-
-bool dpd_site_owned(const struct dpd_site *s, const struct dpd_event *ev)
-{
-	for (uint32_t i = 0; i < s->nowners; i++)
-		if (s->owners[i].ev == ev)
-			return true;
-	return false;
-}
-
-void dpd_site_disown(struct dpd_site *s, const struct dpd_event *ev)
-{
-	uint32_t k = 0;
-
-	for (uint32_t i = 0; i < s->nowners; i++)
-		if (s->owners[i].ev != ev)
-			s->owners[k++] = s->owners[i];
-	s->nowners = k;
 }
 
 /* Whether a probe of the patch records one of ev's lttng names. */
@@ -118,7 +44,7 @@ static bool names_probe(const struct dpd_proc *p, const struct dpd_event *ev,
 			const struct dp_app_patch *ap)
 {
 	for (uint32_t i = 0; i < ap->nprobes; i++) {
-		const struct dpd_probe *pr = probe_by_id(p, ap->probes[i]);
+		const struct dpd_probe *pr = dpd_proc_probe(p, ap->probes[i]);
 
 		for (uint32_t k = 0; pr && k < ev->nnames; k++)
 			if (!strcmp(ev->names[k], pr->event))
@@ -180,7 +106,7 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 		const struct dp_app_probe *ap = &s->probes[i];
 		struct dpd_probe *dp;
 
-		if (probe_by_id(p, ap->id))
+		if (dpd_proc_probe(p, ap->id))
 			continue;
 		dp = &p->probes[p->nprobes++];
 		memset(dp, 0, sizeof(*dp));
@@ -196,7 +122,7 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 	}
 	for (uint32_t i = 0; i < s->npatches; i++) {
 		const struct dp_app_patch *ap = &s->patches[i];
-		const struct dpd_probe *first = probe_by_id(p, ap->probes[0]);
+		const struct dpd_probe *first = dpd_proc_probe(p, ap->probes[0]);
 		struct dpd_site *site, *v;
 		uint32_t at = p->nsites;
 
@@ -285,18 +211,12 @@ int dpd_agent_accept(void)
 			 (int)cred.pid, (int)cred.pid);
 
 	p = dpd_proc_find(cred.pid);
+	if (!p)
+		p = dpd_proc_add(cred.pid);
 	if (!p) {
-		p = calloc(1, sizeof(*p));
-		if (!p) {
-			dp_app_msg_release(&hello);
-			close(fd);
-			return 0;
-		}
-		p->pid = cred.pid;
-		p->fd = -1;
-		p->next_id = 1;
-		p->next = dpd_procs;
-		dpd_procs = p;
+		dp_app_msg_release(&hello);
+		close(fd);
+		return 0;
 	}
 	if (p->fd >= 0)
 		close(p->fd);
@@ -344,7 +264,7 @@ struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms)
 
 		if (p && p->fd >= 0)
 			return p;
-		if (left <= 0 || !proc_alive(pid))
+		if (left <= 0 || !dp_proc_alive(pid))
 			return NULL;
 		/* Short naps: a process that dies meanwhile is noticed. */
 		if (poll(&pfd, 1, left > 100 ? 100 : (int)left) > 0)
@@ -362,24 +282,25 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 
 	memset(rep, 0, sizeof(*rep));
 	if (p->fd < 0) {
-		dpd_msg_set(msg, "the agent of process %d is not connected", (int)p->pid);
+		dp_err_set(msg, -ENOTCONN, "the agent of process %d is not connected", (int)p->pid);
 		return -ENOTCONN;
 	}
 	ret = dp_app_call(p->fd, req, &p->seq, rep, DP_APP_TIMEOUT_MS, &why);
 	if (ret == -EOPNOTSUPP) {
-		dpd_msg_set(msg, "the agent of process %d does not know %s: it is older than "
-				 "this daemon", (int)p->pid, name);
+		dp_err_set(msg, ret, "the agent of process %d does not know %s: it is older than "
+				     "this daemon", (int)p->pid, name);
 		return ret;
 	}
 	if (ret) {
-		bool alive = proc_alive(p->pid);
+		bool alive = dp_proc_alive(p->pid);
 
 		if (!alive)
-			dpd_msg_set(msg, "process %d exited during the operation", (int)p->pid);
+			dp_err_set(msg, -ESRCH, "process %d exited during the operation",
+				   (int)p->pid);
 		else
-			dpd_msg_set(msg, "the agent of process %d did not answer %s: %s",
-				    (int)p->pid, name,
-				    ret == -EPROTO ? dp_proto_err_str(why) : strerror(-ret));
+			dp_err_set(msg, ret, "the agent of process %d did not answer %s: %s",
+				   (int)p->pid, name,
+				   ret == -EPROTO ? dp_proto_err_str(why) : strerror(-ret));
 		dpd_dbg("%s to %d: %s", name, (int)p->pid, msg->msg);
 		/* The stream cannot be trusted after a failed call. */
 		if (p->fd >= 0)
@@ -392,15 +313,36 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 	case DP_APP_ALLOC_CODE_REPLY:
 	case DP_APP_NOTE_INSTALLED_REPLY:
 	case DP_APP_NOTE_REMOVED_REPLY:
-		if (rep->result.status) {
-			dpd_msg_set(msg, "process %d: %s", (int)p->pid, rep->result.error);
-			return rep->result.status;
-		}
+		if (rep->result.status)
+			return dp_err_set(msg, rep->result.status, "process %d: %s", (int)p->pid,
+					  rep->result.error);
 		break;
 	default:
 		break;
 	}
 	return 0;
+}
+
+int dpd_agent_note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dp_err *msg)
+{
+	struct dp_app_msg req = { .type = DP_APP_NOTE_INSTALLED }, rep;
+	int ret;
+
+	req.note_installed = *ap;
+	ret = dpd_agent_call(p, &req, &rep, msg);
+	dp_app_msg_release(&rep);
+	return ret;
+}
+
+int dpd_agent_note_removed(struct dpd_proc *p, uint64_t site, struct dp_err *msg)
+{
+	struct dp_app_msg req = { .type = DP_APP_NOTE_REMOVED }, rep;
+	int ret;
+
+	req.note_removed = site;
+	ret = dpd_agent_call(p, &req, &rep, msg);
+	dp_app_msg_release(&rep);
+	return ret;
 }
 
 void dpd_agent_readable(struct dpd_proc *p)
@@ -427,106 +369,27 @@ void dpd_agent_readable(struct dpd_proc *p)
 	conn_lost(p);
 }
 
-uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *ev,
-			      uint32_t *njump, uint32_t *nint3)
-{
-	uint32_t n = 0;
-
-	*njump = *nint3 = 0;
-	for (uint32_t i = 0; i < p->nsites; i++) {
-		const struct dpd_site *s = &p->sites[i];
-
-		if (!s->installed || (ev && !dpd_site_owned(s, ev)))
-			continue;
-		n++;
-		if (s->patch.method == DP_APP_METHOD_INT3)
-			(*nint3)++;
-		else
-			(*njump)++;
-	}
-	return n;
-}
-
-/* Whether ev has any site installed in p. */
-static bool installed_in(const struct dpd_proc *p, const struct dpd_event *ev)
-{
-	uint32_t j, i;
-
-	return dpd_proc_count_sites(p, ev, &j, &i) > 0;
-}
-
 /*
  * What the agent reports against the process's code: a patch whose site
  * holds its original bytes is not there (a daemon died between noting an
  * int3 and writing it, or restored a site while the agent was away): the
  * agent is told, and the record dropped.
  */
-static void reconcile(struct dpd_proc *p)
+void dpd_agent_reconcile(struct dpd_proc *p)
 {
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)p->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
 	for (uint32_t i = 0; i < p->nsites && p->fd >= 0; i++) {
 		struct dpd_site *s = &p->sites[i];
 		uint8_t cur[DP_APP_MAX_ORIG];
-		struct dp_app_msg req = { .type = DP_APP_NOTE_REMOVED }, rep;
 		struct dp_err msg;
 
-		if (!s->installed || pread(fd, cur, s->patch.len, (off_t)s->patch.site) !=
-					     (ssize_t)s->patch.len ||
+		if (!s->installed || dp_proc_mem_read(p->pid, s->patch.site, cur, s->patch.len) ||
 		    memcmp(cur, s->patch.orig, s->patch.len))
 			continue;
 		dpd_info("process %d: the patch at 0x%" PRIx64 " its agent reports is not in "
 			 "its code: forgotten", (int)p->pid, s->patch.site);
 		s->installed = false;
-		req.note_removed = s->patch.site;
-		dpd_agent_call(p, &req, &rep, &msg);
-		dp_app_msg_release(&rep);
+		dpd_agent_note_removed(p, s->patch.site, &msg);
 	}
-	close(fd);
-}
-
-static void run_pending(struct dpd_proc *p)
-{
-	struct dp_app_msg req = { .type = DP_APP_GO }, rep;
-	struct dp_err msg;
-	pid_t pid = p->pid;
-
-	if (p->recovered) {
-		p->recovered = false;
-		reconcile(p);
-		if (p->fd < 0)
-			return;
-	}
-
-	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
-		struct dp_client_proc rp;
-
-		/* By path: the owner's own processes, root's included (root
-		 * names other users' processes by pid). */
-		if (!ev->enabled || ev->npids || !ev->obj || ev->owner != p->uid)
-			continue;
-		if (installed_in(p, ev) || !dpd_object_mapped(ev->obj, pid))
-			continue;
-		memset(&rp, 0, sizeof(rp));
-		dpd_install(ev, pid, &rp);
-		dpd_info("process %d started with the agent: %s: %s", (int)pid, ev->names[0],
-			 rp.status ? rp.message : "installed");
-		free(rp.sites);
-		/* The process may have gone meanwhile. */
-		p = dpd_proc_find(pid);
-		if (!p || p->fd < 0)
-			return;
-	}
-	if (p->minor < 1)
-		return;	/* an agent that does not know GO does not wait for it */
-	if (dpd_agent_call(p, &req, &rep, &msg))
-		dpd_info("GO to process %d: %s", (int)pid, msg.msg);
-	dp_app_msg_release(&rep);
 }
 
 void dpd_procs_reap(void)
@@ -537,28 +400,9 @@ void dpd_procs_reap(void)
 	while (again) {
 		again = false;
 		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
-			if (p->fd >= 0 || proc_alive(p->pid))
+			if (p->fd >= 0 || dp_proc_alive(p->pid))
 				continue;
 			dpd_proc_forget(p);
-			again = true;
-			break;
-		}
-	}
-}
-
-void dpd_agents_run_pending(void)
-{
-	bool again = true;
-
-	/* Restart from the head after each one: installing may forget
-	 * processes, or accept new ones. */
-	while (again) {
-		again = false;
-		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
-			if (!p->go_pending || p->fd < 0)
-				continue;
-			p->go_pending = false;
-			run_pending(p);
 			again = true;
 			break;
 		}

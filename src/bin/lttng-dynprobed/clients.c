@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "proc/proc-status.h"
 
 struct dpd_client *dpd_clients;
 
@@ -76,54 +77,29 @@ static void user_name(uid_t uid, char *out, size_t size)
 		snprintf(out, size, "uid %u", (unsigned)uid);
 }
 
-/* Real, effective and saved uids, and the thread group of pid: 0 or -ESRCH. */
-static int proc_ids(pid_t pid, uid_t uid[3], pid_t *tgid)
-{
-	char path[64], line[256];
-	unsigned long u[3];
-	bool got_uid = false;
-	long t = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -ESRCH;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Tgid: %ld", &t) == 1)
-			continue;
-		if (sscanf(line, "Uid: %lu %lu %lu", &u[0], &u[1], &u[2]) == 3)
-			got_uid = true;
-	}
-	fclose(f);
-	if (!got_uid || t < 0)
-		return -ESRCH;
-	for (int i = 0; i < 3; i++)
-		uid[i] = (uid_t)u[i];
-	*tgid = (pid_t)t;
-	return 0;
-}
-
 /* Whether the client may probe pid.  0 or -errno with a message. */
 static int check_pid(const struct dpd_client *c, pid_t pid, struct dp_err *msg)
 {
-	uid_t uid[3];
+	struct dp_proc_status st;
+	const uid_t *uid = st.uid;	/* real, effective, saved */
 	pid_t tgid;
 	char who[128], you[128];
 
-	if (pid <= 0 || proc_ids(pid, uid, &tgid)) {
-		dpd_msg_set(msg, "no process %d: give the pid of a running process (ps -e lists "
-				 "them)", (int)pid);
+	/* The owner and the thread group of pid. */
+	if (pid <= 0 || dp_proc_status_read(pid, 0, &st) || !st.tgid) {
+		dp_err_set(msg, -ESRCH, "no process %d: give the pid of a running process (ps -e "
+			   "lists them)", (int)pid);
 		return -ESRCH;
 	}
+	tgid = st.tgid;
 	if (tgid != pid) {
-		dpd_msg_set(msg, "%d is a thread of process %d: give the process id %d", (int)pid,
-			    (int)tgid, (int)tgid);
+		dp_err_set(msg, -EINVAL, "%d is a thread of process %d: give the process id %d",
+			   (int)pid, (int)tgid, (int)tgid);
 		return -EINVAL;
 	}
 	if (pid == getpid()) {
-		dpd_msg_set(msg, "process %d is lttng-dynprobed itself: it cannot be probed",
-			    (int)pid);
+		dp_err_set(msg, -EINVAL, "process %d is lttng-dynprobed itself: it cannot be "
+			   "probed", (int)pid);
 		return -EINVAL;
 	}
 	if (c->uid == 0)
@@ -132,8 +108,8 @@ static int check_pid(const struct dpd_client *c, pid_t pid, struct dp_err *msg)
 		user_name(uid[0] != c->uid ? uid[0] : uid[1] != c->uid ? uid[1] : uid[2], who,
 			  sizeof(who));
 		user_name(c->uid, you, sizeof(you));
-		dpd_msg_set(msg, "process %d belongs to %s, not to you (%s): only its owner or "
-				 "root may probe it", (int)pid, who, you);
+		dp_err_set(msg, -EPERM, "process %d belongs to %s, not to you (%s): only its "
+			   "owner or root may probe it", (int)pid, who, you);
 		return -EPERM;
 	}
 	return 0;
@@ -201,7 +177,7 @@ static int install_all(struct dpd_event *ev, struct dp_client_report *r, struct 
 			}
 			ret = dpd_install(ev, (pid_t)ev->pids[i], rp);
 			if (ret)
-				dpd_msg_set(msg, "%s", rp->message);
+				dp_err_set(msg, ret, "%s", rp->message);
 			if (rp == &tmp)
 				free(tmp.sites);
 		}
@@ -222,9 +198,9 @@ static int install_all(struct dpd_event *ev, struct dp_client_report *r, struct 
 	}
 	free(pids);
 	if (!n)
-		dpd_msg_set(msg, "no process maps %s now: the probes will be installed in "
-				 "processes that start with the agent preloaded (lttng trace)",
-			    ev->path);
+		dp_err_set(msg, 0, "no process maps %s now: the probes will be installed in "
+				   "processes that start with the agent preloaded (lttng trace)",
+			   ev->path);
 	return 0;
 }
 
@@ -263,23 +239,24 @@ static struct dpd_event *enable_begin(const struct dpd_client *c,
 	*fresh = false;
 	if (has_control(e->session) || has_control(e->channel) || has_control(e->event) ||
 	    has_control(e->location) || has_control(e->path)) {
-		dpd_msg_set(&msg, "names, locations and paths may not hold control characters");
+		dp_err_set(&msg, -EINVAL, "names, locations and paths may not hold control "
+			   "characters");
 		set_report(r, -EINVAL, &msg);
 		return NULL;
 	}
 	if (e->path[0] != '/') {
-		dpd_msg_set(&msg, "the path '%s' is not absolute: give the object's full path",
-			    e->path);
+		dp_err_set(&msg, -EINVAL, "the path '%s' is not absolute: give the object's full "
+			   "path", e->path);
 		set_report(r, -EINVAL, &msg);
 		return NULL;
 	}
 	ev = find_event(c, e->session, e->channel, e->event);
 	if (ev) {
 		if (!same_spec(ev, e)) {
-			dpd_msg_set(&msg, "event '%s' already exists in channel %s of session %s "
-					  "with another spec (%s in %s): give it another name, or "
-					  "destroy the session", e->event, e->channel, e->session,
-				    ev->location, ev->path);
+			dp_err_set(&msg, -EEXIST, "event '%s' already exists in channel %s of "
+				   "session %s with another spec (%s in %s): give it another "
+				   "name, or destroy the session", e->event, e->channel, e->session,
+				   ev->location, ev->path);
 			set_report(r, -EEXIST, &msg);
 			return NULL;
 		}
@@ -304,7 +281,7 @@ static struct dpd_event *enable_begin(const struct dpd_client *c,
 	}
 	ev = calloc(1, sizeof(*ev));
 	if (!ev) {
-		dpd_msg_set(&msg, "out of memory");
+		dp_err_set(&msg, -ENOMEM, "out of memory");
 		set_report(r, -ENOMEM, &msg);
 		return NULL;
 	}
@@ -321,7 +298,7 @@ static struct dpd_event *enable_begin(const struct dpd_client *c,
 	ev->ctx = calloc(e->nctx ? e->nctx : 1, sizeof(*ev->ctx));
 	if (!ev->pids || !ev->ctx) {
 		dpd_event_free(ev);
-		dpd_msg_set(&msg, "out of memory");
+		dp_err_set(&msg, -ENOMEM, "out of memory");
 		set_report(r, -ENOMEM, &msg);
 		return NULL;
 	}
@@ -436,8 +413,8 @@ static void do_enable_many(const struct dpd_client *c, const struct dp_client_en
 		if (twice) {
 			struct dp_err tm;
 
-			dpd_msg_set(&tm, "event '%s' is given twice in this request",
-				    m->specs[i].event);
+			dp_err_set(&tm, -EINVAL, "event '%s' is given twice in this request",
+				   m->specs[i].event);
 			set_report(r, -EINVAL, &tm);
 			continue;
 		}
@@ -468,7 +445,7 @@ static void do_enable_many(const struct dpd_client *c, const struct dp_client_en
 				for (size_t f = 0; f < e; f++)
 					out->reports[idx[f]].nprocs--;
 				ret = -ENOMEM;
-				dpd_msg_set(&msg, "out of memory");
+				dp_err_set(&msg, -ENOMEM, "out of memory");
 				break;
 			}
 		}
@@ -476,16 +453,16 @@ static void do_enable_many(const struct dpd_client *c, const struct dp_client_en
 			break;
 		ret = dpd_install_many(evs, k, pid, rps);
 		if (ret)
-			dpd_msg_set(&msg, "%s", rps[0]->message);
+			dp_err_set(&msg, ret, "%s", rps[0]->message);
 		/* Without explicit pids a process that fails is only
 		 * reported: the others go on. */
 		if (!m->npids)
 			ret = 0;
 	}
 	if (!m->npids && !npids)
-		dpd_msg_set(&msg, "no process maps %s now: the probes will be installed in "
-				  "processes that start with the agent preloaded (lttng trace)",
-			    m->path);
+		dp_err_set(&msg, 0, "no process maps %s now: the probes will be installed in "
+				    "processes that start with the agent preloaded (lttng trace)",
+			   m->path);
 	for (size_t e = 0; e < k; e++)
 		enable_end(evs[e], fresh[e], ret, &msg, &out->reports[idx[e]], false);
 	dpd_state_save();
@@ -504,8 +481,8 @@ static void do_disable(const struct dpd_client *c, const struct dp_client_event_
 	struct dpd_event *ev = find_event(c, d->session, d->channel, d->event);
 
 	if (!ev) {
-		dpd_msg_set(&msg, "no dynamic event '%s' in channel %s of session %s", d->event,
-			    d->channel, d->session);
+		dp_err_set(&msg, -ENOENT, "no dynamic event '%s' in channel %s of session %s",
+			   d->event, d->channel, d->session);
 		set_report(r, -ENOENT, &msg);
 		return;
 	}
@@ -534,11 +511,11 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 	}
 	if (!n) {
 		if (a->event[0])
-			dpd_msg_set(&msg, "no dynamic event '%s' in channel %s of session %s",
-				    a->event, a->channel, a->session);
+			dp_err_set(&msg, -ENOENT, "no dynamic event '%s' in channel %s of session "
+				   "%s", a->event, a->channel, a->session);
 		else
-			dpd_msg_set(&msg, "no dynamic event in channel %s of session %s",
-				    a->channel, a->session);
+			dp_err_set(&msg, -ENOENT, "no dynamic event in channel %s of session %s",
+				   a->channel, a->session);
 		set_report(r, -ENOENT, &msg);
 		return;
 	}
@@ -547,8 +524,8 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 		struct dpd_event *ev = match[i];
 
 		if (ev->nctx + a->nctx > DP_CLIENT_MAX_CTX) {
-			dpd_msg_set(&msg, "event %s would have more than %d contexts", ev->names[0],
-				    DP_CLIENT_MAX_CTX);
+			dp_err_set(&msg, -E2BIG, "event %s would have more than %d contexts",
+				   ev->names[0], DP_CLIENT_MAX_CTX);
 			ret = -E2BIG;
 			break;
 		}
@@ -562,9 +539,9 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 				if (dpd_resolve_ctx(ev->obj, spec, 0, &oc, &msg))
 					continue;
 				if (!strcmp(oc.name, nc.name) && nc.kind != DP_CTX_REGS) {
-					dpd_msg_set(&msg, "event %s already records a field '%s' "
-							  "(context '%s'): choose another name",
-						    ev->names[0], nc.name, spec);
+					dp_err_set(&msg, -EEXIST, "event %s already records a "
+						   "field '%s' (context '%s'): choose another name",
+						   ev->names[0], nc.name, spec);
 					ret = -EEXIST;
 				}
 			}
@@ -579,7 +556,7 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 		char (*v)[DP_CLIENT_CTX_MAX] = realloc(ev->ctx, (ev->nctx + a->nctx) * sizeof(*v));
 
 		if (!v) {
-			dpd_msg_set(&msg, "out of memory");
+			dp_err_set(&msg, -ENOMEM, "out of memory");
 			set_report(r, -ENOMEM, &msg);
 			return;
 		}

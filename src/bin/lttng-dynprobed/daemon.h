@@ -3,13 +3,43 @@
  *
  *   main.c      options, the pid file, sockets, signals, the event loop
  *   log.c       messages on stderr or a log file
- *   state.c     dynamic events (sessions -> events -> specs), their file
  *   resolve.c   specs against objects: locations, symbols, contexts, plans,
  *               where an object is mapped in a process
- *   agents.c    agent connections: HELLO, requests, what each process holds
- *   install.c   patching and unpatching events in one process
+ *   state.c     the daemon's state, one owner: dynamic events (sessions ->
+ *               events -> specs) and their file, the processes, what each
+ *               holds (probes, patches) and the patch windows' geometry
+ *   agents.c    agent connections: HELLO, requests, recovery of what an
+ *               agent reports
+ *   stage.c     a batch of patches made ready while the program runs:
+ *               probes, trampolines, notes to the agent, reports
+ *   write.c     a batch of patches written (and sites restored) in one stop
+ *   install.c   patching events into one process; installs pending at HELLO
+ *   remove.c    taking events out of processes
+ *   mappers.c   the processes an event given by path reaches
  *   clients.c   the client protocol's requests
  *   sessions.c  noticing destroyed sessions (liblttng-ctl)
+ *
+ * Who calls whom: a file calls only the files listed after it on its line,
+ * each of which is lower in this list, so the calls form no cycle (log.c is
+ * called by all and calls none; state.c is the only owner of the state):
+ *
+ *   main.c      -> sessions clients install remove agents state
+ *   sessions.c  -> clients state
+ *   clients.c   -> install remove mappers state resolve
+ *   install.c   -> write stage agents state resolve
+ *   remove.c    -> write stage agents state
+ *   mappers.c   -> resolve
+ *   write.c     -> stage
+ *   stage.c     -> agents state resolve
+ *   agents.c    -> state resolve
+ *   state.c     -> resolve
+ *   resolve.c   -> log
+ *
+ * (Before this layout, install.c held stage, write, remove and mappers,
+ * and the calls went round: agents.c -> install.c (the installs at HELLO,
+ * dpd_event_window) -> agents.c (requests); state.c -> agents.c
+ * (dpd_site_disown) -> state.c (dpd_events); install.c and state.c ->
+ * main.c (dpd_cfg) -> both.)
  *
  * One thread does everything: requests are served one at a time, so that
  * nothing here needs a lock, and ptrace (tied to the tracing thread) is
@@ -40,7 +70,7 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
 #define dpd_info(...) dpd_log(DPD_INFO, __VA_ARGS__)
 #define dpd_dbg(...) dpd_log(DPD_DEBUG, __VA_ARGS__)
 
-/* ---- main.c: settings ---- */
+/* ---- state.c: settings (main.c fills them from its options) ---- */
 
 struct dpd_config {
 	const char *agent_path;		/* the agent injected into processes */
@@ -51,13 +81,6 @@ struct dpd_config {
 	char app_sock[DP_CLIENT_PATH_MAX];	/* where agents connect */
 };
 extern struct dpd_config dpd_cfg;
-
-/* Set by SIGTERM/SIGINT: the loop ends, every site is restored. */
-extern volatile int dpd_quit;
-
-/* ---- messages ---- */
-
-void dpd_msg_set(struct dp_err *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- resolve.c ---- */
 
@@ -123,7 +146,7 @@ void dpd_sites(const char *path, const char *function, struct dp_client_sites_re
 /* How a planned patch installs, in the client protocol's words. */
 void dpd_plan_method(const struct dp_patch *pl, struct dp_client_site *s);
 
-/* ---- state.c ---- */
+/* ---- state.c: events ---- */
 
 struct dpd_event {
 	struct dpd_event *next;
@@ -169,7 +192,7 @@ void dpd_state_save(void);
 /* Reads the state file at start.  Events whose object is gone are dropped. */
 void dpd_state_load(void);
 
-/* ---- agents.c ---- */
+/* ---- state.c: processes and their patches ---- */
 
 /* A probe defined in a process's agent. */
 struct dpd_probe {
@@ -228,9 +251,37 @@ struct dpd_proc {
 };
 
 extern struct dpd_proc *dpd_procs;
-extern int dpd_app_listen_fd;
 
 struct dpd_proc *dpd_proc_find(pid_t pid);
+/* A new process record (no agent connection yet), or NULL. */
+struct dpd_proc *dpd_proc_add(pid_t pid);
+/* Forgets a process (its agent closed, or it exited). */
+void dpd_proc_forget(struct dpd_proc *p);
+/* The probe of p with that id, or NULL. */
+const struct dpd_probe *dpd_proc_probe(const struct dpd_proc *p, uint32_t id);
+/* Whether ev is among the owners of s. */
+bool dpd_site_owned(const struct dpd_site *s, const struct dpd_event *ev);
+/* Takes ev out of the owners of s (its probes stay until s is rebuilt). */
+void dpd_site_disown(struct dpd_site *s, const struct dpd_event *ev);
+/* Sites of an event in a process (ev NULL: every installed site). */
+uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *ev,
+			      uint32_t *njump, uint32_t *nint3);
+
+/* The window of plan entry pl at load bias `bias`, as the agent records it. */
+void dpd_patch_window(const struct dp_patch *pl, uint64_t bias, struct dp_app_patch *ap);
+/* Whether two patches overwrite the same bytes the same way: then they can
+ * be one patch serving the probes of both. */
+bool dpd_same_window(const struct dp_app_patch *a, const struct dp_app_patch *b);
+/* Whether two patches write some byte in common, hops included. */
+bool dpd_patches_meet(const struct dp_app_patch *a, const struct dp_app_patch *b);
+/* ev's plan entry whose window, at load bias `bias`, is ap's, or NULL. */
+const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,
+					const struct dp_app_patch *ap);
+
+/* ---- agents.c ---- */
+
+extern int dpd_app_listen_fd;
+
 /* Accepts one agent and reads its HELLO.  0 or -errno. */
 int dpd_agent_accept(void);
 /* Waits (serving other agents' HELLO) until pid's agent says HELLO.
@@ -240,21 +291,69 @@ struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms);
  * connection is dropped (and the process forgotten) when it fails. */
 int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg *rep,
 		   struct dp_err *msg);
+/* NOTE_INSTALLED and NOTE_REMOVED: 0 or -errno with a message. */
+int dpd_agent_note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dp_err *msg);
+int dpd_agent_note_removed(struct dpd_proc *p, uint64_t site, struct dp_err *msg);
 /* Data on an agent connection outside a call: it closed, or spoke out of turn. */
 void dpd_agent_readable(struct dpd_proc *p);
-/* Forgets a process (its agent closed, or it exited). */
-void dpd_proc_forget(struct dpd_proc *p);
+/* Checks what a recovered agent reports against the process's code (a
+ * patch whose site holds its original bytes is forgotten, and the agent
+ * told). */
+void dpd_agent_reconcile(struct dpd_proc *p);
 /* Forgets the processes without an agent connection that exited. */
 void dpd_procs_reap(void);
-/* For every process whose HELLO is waiting: installs what is pending, GO. */
-void dpd_agents_run_pending(void);
-/* Whether ev is among the owners of s. */
-bool dpd_site_owned(const struct dpd_site *s, const struct dpd_event *ev);
-/* Takes ev out of the owners of s (its probes stay until s is rebuilt). */
-void dpd_site_disown(struct dpd_site *s, const struct dpd_event *ev);
-/* Sites of an event in a process (ev NULL: every installed site). */
-uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *ev,
-			      uint32_t *njump, uint32_t *nint3);
+
+/* ---- stage.c: steps 3 to 5 of a batch, shared by install.c and remove.c ---- */
+
+/* One patch to write: a new one, or an installed one rebuilt for another
+ * set of owners. */
+struct dpd_work {
+	struct dpd_site rec;		/* what the process will hold, owners included */
+	/* Each owner's report when it joins now; NULL for one that owned the
+	 * patch already. */
+	struct dp_client_proc *rps[DPD_SITE_MAX_OWNERS];
+	bool replaces;			/* rec replaces the installed p->sites[old] */
+	uint32_t old;
+	uint8_t *code;			/* a new trampoline to write, or NULL */
+	bool fail;			/* dropped: the joining owners' reports say why */
+	bool noted;			/* noted to the agent already */
+};
+
+/* Reports every point of an owner's patch as refused, with a reason or a
+ * text; or as installed. */
+void dpd_report_refused(const struct dpd_owner *o, struct dp_client_proc *rp,
+			enum dp_reason reason, const char *text);
+void dpd_report_installed(const struct dpd_owner *o, struct dp_client_proc *rp);
+/* Drops w, refusing the owners that join now with a reason or a text; the
+ * patch in place, if any, stays as it is. */
+void dpd_work_fail(pid_t pid, struct dpd_work *w, enum dp_reason reason, const char *text);
+/* Makes w the rebuilding of the patch installed at p->sites[i], for its
+ * owners so far. */
+void dpd_work_rebuild(struct dpd_work *w, const struct dpd_proc *p, uint32_t i);
+/*
+ * Steps 3 to 5 for every work: probes, trampolines built and written,
+ * notes.  0, or -errno with msg when the agent failed us: then every note
+ * is taken back and every work dropped.  A patch that cannot be made alone
+ * is dropped alone (w->fail, its reports say why).
+ */
+int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *msg);
+/* Takes back w's note: the agent's record of the site is again what the
+ * code holds (the patch w would have replaced, or none). */
+void dpd_work_unnote(struct dpd_proc *p, struct dpd_work *w);
+/* Records a written patch in p (-ENOMEM); the patch it replaced is kept, not
+ * installed. */
+int dpd_work_record(struct dpd_proc *p, const struct dpd_work *w);
+
+/* ---- write.c: step 6 ---- */
+
+/*
+ * One stop of p's threads writes the works' patches, then restores the
+ * sites `gone` (indexes in p->sites), marking them not installed.  0, or
+ * -errno with msg when the threads could not be held (every work dropped)
+ * or let go.
+ */
+int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uint32_t *gone,
+		    size_t ngone, struct dp_err *msg);
 
 /* ---- install.c ---- */
 
@@ -275,6 +374,11 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
  */
 int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		     struct dp_client_proc *const *rps);
+/* For every process whose HELLO is waiting: installs what is pending, GO. */
+void dpd_install_pending(void);
+
+/* ---- remove.c ---- */
+
 /*
  * Takes ev out of its installed sites in p, in one stop of p's threads: a
  * site ev shared is rebuilt for the other events and retargeted, a site ev
@@ -284,9 +388,9 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp);
 /* Removes ev everywhere, adding a report entry per process when rep is set. */
 void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep);
-/* ev's plan entry whose window, at load bias `bias`, is ap's, or NULL. */
-const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,
-					const struct dp_app_patch *ap);
+
+/* ---- mappers.c ---- */
+
 /* Every process of uid (root: any) that maps ev's object now. */
 int dpd_find_mappers(struct dpd_event *ev, pid_t **pids, size_t *n);
 

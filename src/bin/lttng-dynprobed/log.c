@@ -54,12 +54,3 @@ void dpd_log(enum dpd_level level, const char *fmt, ...)
 	if (write(log_fd, buf, (size_t)n) < 0)
 		return;
 }
-
-void dpd_msg_set(struct dp_err *msg, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	dp_err_vset(msg, msg->code, fmt, ap);
-	va_end(ap);
-}

@@ -25,15 +25,8 @@
 
 #include "daemon.h"
 
-#ifndef DP_AGENT_PATH
-#define DP_AGENT_PATH "/usr/local/lib/liblttng-ust-dynprobe.so"
-#endif
-
-struct dpd_config dpd_cfg = {
-	.agent_path = DP_AGENT_PATH,
-	.poll_ms = 1000,
-};
-volatile int dpd_quit;
+/* Set by SIGTERM/SIGINT: the loop ends, every site is restored. */
+static volatile int dpd_quit;
 
 static char client_sock[DP_CLIENT_PATH_MAX];
 static char pid_path[DP_CLIENT_PATH_MAX];
@@ -219,7 +212,7 @@ static void loop(int sig_fd, int client_fd)
 		size_t n = 3, i;
 		int timeout = -1, ret;
 
-		dpd_agents_run_pending();
+		dpd_install_pending();
 		for (c = dpd_clients; c; c = c->next)
 			n++;
 		for (p = dpd_procs; p; p = p->next)

@@ -76,17 +76,17 @@ struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg)
 	struct stat st;
 
 	if (path[0] != '/') {
-		dpd_msg_set(msg, "the path '%s' is not absolute: give the object's full path",
-			    path);
+		dp_err_set(msg, -EINVAL, "the path '%s' is not absolute: give the object's full "
+			   "path", path);
 		return NULL;
 	}
 	if (stat(path, &st) < 0) {
-		dpd_msg_set(msg, "cannot open %s: %s", path, strerror(errno));
+		dp_err_set(msg, -errno, "cannot open %s: %s", path, strerror(errno));
 		return NULL;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		dpd_msg_set(msg, "%s is not a regular file: give an executable or a shared "
-				 "library", path);
+		dp_err_set(msg, -EINVAL, "%s is not a regular file: give an executable or a shared "
+					 "library", path);
 		return NULL;
 	}
 	for (it = objects; it; it = it->next)
@@ -96,14 +96,14 @@ struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg)
 
 	o = calloc(1, sizeof(*o));
 	if (!o) {
-		dpd_msg_set(msg, "out of memory");
+		dp_err_set(msg, -ENOMEM, "out of memory");
 		return NULL;
 	}
 	o->pub.obj = dp_object_open(path);
 	if (!o->pub.obj) {
 		int err = errno;
 
-		dpd_msg_set(msg, "cannot read %s: %s", path, dp_elf_strerror(err));
+		dp_err_set(msg, -err, "cannot read %s: %s", path, dp_elf_strerror(err));
 		free(o);
 		return NULL;
 	}
@@ -144,7 +144,7 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 	else if (!ret)
 		ret = dp_spec_location_resolve(o->obj, o->path, &loc, &addr, &fn, &err);
 	if (ret) {
-		dpd_msg_set(msg, "%s", err.msg);
+		dp_err_set(msg, ret, "%s", err.msg);
 		return ret;
 	}
 	if (kind == DP_CLIENT_KIND_FUNCTION) {
@@ -157,10 +157,10 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 		for (size_t f = 0; f < nfns; f++)
 			total += 1 + fns[f]->nrets;
 		if (total > DP_APP_MAX_PATCHES) {
-			dpd_msg_set(msg, "'%s' matches %zu functions of %s, %zu entries and "
-					 "returns: more than the %u one process can hold; narrow "
-					 "the pattern", location, nfns, o->path, total,
-				    DP_APP_MAX_PATCHES);
+			dp_err_set(msg, -E2BIG, "'%s' matches %zu functions of %s, %zu entries "
+				   "and returns: more than the %u one process can hold; narrow "
+				   "the pattern", location, nfns, o->path, total,
+				   DP_APP_MAX_PATCHES);
 			ret = -E2BIG;
 			goto out;
 		}
@@ -308,7 +308,7 @@ void dpd_sites(const char *path, const char *function, struct dp_client_sites_re
 	if (!ret)
 		ret = dp_spec_function_find(o->obj, o->path, &loc, &fn, &err);
 	if (ret) {
-		dpd_msg_set(&msg, "%s", err.msg);
+		dp_err_set(&msg, ret, "%s", err.msg);
 		goto fail;
 	}
 	snprintf(rep->function, sizeof(rep->function), "%s", fn->name ? fn->name : function);
@@ -316,7 +316,7 @@ void dpd_sites(const char *path, const char *function, struct dp_client_sites_re
 	rep->size = fn->size;
 	rep->insns = calloc(fn->ninsns ? fn->ninsns : 1, sizeof(*rep->insns));
 	if (!rep->insns) {
-		dpd_msg_set(&msg, "out of memory");
+		dp_err_set(&msg, -ENOMEM, "out of memory");
 		ret = -ENOMEM;
 		goto fail;
 	}

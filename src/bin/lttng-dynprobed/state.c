@@ -1,8 +1,12 @@
 /*
- * Dynamic events: the daemon's list of what clients asked for (session,
- * channel, event, spec), their lttng names, their resolution against the
- * object, and the state file that lets a restarted daemon (after SIGKILL)
- * know again which events the patches its agents report belong to.
+ * The daemon's state, in one place: its settings; the dynamic events (what
+ * clients asked for: session, channel, event, spec), their lttng names and
+ * their resolution against the object; the processes we know, with the
+ * probes and patches each holds, and the geometry of patch windows (which
+ * are the same, which meet); and the state file that lets a restarted daemon
+ * (after SIGKILL) know again which events the patches its agents report
+ * belong to.  Every other file reads and changes the state through here;
+ * nothing here talks to an agent or a process.
  *
  * The state file holds one event per line, tab-separated fields with \t,
  * \n and \\ escaped; it is rewritten whole (to a temporary file, renamed)
@@ -18,6 +22,16 @@
 
 #include "daemon.h"
 #include "spec/spec.h"
+
+#ifndef DP_AGENT_PATH
+#define DP_AGENT_PATH "/usr/local/lib/liblttng-ust-dynprobe.so"
+#endif
+
+/* Filled by main.c from the options, read everywhere. */
+struct dpd_config dpd_cfg = {
+	.agent_path = DP_AGENT_PATH,
+	.poll_ms = 1000,
+};
 
 struct dpd_event *dpd_events;
 
@@ -75,7 +89,7 @@ int dpd_event_names(struct dpd_event *ev, struct dp_err *msg)
 					     sizeof(ev->names[i]), &err);
 
 		if (ret) {
-			dpd_msg_set(msg, "%s", err.msg);
+			dp_err_set(msg, ret, "%s", err.msg);
 			return ret;
 		}
 	}
@@ -105,7 +119,7 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 	}
 	vaddrs = calloc(ev->npoints, sizeof(*vaddrs));
 	if (!vaddrs) {
-		dpd_msg_set(msg, "out of memory");
+		dp_err_set(msg, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < ev->npoints; i++)
@@ -113,7 +127,7 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 	ret = dp_plan_sites(ev->obj->obj, vaddrs, ev->npoints, &ev->plan, &ev->nplan);
 	free(vaddrs);
 	if (ret) {
-		dpd_msg_set(msg, "the analysis of %s failed: %s", ev->path, strerror(-ret));
+		dp_err_set(msg, ret, "the analysis of %s failed: %s", ev->path, strerror(-ret));
 		return ret;
 	}
 	dp_plan_refuse_unsafe_traps(ev->obj->obj, ev->plan, ev->nplan);
@@ -130,12 +144,155 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 
 			if (pt->optional)
 				continue;
-			dpd_msg_set(msg, "the site 0x%" PRIx64 " (%s) of %s is refused: %s",
-				    pt->vaddr, ev->location, ev->path, dp_reason_str(pl->reason));
+			dp_err_set(msg, -ENOTSUP, "the site 0x%" PRIx64 " (%s) of %s is refused: "
+				   "%s", pt->vaddr, ev->location, ev->path,
+				   dp_reason_str(pl->reason));
 			return -ENOTSUP;
 		}
 	}
 	return 0;
+}
+
+/* ---- processes and their patches ----------------------------------------- */
+
+struct dpd_proc *dpd_procs;
+struct dpd_proc *dpd_proc_find(pid_t pid)
+{
+	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+struct dpd_proc *dpd_proc_add(pid_t pid)
+{
+	struct dpd_proc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->fd = -1;
+	p->next_id = 1;
+	p->next = dpd_procs;
+	dpd_procs = p;
+	return p;
+}
+
+void dpd_proc_forget(struct dpd_proc *p)
+{
+	struct dpd_proc **pp;
+
+	for (pp = &dpd_procs; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	}
+	dpd_info("process %d forgotten (%u sites)", (int)p->pid, p->nsites);
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p->probes);
+	free(p->sites);
+	free(p);
+}
+
+const struct dpd_probe *dpd_proc_probe(const struct dpd_proc *p, uint32_t id)
+{
+	for (uint32_t i = 0; i < p->nprobes; i++)
+		if (p->probes[i].id == id)
+			return &p->probes[i];
+	return NULL;
+}
+
+bool dpd_site_owned(const struct dpd_site *s, const struct dpd_event *ev)
+{
+	for (uint32_t i = 0; i < s->nowners; i++)
+		if (s->owners[i].ev == ev)
+			return true;
+	return false;
+}
+
+void dpd_site_disown(struct dpd_site *s, const struct dpd_event *ev)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < s->nowners; i++)
+		if (s->owners[i].ev != ev)
+			s->owners[k++] = s->owners[i];
+	s->nowners = k;
+}
+
+uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *ev,
+			      uint32_t *njump, uint32_t *nint3)
+{
+	uint32_t n = 0;
+
+	*njump = *nint3 = 0;
+	for (uint32_t i = 0; i < p->nsites; i++) {
+		const struct dpd_site *s = &p->sites[i];
+
+		if (!s->installed || (ev && !dpd_site_owned(s, ev)))
+			continue;
+		n++;
+		if (s->patch.method == DP_APP_METHOD_INT3)
+			(*nint3)++;
+		else
+			(*njump)++;
+	}
+	return n;
+}
+
+/* The window of plan entry pl at load bias `bias`, as the agent records it. */
+void dpd_patch_window(const struct dp_patch *pl, uint64_t bias, struct dp_app_patch *ap)
+{
+	memset(ap, 0, sizeof(*ap));
+	ap->site = pl->win.addr + bias;
+	ap->method = pl->method == DP_SITE_INT3 ? DP_APP_METHOD_INT3 : DP_APP_METHOD_JUMP;
+	ap->len = pl->win.len;
+	memcpy(ap->orig, pl->win.bytes, pl->win.len);
+	if (pl->method == DP_SITE_JUMP && pl->hop.len) {
+		ap->hop = pl->hop.addr + bias;
+		ap->hop_len = pl->hop.len;
+		memcpy(ap->hop_orig, pl->hop.bytes, pl->hop.len);
+	}
+}
+
+/* Whether two patches overwrite the same bytes the same way: then they can
+ * be one patch serving the probes of both. */
+bool dpd_same_window(const struct dp_app_patch *a, const struct dp_app_patch *b)
+{
+	return a->site == b->site && a->method == b->method && a->len == b->len &&
+	       a->hop == b->hop && a->hop_len == b->hop_len;
+}
+
+/* Whether two byte ranges meet. */
+static bool meets(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return alen && blen && a < b + blen && b < a + alen;
+}
+
+/* Whether two patches write some byte in common, hops included. */
+bool dpd_patches_meet(const struct dp_app_patch *a, const struct dp_app_patch *b)
+{
+	return meets(a->site, a->len, b->site, b->len) ||
+	       meets(a->site, a->len, b->hop, b->hop_len) ||
+	       meets(a->hop, a->hop_len, b->site, b->len) ||
+	       meets(a->hop, a->hop_len, b->hop, b->hop_len);
+}
+
+const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,
+					const struct dp_app_patch *ap)
+{
+	for (size_t i = 0; i < ev->nplan; i++) {
+		struct dp_app_patch w;
+
+		if (ev->plan[i].method == DP_SITE_REFUSED || ev->plan[i].win.addr + bias != ap->site)
+			continue;
+		dpd_patch_window(&ev->plan[i], bias, &w);
+		if (dpd_same_window(&w, ap))
+			return &ev->plan[i];
+	}
+	return NULL;
 }
 
 /* ---- the state file ---------------------------------------------------- */

@@ -20,9 +20,7 @@
  * stops and destroys the session, shows the events with babeltrace2 (unless
  * --no-view), names the trace directory, and exits with CMD's exit code.
  */
-#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -31,9 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +39,7 @@
 
 #include "cli.h"
 #include "options.h"
+#include "proc/child.h"
 #include "proto/app.h"
 
 #ifndef DP_BABELTRACE2
@@ -55,9 +52,6 @@
 #define POLL_MS 2
 /* The agent's wait for the daemon in its constructor (DP_APP_ENV_WAIT). */
 #define WAIT_MS "10000"
-
-/* The two bytes of `jmp .` (jmp rel8 -2). */
-static const uint8_t spin[2] = { 0xeb, 0xfe };
 
 enum {
 	OPT_PROBE = DP_OPT_OWN,
@@ -390,42 +384,6 @@ static int add_standard_contexts(struct trace *t)
 	return ret ? -1 : 0;
 }
 
-/* AT_ENTRY of a process. */
-static int entry_point(pid_t pid, uint64_t *entry)
-{
-	char path[64];
-	uint64_t av[2];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (read(fd, av, sizeof(av)) == sizeof(av) && av[0] != AT_NULL) {
-		if (av[0] == AT_ENTRY) {
-			close(fd);
-			*entry = av[1];
-			return 0;
-		}
-	}
-	close(fd);
-	return -ENOENT;
-}
-
-static int poke_bytes(pid_t pid, uint64_t addr, const uint8_t *bytes, size_t n)
-{
-	long word;
-
-	errno = 0;
-	word = ptrace(PTRACE_PEEKTEXT, pid, (void *)addr, NULL);
-	if (errno)
-		return -errno;
-	memcpy(&word, bytes, n);
-	if (ptrace(PTRACE_POKETEXT, pid, (void *)addr, (void *)word) < 0)
-		return -errno;
-	return 0;
-}
-
 /*
  * The child: LD_PRELOAD with the agent, whose constructor waits until it is
  * connected to the daemon, and traced across the exec so that the parent
@@ -447,57 +405,11 @@ static void child_exec(char **argv)
 	setenv(DP_APP_ENV_WAIT, WAIT_MS, 0);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGQUIT, SIG_DFL);
-	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0)
+	if (dp_child_traceme())
 		_exit(127);
 	execvp(argv[0], argv);
 	fprintf(stderr, "Error: cannot run %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
-}
-
-/*
- * Waits until the main thread spins at the entry point: 0, 1 when the
- * process ended first (its status in *wstatus), -1 on error or timeout.
- */
-static int wait_at_entry(pid_t pid, uint64_t entry, int *wstatus)
-{
-	for (int ms = 0; ms < HOLD_TIMEOUT_MS; ms += POLL_MS) {
-		struct user_regs_struct regs;
-		int status, got = 0;
-
-		if (waitpid(pid, wstatus, WNOHANG) == pid)
-			return 1;
-		if (!ptrace(PTRACE_SEIZE, pid, NULL, NULL)) {
-			if (!ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) &&
-			    waitpid(pid, &status, __WALL) == pid && WIFSTOPPED(status) &&
-			    !ptrace(PTRACE_GETREGS, pid, NULL, &regs))
-				got = regs.rip == entry;
-			ptrace(PTRACE_DETACH, pid, NULL, NULL);
-			if (got)
-				return 0;
-		}
-		usleep(POLL_MS * 1000);
-	}
-	return -1;
-}
-
-
-/* Puts the entry point's bytes back under the spinning main thread. */
-static int release_entry(pid_t pid, uint64_t entry, const uint8_t *orig)
-{
-	int status, ret = -1;
-
-	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) < 0 ||
-	    ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0 ||
-	    waitpid(pid, &status, __WALL) < 0) {
-		dp_err("cannot stop process %d at its entry point: %s", (int)pid, strerror(errno));
-		return -1;
-	}
-	if (WIFSTOPPED(status) && !poke_bytes(pid, entry, orig, sizeof(spin)))
-		ret = 0;
-	else
-		dp_err("cannot restore the entry point of process %d", (int)pid);
-	ptrace(PTRACE_DETACH, pid, NULL, NULL);
-	return ret;
 }
 
 /* Ends a child that must not run on. */
@@ -516,10 +428,9 @@ static void kill_child(pid_t pid)
  */
 static int run_command(struct trace *t, char **argv, int *wstatus)
 {
-	uint8_t orig[sizeof(spin)];
-	uint64_t entry = 0;
+	struct dp_child_entry hold;
+	struct dp_err err = DP_ERR_INIT;
 	int status, r;
-	long word;
 	pid_t pid;
 
 	fflush(NULL);
@@ -537,17 +448,14 @@ static int run_command(struct trace *t, char **argv, int *wstatus)
 		*wstatus = status;
 		return 0;
 	}
-	errno = 0;
-	if (entry_point(pid, &entry) ||
-	    (word = ptrace(PTRACE_PEEKTEXT, pid, (void *)entry, NULL), errno) ||
-	    (memcpy(orig, &word, sizeof(orig)), poke_bytes(pid, entry, spin, sizeof(spin)))) {
-		dp_err("cannot hold %s at its entry point: %s", argv[0], strerror(errno));
+	r = dp_child_hold_entry(pid, &hold);
+	if (r) {
+		dp_err("cannot hold %s at its entry point: %s", argv[0], strerror(-r));
 		kill_child(pid);
 		return -1;
 	}
-	ptrace(PTRACE_DETACH, pid, NULL, NULL);
 
-	r = wait_at_entry(pid, entry, wstatus);
+	r = dp_child_wait_entry(&hold, HOLD_TIMEOUT_MS, POLL_MS, wstatus);
 	if (r > 0) {
 		dp_err("%s ended before its entry point (%s %d)", argv[0],
 		       WIFEXITED(*wstatus) ? "exit status" : "signal",
@@ -560,7 +468,12 @@ static int run_command(struct trace *t, char **argv, int *wstatus)
 		kill_child(pid);
 		return -1;
 	}
-	if (enable_probes(t, pid) || release_entry(pid, entry, orig)) {
+	if (enable_probes(t, pid)) {
+		kill_child(pid);
+		return -1;
+	}
+	if (dp_child_release_entry(&hold, &err)) {
+		dp_err("%s", err.msg);
 		kill_child(pid);
 		return -1;
 	}

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +20,6 @@
 #include "proc/ptrace.h"
 
 #define CAP_SYS_PTRACE_BIT 19
-
-__attribute__((format(printf, 4, 5)))
-static int refuse(int err, char *msg, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (msg && len) {
-		va_start(ap, fmt);
-		vsnprintf(msg, len, fmt, ap);
-		va_end(ap);
-	}
-	return -err;
-}
 
 int dp_proc_status_read(pid_t pid, pid_t tid, struct dp_proc_status *st)
 {
@@ -105,7 +91,7 @@ static pid_t tgid_of(pid_t tid)
 	return dp_proc_status_read(tid, 0, &st) ? tid : st.tgid;
 }
 
-int dp_proc_check_tracer(pid_t pid, pid_t tid, pid_t tracer, char *msg, size_t len)
+int dp_proc_check_tracer(pid_t pid, pid_t tid, pid_t tracer, struct dp_err *err)
 {
 	char name[64], tname[64];
 	pid_t owner = tgid_of(tracer);
@@ -113,25 +99,25 @@ int dp_proc_check_tracer(pid_t pid, pid_t tid, pid_t tracer, char *msg, size_t l
 	dp_proc_comm(pid, name, sizeof(name));
 	dp_proc_comm(owner, tname, sizeof(tname));
 	if (owner == getpid())
-		return refuse(DP_PROC_ETRACED, msg, len,
+		return dp_err_set(err, -DP_PROC_ETRACED,
 			      "pid %d (%s) is already traced by this process: detach it first",
 			      (int)pid, name);
 	if (tid && tid != pid)
-		return refuse(DP_PROC_ETRACED, msg, len,
+		return dp_err_set(err, -DP_PROC_ETRACED,
 			      "thread %d of pid %d (%s) is traced by pid %d (%s): only one tracer "
 			      "can attach; detach that one (a debugger or strace) first",
 			      (int)tid, (int)pid, name, (int)owner, tname);
-	return refuse(DP_PROC_ETRACED, msg, len,
+	return dp_err_set(err, -DP_PROC_ETRACED,
 		      "pid %d (%s) is traced by pid %d (%s): only one tracer can attach; "
 		      "detach that one (a debugger or strace) first",
 		      (int)pid, name, (int)owner, tname);
 }
 
 /*
- * 1: nothing to refuse; -DP_PROC_E32BIT or -DP_PROC_ESTATIC with msg; another
+ * 1: nothing to refuse; -DP_PROC_E32BIT or -DP_PROC_ESTATIC with err; another
  * -errno: the program could not be read.
  */
-static int check_elf(pid_t pid, const char *name, unsigned int flags, char *msg, size_t len)
+static int check_elf(pid_t pid, const char *name, unsigned int flags, struct dp_err *err)
 {
 	char path[64];
 	Elf64_Ehdr eh;
@@ -152,14 +138,14 @@ static int check_elf(pid_t pid, const char *name, unsigned int flags, char *msg,
 	    eh.e_machine != EM_X86_64) {
 		close(fd);
 		if (eh.e_ident[EI_CLASS] == ELFCLASS32 && eh.e_machine == EM_X86_64)
-			return refuse(DP_PROC_E32BIT, msg, len,
+			return dp_err_set(err, -DP_PROC_E32BIT,
 				      "pid %d (%s) runs an x32 program (32-bit pointers): only "
 				      "64-bit x86-64 programs can be probed", (int)pid, name);
 		if (eh.e_ident[EI_CLASS] == ELFCLASS32)
-			return refuse(DP_PROC_E32BIT, msg, len,
+			return dp_err_set(err, -DP_PROC_E32BIT,
 				      "pid %d (%s) runs a 32-bit program: only 64-bit x86-64 "
 				      "programs can be probed", (int)pid, name);
-		return refuse(DP_PROC_E32BIT, msg, len,
+		return dp_err_set(err, -DP_PROC_E32BIT,
 			      "pid %d (%s) runs a program for another machine: only 64-bit "
 			      "x86-64 programs can be probed", (int)pid, name);
 	}
@@ -193,44 +179,44 @@ static int check_elf(pid_t pid, const char *name, unsigned int flags, char *msg,
 		}
 	}
 	dp_maps_free(&maps);
-	return refuse(DP_PROC_ESTATIC, msg, len,
+	return dp_err_set(err, -DP_PROC_ESTATIC,
 		      "pid %d (%s) runs a statically linked program (no dynamic loader is "
 		      "mapped): the agent cannot be loaded into it; only dynamically linked "
 		      "programs can be probed", (int)pid, name);
 }
 
-int dp_proc_check(pid_t pid, unsigned int flags, char *msg, size_t len)
+int dp_proc_check(pid_t pid, unsigned int flags, struct dp_err *err)
 {
 	struct dp_proc_status st;
 	int ret;
 
 	if (pid <= 0)
-		return refuse(DP_PROC_ENOPROC, msg, len, "%d is not a process id", (int)pid);
+		return dp_err_set(err, -DP_PROC_ENOPROC, "%d is not a process id", (int)pid);
 	ret = dp_proc_status_read(pid, 0, &st);
 	if (ret == -ENOENT || ret == -ESRCH)
-		return refuse(DP_PROC_ENOPROC, msg, len, "no process with pid %d", (int)pid);
+		return dp_err_set(err, -DP_PROC_ENOPROC, "no process with pid %d", (int)pid);
 	if (ret)
-		return refuse(-ret, msg, len, "cannot read /proc/%d/status: %s", (int)pid,
-			      strerror(-ret));
+		return dp_err_set(err, ret, "cannot read /proc/%d/status: %s", (int)pid,
+			    strerror(-ret));
 	if (st.tgid != pid)
-		return refuse(DP_PROC_ETHREAD, msg, len,
+		return dp_err_set(err, -DP_PROC_ETHREAD,
 			      "%d is a thread of process %d (%s): give the process id",
 			      (int)pid, (int)st.tgid, st.name);
 	if ((st.state == 'Z' || st.state == 'X') && st.threads <= 1)
-		return refuse(DP_PROC_EZOMBIE, msg, len,
+		return dp_err_set(err, -DP_PROC_EZOMBIE,
 			      "pid %d (%s) is a zombie: it has exited and waits for its parent "
 			      "(pid %d) to collect it; nothing runs in it to probe",
 			      (int)pid, st.name, (int)st.ppid);
 	if (st.tracer)
-		return dp_proc_check_tracer(pid, 0, st.tracer, msg, len);
-	ret = check_elf(pid, st.name, flags, msg, len);
+		return dp_proc_check_tracer(pid, 0, st.tracer, err);
+	ret = check_elf(pid, st.name, flags, err);
 	if (ret > 0 || ret == -DP_PROC_E32BIT || ret == -DP_PROC_ESTATIC)
 		return ret > 0 ? 0 : ret;
 	/* Unreadable: the permission rules will explain it when we seize. */
 	if (ret == -EACCES || ret == -EPERM || ret == -ENOENT)
 		return 0;
-	return refuse(-ret, msg, len, "cannot read the program of pid %d (%s): %s", (int)pid,
-		      st.name, strerror(-ret));
+	return dp_err_set(err, ret, "cannot read the program of pid %d (%s): %s", (int)pid,
+		    st.name, strerror(-ret));
 }
 
 static int read_yama(void)
@@ -295,12 +281,12 @@ int dp_ptrace_facts_read(pid_t pid, struct dp_ptrace_facts *f)
 	return 0;
 }
 
-int dp_ptrace_judge(pid_t pid, const struct dp_ptrace_facts *f, char *msg, size_t len)
+int dp_ptrace_judge(pid_t pid, const struct dp_ptrace_facts *f, struct dp_err *err)
 {
 	bool same_uid = true, same_gid = true;
 
 	if (f->yama_scope >= 3)
-		return refuse(DP_PROC_EYAMA, msg, len,
+		return dp_err_set(err, -DP_PROC_EYAMA,
 			      "cannot trace pid %d: yama ptrace_scope is 3, which forbids ptrace "
 			      "to every process, root included; only a reboot lifts it",
 			      (int)pid);
@@ -313,35 +299,35 @@ int dp_ptrace_judge(pid_t pid, const struct dp_ptrace_facts *f, char *msg, size_
 			    : f->target_uid[0] != f->tracer_uid ? f->target_uid[0]
 			    : f->target_uid[2];
 
-		return refuse(DP_PROC_EPRIV, msg, len,
+		return dp_err_set(err, -DP_PROC_EPRIV,
 			      "cannot trace pid %d: it runs as uid %u and this process as uid %u "
 			      "without CAP_SYS_PTRACE; run as uid %u or as root", (int)pid,
 			      (unsigned)other, (unsigned)f->tracer_uid, (unsigned)other);
 	}
 	if (!same_gid && !f->tracer_cap)
-		return refuse(DP_PROC_EPRIV, msg, len,
+		return dp_err_set(err, -DP_PROC_EPRIV,
 			      "cannot trace pid %d: its groups (gid %u, effective %u, saved %u) "
 			      "differ from this process's gid %u (set-group-ID program?) and this "
 			      "process lacks CAP_SYS_PTRACE; run as root", (int)pid,
 			      (unsigned)f->target_gid[0], (unsigned)f->target_gid[1],
 			      (unsigned)f->target_gid[2], (unsigned)f->tracer_gid);
 	if (!f->target_dumpable && !f->tracer_cap)
-		return refuse(DP_PROC_ENODUMP, msg, len,
+		return dp_err_set(err, -DP_PROC_ENODUMP,
 			      "cannot trace pid %d: it is not dumpable (it called "
 			      "prctl(PR_SET_DUMPABLE, 0), or changed credentials); only root "
 			      "(CAP_SYS_PTRACE) can trace it", (int)pid);
 	if ((f->target_caps & ~f->tracer_caps) && !f->tracer_cap)
-		return refuse(DP_PROC_EPRIV, msg, len,
+		return dp_err_set(err, -DP_PROC_EPRIV,
 			      "cannot trace pid %d: it holds capabilities this process lacks "
 			      "(%#" PRIx64 "); run as root", (int)pid,
 			      f->target_caps & ~f->tracer_caps);
 	if (f->yama_scope == 2 && !f->tracer_cap)
-		return refuse(DP_PROC_EYAMA, msg, len,
+		return dp_err_set(err, -DP_PROC_EYAMA,
 			      "cannot trace pid %d: yama ptrace_scope is 2 (only processes with "
 			      "CAP_SYS_PTRACE may trace); run as root, or set "
 			      "kernel.yama.ptrace_scope to 0 or 1", (int)pid);
 	if (f->yama_scope == 1 && !f->target_is_descendant && !f->tracer_cap)
-		return refuse(DP_PROC_EYAMA, msg, len,
+		return dp_err_set(err, -DP_PROC_EYAMA,
 			      "cannot trace pid %d: yama ptrace_scope is 1 (a process may only "
 			      "trace its descendants, unless the target allows it with "
 			      "prctl(PR_SET_PTRACER)) and pid %d is not a descendant of this "
@@ -351,19 +337,19 @@ int dp_ptrace_judge(pid_t pid, const struct dp_ptrace_facts *f, char *msg, size_
 	return 0;
 }
 
-int dp_proc_explain_eperm(pid_t pid, char *msg, size_t len)
+int dp_proc_explain_eperm(pid_t pid, struct dp_err *err)
 {
 	struct dp_ptrace_facts f;
 	int ret = dp_ptrace_facts_read(pid, &f);
 
 	if (ret == -ENOENT || ret == -ESRCH)
-		return refuse(DP_PROC_ENOPROC, msg, len, "pid %d exited", (int)pid);
+		return dp_err_set(err, -DP_PROC_ENOPROC, "pid %d exited", (int)pid);
 	if (!ret) {
-		ret = dp_ptrace_judge(pid, &f, msg, len);
+		ret = dp_ptrace_judge(pid, &f, err);
 		if (ret)
 			return ret;
 	}
-	return refuse(DP_PROC_EPRIV, msg, len,
+	return dp_err_set(err, -DP_PROC_EPRIV,
 		      "cannot trace pid %d: the kernel denied ptrace though ownership, "
 		      "capabilities, dumpability and yama allow it, so a security module "
 		      "(SELinux, AppArmor) or a container policy does; see the audit log",

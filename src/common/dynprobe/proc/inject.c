@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,15 +244,14 @@ static int catch_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid
 	if (ret)
 		return ret;
 	if (!ctx.host)
-		return dp__fail(p, -DP_INJECT_ENOHOST,
-				"no thread of pid %d sleeps in, or entered within %d ms, a blocking "
-				"system call (read, poll, epoll_wait, nanosleep...), the only points "
-				"known to hold no C library lock: the agent cannot be loaded safely "
-				"now; start the program with LD_PRELOAD of the agent instead",
-				(int)p->pid, ms);
+		return dp_err_set(&p->err, -DP_INJECT_ENOHOST, "no thread of pid %d sleeps in, or "
+				  "entered within %d ms, a blocking system call (read, poll, "
+				  "epoll_wait, nanosleep...), the only points known to hold no C "
+				  "library lock: the agent cannot be loaded safely now; start the "
+				  "program with LD_PRELOAD of the agent instead", (int)p->pid, ms);
 	t = dp__thread(p, ctx.host);
 	if (!t)
-		return dp__fail(p, -ESRCH, "thread %d of pid %d exited", (int)ctx.host,
+		return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited", (int)ctx.host,
 				(int)p->pid);
 	ret = dp_proc_get_regs(p, ctx.host, &e);
 	if (ret)
@@ -268,8 +266,9 @@ static int catch_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid
 	ptrace(PTRACE_SYSCALL, ctx.host, 0, 0);
 	ret = dp__wait_owned(p, ctx.host, p->timeout_ms, &ev, &sig);
 	if (ret <= 0 || ev != EV_SYSCALL)
-		return dp__fail(p, ret < 0 ? ret : -EPROTO, "thread %d of pid %d did not come "
-				"back from a skipped system call", (int)ctx.host, (int)p->pid);
+		return dp_err_set(&p->err, ret < 0 ? ret : -EPROTO, "thread %d of pid %d did not "
+				  "come back from a skipped system call", (int)ctx.host,
+				  (int)p->pid);
 	r = e;
 	r.rip -= 2;
 	r.rax = e.orig_rax;
@@ -297,19 +296,6 @@ int dp_proc_dynsym(pid_t pid, const char *lib, const char *sym, uint64_t *addr)
 	return ret;
 }
 
-__attribute__((format(printf, 4, 5)))
-static int say(char *msg, size_t len, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (msg && len) {
-		va_start(ap, fmt);
-		vsnprintf(msg, len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
-
 static void put64(uint8_t *page, unsigned int off, uint64_t v)
 {
 	memcpy(page + off, &v, sizeof(v));
@@ -327,7 +313,7 @@ struct syms {
 	uint64_t dlopen, dlerror, getenv, setenv, unsetenv, self, detach, munmap, create;
 };
 
-static int resolve(pid_t pid, const struct dp_maps *maps, struct syms *s, char *msg, size_t len)
+static int resolve(pid_t pid, const struct dp_maps *maps, struct syms *s, struct dp_err *err)
 {
 	static const char *const libc_names[] = {
 		"dlopen", "dlerror", "getenv", "setenv", "unsetenv", "pthread_self",
@@ -337,14 +323,14 @@ static int resolve(pid_t pid, const struct dp_maps *maps, struct syms *s, char *
 	int ret;
 
 	if (!dp_maps_find_object(maps, "libc.so.6"))
-		return say(msg, len, -DP_INJECT_ENOLIBC,
-			   "pid %d does not use glibc (no libc.so.6 is mapped): the agent can "
-			   "only be loaded into glibc programs", (int)pid);
+		return dp_err_set(err, -DP_INJECT_ENOLIBC,
+			     "pid %d does not use glibc (no libc.so.6 is mapped): the agent can "
+			     "only be loaded into glibc programs", (int)pid);
 	ret = dp_maps_dynsyms(pid, maps, "libc.so.6", libc_names, 9, a);
 	if (ret && ret != -ENOENT)
-		return say(msg, len, ret, "cannot read the symbols of libc.so.6 of pid %d: %s",
-			   (int)pid, ret == -ESTALE ? "the file on disk is no longer the one "
-			   "mapped (upgraded since the program started?)" : strerror(-ret));
+		return dp_err_set(err, ret, "cannot read the symbols of libc.so.6 of pid %d: %s",
+			     (int)pid, ret == -ESTALE ? "the file on disk is no longer the one "
+			     "mapped (upgraded since the program started?)" : strerror(-ret));
 	/* glibc < 2.34 keeps these in libdl and libpthread. */
 	if (!a[0] || !a[1]) {
 		static const char *const dl[] = { "dlopen", "dlerror" };
@@ -364,11 +350,11 @@ static int resolve(pid_t pid, const struct dp_maps *maps, struct syms *s, char *
 	}
 	for (int i = 0; i < 9; i++)
 		if (!a[i])
-			return say(msg, len, -DP_INJECT_ENOLIBC,
-				   "pid %d has no %s: its glibc is older than 2.34 and it does "
-				   "not link %s, so the agent cannot be loaded into it",
-				   (int)pid, libc_names[i],
-				   i < 2 ? "libdl.so.2" : "libpthread.so.0");
+			return dp_err_set(err, -DP_INJECT_ENOLIBC,
+				     "pid %d has no %s: its glibc is older than 2.34 and it does "
+				     "not link %s, so the agent cannot be loaded into it",
+				     (int)pid, libc_names[i],
+				     i < 2 ? "libdl.so.2" : "libpthread.so.0");
 	s->dlopen = a[0];
 	s->dlerror = a[1];
 	s->getenv = a[2];
@@ -383,7 +369,7 @@ static int resolve(pid_t pid, const struct dp_maps *maps, struct syms *s, char *
 
 /* Checks that need no attach; 1 when the agent is there already. */
 static int preflight(pid_t pid, const char *path, const struct stat *agent,
-		     const struct dp_maps *maps, char *msg, size_t len)
+		     const struct dp_maps *maps, struct dp_err *err)
 {
 	char name[64], root[4200];
 	struct stat sb;
@@ -394,22 +380,26 @@ static int preflight(pid_t pid, const char *path, const struct stat *agent,
 
 		if (m->inode == agent->st_ino && m->dev_major == major(agent->st_dev) &&
 		    m->dev_minor == minor(agent->st_dev))
-			return say(msg, len, DP_INJECT_ALREADY,
-				   "pid %d (%s) has the agent loaded already", (int)pid, name);
+		{
+			/* Not a failure: the words say so, the code stays 0. */
+			dp_err_set(err, 0, "pid %d (%s) has the agent loaded already", (int)pid,
+				   name);
+			return DP_INJECT_ALREADY;
+		}
 	}
 	if (dp_maps_find_object(maps, "liblttng-ust.so.0"))
-		return say(msg, len, -DP_INJECT_EUST0,
-			   "pid %d (%s) has liblttng-ust.so.0 (lttng-ust 2.12 or older) loaded, "
-			   "and the agent needs liblttng-ust.so.1: both cannot live in one process; "
-			   "rebuild or restart the program with lttng-ust 2.13", (int)pid, name);
+		return dp_err_set(err, -DP_INJECT_EUST0, "pid %d (%s) has liblttng-ust.so.0 "
+				  "(lttng-ust 2.12 or older) loaded, and the agent needs "
+				  "liblttng-ust.so.1: both cannot live in one process; rebuild or "
+				  "restart the program with lttng-ust 2.13", (int)pid, name);
 	/* The target opens the path in its own mount namespace and root. */
 	snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, path);
 	if (stat(root, &sb) == 0 ? sb.st_ino != agent->st_ino || sb.st_dev != agent->st_dev
 				 : errno == ENOENT || errno == ENOTDIR)
-		return say(msg, len, -ENOENT,
-			   "the agent %s is not the same file inside pid %d (%s), which runs in "
-			   "another mount namespace or root: make the agent visible there under "
-			   "the same path", path, (int)pid, name);
+		return dp_err_set(err, -ENOENT,
+			     "the agent %s is not the same file inside pid %d (%s), which runs in "
+			     "another mount namespace or root: make the agent visible there under "
+			     "the same path", path, (int)pid, name);
 	return 0;
 }
 
@@ -465,7 +455,7 @@ static int wait_report(int fd, uint64_t data, int timeout_ms, uint8_t *page)
 }
 
 int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *opts,
-		    struct dp_inject_result *res, char *msg, size_t len)
+		    struct dp_inject_result *res, struct dp_err *err)
 {
 	uint64_t t0 = dp__now_ns(), data = 0, code = 0, ret_val = 0, t_detach;
 	struct dp_inject_opts o;
@@ -486,42 +476,43 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 	else
 		dp_inject_opts_init(&o);
 	if (!path || path[0] != '/')
-		return say(msg, len, -EINVAL, "the agent path must be absolute, not \"%s\"",
-			   path ? path : "");
+		return dp_err_set(err, -EINVAL, "the agent path must be absolute, not \"%s\"",
+			     path ? path : "");
 	if (strlen(path) >= D_PATH_MAX)
-		return say(msg, len, -ENAMETOOLONG, "the agent path is too long");
+		return dp_err_set(err, -ENAMETOOLONG, "the agent path is too long");
 	if (o.env_name && (!*o.env_name || strchr(o.env_name, '=') || !o.env_value ||
 			   strlen(o.env_name) >= DP_INJECT_ENV_NAME_MAX ||
 			   strlen(o.env_value) >= DP_INJECT_ENV_VALUE_MAX))
-		return say(msg, len, -EINVAL, "the variable to set for the load must be a name "
-			   "of 1 to %d bytes without '=' and a value of at most %d bytes",
-			   DP_INJECT_ENV_NAME_MAX - 1, DP_INJECT_ENV_VALUE_MAX - 1);
+		return dp_err_set(err, -EINVAL, "the variable to set for the load must be a name "
+			     "of 1 to %d bytes without '=' and a value of at most %d bytes",
+			     DP_INJECT_ENV_NAME_MAX - 1, DP_INJECT_ENV_VALUE_MAX - 1);
 	if (stat(path, &agent))
-		return say(msg, len, -errno, "cannot use the agent %s: %s", path, strerror(errno));
-	ret = dp_proc_check(pid, 0, msg, len);
+		return dp_err_set(err, -errno, "cannot use the agent %s: %s", path,
+				  strerror(errno));
+	ret = dp_proc_check(pid, 0, err);
 	if (ret)
 		return ret;
 	if (!dp_proc_status_read(pid, 0, &st) && st.state == 'T')
-		return say(msg, len, -DP_INJECT_ESTOPPED,
-			   "pid %d (%s) is stopped (job control): continue it (SIGCONT) before "
-			   "loading the agent", (int)pid, st.name);
+		return dp_err_set(err, -DP_INJECT_ESTOPPED,
+			     "pid %d (%s) is stopped (job control): continue it (SIGCONT) before "
+			     "loading the agent", (int)pid, st.name);
 	ret = dp_maps_read(pid, &maps);
 	if (ret) {
-		ret = ret == -EACCES || ret == -EPERM ? dp_proc_explain_eperm(pid, msg, len)
-						      : say(msg, len, ret, "cannot read the "
-							    "mappings of pid %d: %s", (int)pid,
-							    strerror(-ret));
+		ret = ret == -EACCES || ret == -EPERM ? dp_proc_explain_eperm(pid, err)
+						      : dp_err_set(err, ret, "cannot read the "
+							      "mappings of pid %d: %s", (int)pid,
+							      strerror(-ret));
 		goto out;
 	}
-	ret = preflight(pid, path, &agent, &maps, msg, len);
+	ret = preflight(pid, path, &agent, &maps, err);
 	if (!ret)
-		ret = resolve(pid, &maps, &s, msg, len);
+		ret = resolve(pid, &maps, &s, err);
 	if (ret)
 		goto out;
 
 	p = dp_proc_open(pid);
 	if (!p) {
-		ret = say(msg, len, -ENOMEM, "out of memory");
+		ret = dp_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
 	ret = dp_proc_attach(p, 0);
@@ -545,7 +536,8 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 		snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)pid);
 		fd = open(mem, O_RDWR | O_CLOEXEC);
 		if (fd < 0)
-			ret = dp__fail(p, -errno, "cannot open %s: %s", mem, strerror(errno));
+			ret = dp_err_set(&p->err, -errno, "cannot open %s: %s", mem,
+					 strerror(errno));
 	}
 	if (!ret) {
 		struct dp_remote_call call = {
@@ -561,8 +553,8 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 			/* It may have created the thread: the pages must stay. */
 			data = code = 0;
 		} else if (!ret && ret_val) {
-			ret = dp__fail(p, -(int)ret_val, "pthread_create() in pid %d failed: %s",
-				       (int)pid, strerror((int)ret_val));
+			ret = dp_err_set(&p->err, -(int)ret_val, "pthread_create() in pid %d "
+					 "failed: %s", (int)pid, strerror((int)ret_val));
 		} else if (!ret) {
 			created = true;
 		}
@@ -584,15 +576,14 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 
 	ret = wait_report(fd, data, o.load_timeout_ms, page);
 	if (ret == -ETIMEDOUT) {
-		ret = say(msg, len, -ETIMEDOUT,
-			  "dlopen(\"%s\") in pid %d has not finished after %d ms (the loader lock "
-			  "held elsewhere, or lttng-ust waiting for the session daemon?); it goes "
-			  "on in its own thread, which cleans up after itself", path, (int)pid,
-			  o.load_timeout_ms);
+		ret = dp_err_set(err, -ETIMEDOUT, "dlopen(\"%s\") in pid %d has not finished "
+				 "after %d ms (the loader lock held elsewhere, or lttng-ust "
+				 "waiting for the session daemon?); it goes on in its own thread, "
+				 "which cleans up after itself", path, (int)pid, o.load_timeout_ms);
 		goto out;
 	}
 	if (ret) {
-		ret = say(msg, len, -ESRCH, "pid %d exited while loading the agent", (int)pid);
+		ret = dp_err_set(err, -ESRCH, "pid %d exited while loading the agent", (int)pid);
 		goto out;
 	}
 	{
@@ -608,15 +599,16 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 	r.total_ns = dp__now_ns() - t0;
 	if (!r.handle) {
 		page[PAGE - 1] = '\0';
-		ret = say(msg, len, -DP_INJECT_EDLOPEN, "dlopen(\"%s\") in pid %d failed: %s",
-			  path, (int)pid, page[D_ERROR] ? (char *)page + D_ERROR : "no reason given");
+		ret = dp_err_set(err, -DP_INJECT_EDLOPEN, "dlopen(\"%s\") in pid %d failed: %s",
+				 path, (int)pid,
+				 page[D_ERROR] ? (char *)page + D_ERROR : "no reason given");
 		goto out;
 	}
-	ret = say(msg, len, 0, "loaded %s into pid %d", path, (int)pid);
+	ret = dp_err_set(err, 0, "loaded %s into pid %d", path, (int)pid);
 	goto out;
 fail:
-	if (p && msg && len)
-		snprintf(msg, len, "%s", dp_proc_errmsg(p));
+	if (p && err)
+		*err = *dp_proc_err(p);
 out:
 	if (res)
 		*res = r;

@@ -49,6 +49,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "err.h"
+
 /* Refusals beyond those of dp_proc_attach() (ptrace.h). */
 #define DP_INJECT_EUST0		EEXIST		/* liblttng-ust.so.0 is loaded */
 #define DP_INJECT_ENOLIBC	ENOSYS		/* no glibc dlopen/pthread_create */
@@ -87,13 +89,13 @@ void dp_inject_opts_init(struct dp_inject_opts *o);
 
 /*
  * Loads `path` (absolute) into pid.  0: loaded; DP_INJECT_ALREADY: the same
- * file is mapped already (nothing done); -errno with msg (one line) on
- * failure: the dp_proc_attach() refusals, DP_INJECT_E*, -ETIMEDOUT when the
+ * file is mapped already (nothing done, err says so); -errno with err
+ * filled on failure: the dp_proc_attach() refusals, DP_INJECT_E*, -ETIMEDOUT when the
  * load did not finish in time (it goes on, and cleans up after itself).
  * res may be NULL.
  */
 int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *opts,
-		    struct dp_inject_result *res, char *msg, size_t len);
+		    struct dp_inject_result *res, struct dp_err *err);
 
 /*
  * The address of a dynamic symbol of the first mapped object whose file name

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "err.h"
 #include "proc/ptrace.h"
 
 /* struct dp_thread.flags */
@@ -44,12 +45,8 @@ struct dp_proc {
 	 */
 	bool (*on_syscall)(struct dp_proc *p, pid_t tid, void *arg);
 	void *on_syscall_arg;
-	char err[512];
+	struct dp_err err;	/* what the last failure was, for dp_proc_errmsg() */
 };
-
-/* Formats p->err; returns err (a negative errno) for `return dp__fail(...)`. */
-__attribute__((format(printf, 3, 4)))
-int dp__fail(struct dp_proc *p, int err, const char *fmt, ...);
 
 struct dp_thread *dp__thread(struct dp_proc *p, pid_t tid);
 

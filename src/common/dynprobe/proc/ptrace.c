@@ -13,7 +13,6 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,16 +39,6 @@ uint64_t dp__now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int dp__fail(struct dp_proc *p, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(p->err, sizeof(p->err), fmt, ap);
-	va_end(ap);
-	return err;
 }
 
 struct dp_proc *dp_proc_open(pid_t pid)
@@ -83,7 +72,12 @@ pid_t dp_proc_pid(const struct dp_proc *p)
 
 const char *dp_proc_errmsg(const struct dp_proc *p)
 {
-	return p->err;
+	return p->err.msg;
+}
+
+const struct dp_err *dp_proc_err(const struct dp_proc *p)
+{
+	return &p->err;
 }
 
 void dp_proc_set_timeout(struct dp_proc *p, int ms)
@@ -322,10 +316,10 @@ int dp__pump(struct dp_proc *p)
 static int gone_error(struct dp_proc *p)
 {
 	if (p->exec_seen)
-		return dp__fail(p, -DP_PROC_EEXEC,
+		return dp_err_set(&p->err, -DP_PROC_EEXEC,
 				"pid %d ran a new program (execve) during the operation",
 				(int)p->pid);
-	return dp__fail(p, -DP_PROC_ENOPROC, "pid %d exited during the operation",
+	return dp_err_set(&p->err, -DP_PROC_ENOPROC, "pid %d exited during the operation",
 			(int)p->pid);
 }
 
@@ -359,10 +353,10 @@ static int wait_held(struct dp_proc *p, int timeout_ms)
 			struct dp_proc_status st;
 
 			dp_proc_status_read(p->pid, late, &st);
-			return dp__fail(p, -ETIMEDOUT,
-					"thread %d of pid %d did not stop within %d ms (state %c%s)",
-					(int)late, (int)p->pid, timeout_ms, st.state ? st.state : '?',
-					st.state == 'D' ? ": uninterruptible sleep" : "");
+			return dp_err_set(&p->err, -ETIMEDOUT, "thread %d of pid %d did not stop "
+					  "within %d ms (state %c%s)", (int)late, (int)p->pid,
+					  timeout_ms, st.state ? st.state : '?',
+					  st.state == 'D' ? ": uninterruptible sleep" : "");
 		}
 		snooze(&round);
 	}
@@ -418,7 +412,7 @@ uint64_t dp_proc_total_held_ns(const struct dp_proc *p, uint32_t *nholds)
 int dp_proc_stop(struct dp_proc *p)
 {
 	if (!p->attached)
-		return dp__fail(p, -EINVAL, "pid %d is not attached", (int)p->pid);
+		return dp_err_set(&p->err, -EINVAL, "pid %d is not attached", (int)p->pid);
 	hold_begins(p);
 	interrupt_all(p);
 	return wait_held(p, p->timeout_ms);
@@ -429,7 +423,8 @@ int dp__hold_thread(struct dp_proc *p, pid_t tid)
 	struct dp_thread *t = dp__thread(p, tid);
 
 	if (!t)
-		return dp__fail(p, -ESRCH, "thread %d of pid %d exited", (int)tid, (int)p->pid);
+		return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited", (int)tid,
+				  (int)p->pid);
 	if (held(t))
 		return 0;
 	t->flags &= ~(T_WANT_RUN | T_CATCH);
@@ -454,7 +449,7 @@ static void release(struct dp_thread *t)
 int dp_proc_resume(struct dp_proc *p)
 {
 	if (!p->attached)
-		return dp__fail(p, -EINVAL, "pid %d is not attached", (int)p->pid);
+		return dp_err_set(&p->err, -EINVAL, "pid %d is not attached", (int)p->pid);
 	for (size_t i = 0; i < p->n; i++) {
 		struct dp_thread *t = &p->t[i];
 
@@ -469,18 +464,27 @@ int dp_proc_resume(struct dp_proc *p)
 	return 0;
 }
 
+/* One pass of the pump over the other threads, a nap when nothing came:
+ * 0, or -errno when the process is gone. */
+static int pump_or_nap(struct dp_proc *p, unsigned int *round)
+{
+	if (dp__pump(p))
+		*round = 0;
+	else
+		snooze(round);
+	return p->gone ? gone_error(p) : 0;
+}
+
 int dp_proc_service(struct dp_proc *p, int timeout_ms)
 {
 	uint64_t deadline = dp__now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	unsigned int round = 0;
 
 	do {
-		if (dp__pump(p))
-			round = 0;
-		else
-			snooze(&round);
-		if (p->gone)
-			return gone_error(p);
+		int ret = pump_or_nap(p, &round);
+
+		if (ret)
+			return ret;
 	} while (dp__now_ns() < deadline);
 	return 0;
 }
@@ -492,7 +496,7 @@ int dp__settle(struct dp_proc *p, pid_t tid)
 		int ret;
 
 		if (!t)
-			return dp__fail(p, -ESRCH, "thread %d of pid %d exited", (int)tid,
+			return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited", (int)tid,
 					(int)p->pid);
 		if (t->stop != DP_STOP_SIGNAL)
 			return 0;
@@ -510,7 +514,7 @@ int dp__settle(struct dp_proc *p, pid_t tid)
 		if (ret)
 			return ret;
 	}
-	return dp__fail(p, -EAGAIN, "thread %d of pid %d keeps receiving signals", (int)tid,
+	return dp_err_set(&p->err, -EAGAIN, "thread %d of pid %d keeps receiving signals", (int)tid,
 			(int)p->pid);
 }
 
@@ -525,7 +529,7 @@ int dp__wait_owned(struct dp_proc *p, pid_t owned, int timeout_ms, enum dp_event
 	for (size_t i = 0; i < p->n; i++)
 		others_run |= p->t[i].tid != owned && (p->t[i].flags & T_WANT_RUN);
 	for (;;) {
-		int status;
+		int status, ret;
 		/* Nobody else runs, so nobody else needs service: just block. */
 		pid_t r = waitpid(owned, &status,
 				  __WALL | (others_run || timeout_ms >= 0 ? WNOHANG : 0));
@@ -550,12 +554,9 @@ int dp__wait_owned(struct dp_proc *p, pid_t owned, int timeout_ms, enum dp_event
 			*sig = 0;
 			return 1;
 		}
-		if (dp__pump(p))
-			round = 0;
-		else
-			snooze(&round);
-		if (p->gone)
-			return gone_error(p);
+		ret = pump_or_nap(p, &round);
+		if (ret)
+			return ret;
 		if (timeout_ms >= 0 && dp__now_ns() > deadline)
 			return 0;
 	}
@@ -572,7 +573,8 @@ static int open_mem(struct dp_proc *p)
 		if (p->mem_fd >= 0)
 			return 0;
 	}
-	return dp__fail(p, -errno, "cannot open /proc/%d/mem: %s", (int)p->pid, strerror(errno));
+	return dp_err_set(&p->err, -errno, "cannot open /proc/%d/mem: %s", (int)p->pid,
+			  strerror(errno));
 }
 
 /* PTRACE_SEIZE said EPERM for tid: say why. */
@@ -595,8 +597,8 @@ static int seize_denied(struct dp_proc *p, pid_t tid, bool *skip)
 		return 1;
 	}
 	if (st.tracer)
-		return dp_proc_check_tracer(p->pid, tid, st.tracer, p->err, sizeof(p->err));
-	return dp_proc_explain_eperm(p->pid, p->err, sizeof(p->err));
+		return dp_proc_check_tracer(p->pid, tid, st.tracer, &p->err);
+	return dp_proc_explain_eperm(p->pid, &p->err);
 }
 
 /* One pass over /proc/PID/task; returns how many threads were added. */
@@ -610,7 +612,7 @@ static int seize_pass(struct dp_proc *p)
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)p->pid);
 	d = opendir(path);
 	if (!d)
-		return dp__fail(p, -DP_PROC_ENOPROC, "pid %d exited", (int)p->pid);
+		return dp_err_set(&p->err, -DP_PROC_ENOPROC, "pid %d exited", (int)p->pid);
 	while ((de = readdir(d))) {
 		pid_t tid = (pid_t)atoi(de->d_name);
 		bool skip;
@@ -619,7 +621,7 @@ static int seize_pass(struct dp_proc *p)
 			continue;
 		if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)SEIZE_OPTIONS) == 0) {
 			if (!add_thread(p, tid, 0)) {
-				ret = dp__fail(p, -ENOMEM, "out of memory");
+				ret = dp_err_set(&p->err, -ENOMEM, "out of memory");
 				break;
 			}
 			added++;
@@ -628,8 +630,8 @@ static int seize_pass(struct dp_proc *p)
 		if (errno == ESRCH)
 			continue;
 		if (errno != EPERM) {
-			ret = dp__fail(p, -errno, "cannot seize thread %d of pid %d: %s", (int)tid,
-				       (int)p->pid, strerror(errno));
+			ret = dp_err_set(&p->err, -errno, "cannot seize thread %d of pid %d: %s",
+					 (int)tid, (int)p->pid, strerror(errno));
 			break;
 		}
 		ret = seize_denied(p, tid, &skip);
@@ -678,8 +680,8 @@ int dp_proc_detach(struct dp_proc *p)
 		ret = 0;
 	hold_ends(p);
 	if (detach_held(p) && !ret)
-		ret = dp__fail(p, -EBUSY, "some threads of pid %d could not be detached",
-			       (int)p->pid);
+		ret = dp_err_set(&p->err, -EBUSY, "some threads of pid %d could not be detached",
+				       (int)p->pid);
 	p->attached = false;
 	if (p->mem_fd >= 0) {
 		close(p->mem_fd);
@@ -694,13 +696,13 @@ int dp_proc_attach(struct dp_proc *p, unsigned int flags)
 	int ret, round;
 
 	if (p->attached)
-		return dp__fail(p, -EALREADY, "pid %d is already attached", (int)p->pid);
-	p->err[0] = '\0';
+		return dp_err_set(&p->err, -EALREADY, "pid %d is already attached", (int)p->pid);
+	dp_err_clear(&p->err);
 	p->gone = p->exec_seen = false;
 	p->n = 0;
 	p->attach_flags = flags;
 	p->seccomp = -1;
-	ret = dp_proc_check(p->pid, flags, p->err, sizeof(p->err));
+	ret = dp_proc_check(p->pid, flags, &p->err);
 	if (ret)
 		return ret;
 	p->attached = true;
@@ -715,10 +717,11 @@ int dp_proc_attach(struct dp_proc *p, unsigned int flags)
 			break;
 	}
 	if (!ret && !p->n)
-		ret = dp__fail(p, -DP_PROC_EZOMBIE, "pid %d has no live thread", (int)p->pid);
+		ret = dp_err_set(&p->err, -DP_PROC_EZOMBIE, "pid %d has no live thread",
+				 (int)p->pid);
 	if (round == 1000)
-		ret = dp__fail(p, -EAGAIN, "threads of pid %d appear faster than they can be "
-			       "attached", (int)p->pid);
+		ret = dp_err_set(&p->err, -EAGAIN, "threads of pid %d appear faster than they can "
+				 "be attached", (int)p->pid);
 	if (!ret) {
 		hold_begins(p);
 		interrupt_all(p);
@@ -727,11 +730,10 @@ int dp_proc_attach(struct dp_proc *p, unsigned int flags)
 	if (!ret)
 		ret = open_mem(p);
 	if (ret) {
-		char saved[sizeof(p->err)];
+		struct dp_err saved = p->err;
 
-		memcpy(saved, p->err, sizeof(saved));
 		dp_proc_detach(p);
-		memcpy(p->err, saved, sizeof(saved));
+		p->err = saved;
 		return ret;
 	}
 	return 0;
@@ -742,40 +744,42 @@ static int check_held(struct dp_proc *p, pid_t tid, struct dp_thread **out)
 	struct dp_thread *t = dp__thread(p, tid);
 
 	if (!p->attached)
-		return dp__fail(p, -EINVAL, "pid %d is not attached", (int)p->pid);
+		return dp_err_set(&p->err, -EINVAL, "pid %d is not attached", (int)p->pid);
 	if (!t)
-		return dp__fail(p, -ESRCH, "thread %d of pid %d is not known (exited?)",
+		return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d is not known (exited?)",
 				(int)tid, (int)p->pid);
 	if (!held(t) && !(t->flags & T_OWNED))
-		return dp__fail(p, -EBUSY, "thread %d of pid %d is running", (int)tid,
+		return dp_err_set(&p->err, -EBUSY, "thread %d of pid %d is running", (int)tid,
 				(int)p->pid);
 	if (out)
 		*out = t;
 	return 0;
 }
 
-int dp_proc_get_regs(struct dp_proc *p, pid_t tid, struct user_regs_struct *regs)
+/* PTRACE_GETREGS or PTRACE_SETREGS (`verb` says which) on a held thread. */
+static int regs_io(struct dp_proc *p, pid_t tid, enum __ptrace_request req,
+		   struct user_regs_struct *regs, const char *verb)
 {
 	int ret = check_held(p, tid, NULL);
 
 	if (ret)
 		return ret;
-	if (ptrace(PTRACE_GETREGS, tid, 0, regs))
-		return dp__fail(p, -errno, "cannot read the registers of thread %d: %s", (int)tid,
-				strerror(errno));
+	if (ptrace(req, tid, 0, regs))
+		return dp_err_set(&p->err, -errno, "cannot %s the registers of thread %d: %s", verb,
+				  (int)tid, strerror(errno));
 	return 0;
+}
+
+int dp_proc_get_regs(struct dp_proc *p, pid_t tid, struct user_regs_struct *regs)
+{
+	return regs_io(p, tid, PTRACE_GETREGS, regs, "read");
 }
 
 int dp_proc_set_regs(struct dp_proc *p, pid_t tid, const struct user_regs_struct *regs)
 {
-	int ret = check_held(p, tid, NULL);
+	struct user_regs_struct copy = *regs;	/* ptrace takes no const */
 
-	if (ret)
-		return ret;
-	if (ptrace(PTRACE_SETREGS, tid, 0, regs))
-		return dp__fail(p, -errno, "cannot set the registers of thread %d: %s", (int)tid,
-				strerror(errno));
-	return 0;
+	return regs_io(p, tid, PTRACE_SETREGS, &copy, "set");
 }
 
 bool dp_regs_in_syscall(const struct user_regs_struct *regs)
@@ -797,9 +801,10 @@ static int mem_io(struct dp_proc *p, uint64_t addr, void *buf, size_t len, bool 
 	uint8_t *b = buf;
 
 	if (!p->attached || p->mem_fd < 0)
-		return dp__fail(p, -EINVAL, "pid %d is not attached", (int)p->pid);
+		return dp_err_set(&p->err, -EINVAL, "pid %d is not attached", (int)p->pid);
 	if (addr >= (1ull << 63) || addr + len < addr)
-		return dp__fail(p, -EFAULT, "address %#" PRIx64 " is outside user space", addr);
+		return dp_err_set(&p->err, -EFAULT, "address %#" PRIx64 " is outside user space",
+				  addr);
 	while (len) {
 		ssize_t n = write ? pwrite(p->mem_fd, b, len, (off_t)addr)
 				  : pread(p->mem_fd, b, len, (off_t)addr);
@@ -809,9 +814,9 @@ static int mem_io(struct dp_proc *p, uint64_t addr, void *buf, size_t len, bool 
 		if (n <= 0) {
 			int err = n < 0 && errno != EIO ? errno : EFAULT;
 
-			return dp__fail(p, -err, "cannot %s %zu bytes at %#" PRIx64 " in pid %d: %s",
-					write ? "write" : "read", len, addr, (int)p->pid,
-					strerror(err));
+			return dp_err_set(&p->err, -err, "cannot %s %zu bytes at %#" PRIx64
+					  " in pid %d: %s", write ? "write" : "read", len, addr,
+					  (int)p->pid, strerror(err));
 		}
 		/* Short: the next page may be unmapped; the next call says so. */
 		b += n;
@@ -849,10 +854,10 @@ int dp_proc_move_pcs(struct dp_proc *p, uint64_t start, uint64_t end,
 	if (moved)
 		*moved = 0;
 	if (!p->attached)
-		return dp__fail(p, -EINVAL, "pid %d is not attached", (int)p->pid);
+		return dp_err_set(&p->err, -EINVAL, "pid %d is not attached", (int)p->pid);
 	regs = calloc(p->n ? p->n : 1, sizeof(*regs));
 	if (!regs)
-		return dp__fail(p, -ENOMEM, "out of memory");
+		return dp_err_set(&p->err, -ENOMEM, "out of memory");
 	/* Check every thread before moving any: all or nothing. */
 	for (size_t i = 0; i < p->n && !ret; i++) {
 		const struct dp_thread *t = &p->t[i];
@@ -860,8 +865,8 @@ int dp_proc_move_pcs(struct dp_proc *p, uint64_t start, uint64_t end,
 		uint64_t rip;
 
 		if (!held(t)) {
-			ret = dp__fail(p, -EBUSY, "thread %d of pid %d is not stopped", (int)t->tid,
-				       (int)p->pid);
+			ret = dp_err_set(&p->err, -EBUSY, "thread %d of pid %d is not stopped",
+					 (int)t->tid, (int)p->pid);
 			break;
 		}
 		ret = dp_proc_get_regs(p, t->tid, &regs[i]);
@@ -872,11 +877,10 @@ int dp_proc_move_pcs(struct dp_proc *p, uint64_t start, uint64_t end,
 			continue;
 		m = find_move(map, n, rip);
 		if (!m) {
-			ret = dp__fail(p, -EINVAL,
-				       "thread %d of pid %d is at %#" PRIx64 ", inside the bytes "
-				       "[%#" PRIx64 ", %#" PRIx64 ") but not at an instruction the "
-				       "patch can move it from", (int)t->tid, (int)p->pid, rip,
-				       start, end);
+			ret = dp_err_set(&p->err, -EINVAL, "thread %d of pid %d is at %#" PRIx64
+					 ", inside the bytes [%#" PRIx64 ", %#" PRIx64
+					 ") but not at an instruction the patch can move it from",
+					 (int)t->tid, (int)p->pid, rip, start, end);
 			break;
 		}
 		if (m->to == rip || !dp_regs_restarts(&regs[i]))
@@ -884,16 +888,14 @@ int dp_proc_move_pcs(struct dp_proc *p, uint64_t start, uint64_t end,
 		/* The kernel will step back over the syscall: it must move too. */
 		sys = find_move(map, n, rip - 2);
 		if (rip - 2 >= start && (!sys || sys->to != m->to - 2))
-			ret = dp__fail(p, -EINVAL,
-				       "thread %d of pid %d sleeps in a system call whose restart "
-				       "re-executes the syscall at %#" PRIx64 ", and the patch does "
-				       "not move that instruction along with %#" PRIx64,
-				       (int)t->tid, (int)p->pid, rip - 2, rip);
+			ret = dp_err_set(&p->err, -EINVAL, "thread %d of pid %d sleeps in a system "
+					 "call whose restart re-executes the syscall at %#" PRIx64
+					 ", and the patch does not move that instruction along "
+					 "with %#" PRIx64, (int)t->tid, (int)p->pid, rip - 2, rip);
 		else if (rip - 2 < start)
-			ret = dp__fail(p, -EINVAL,
-				       "thread %d of pid %d sleeps in a system call at %#" PRIx64
-				       " just before the patched bytes: it cannot be moved", (int)t->tid,
-				       (int)p->pid, rip - 2);
+			ret = dp_err_set(&p->err, -EINVAL, "thread %d of pid %d sleeps in a system "
+					 "call at %#" PRIx64 " just before the patched bytes: it "
+					 "cannot be moved", (int)t->tid, (int)p->pid, rip - 2);
 	}
 	for (size_t i = 0; i < p->n && !ret; i++) {
 		const struct dp_pc_move *m;

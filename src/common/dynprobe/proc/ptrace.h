@@ -28,8 +28,9 @@
  *
  * All calls on one struct dp_proc must come from one thread of the caller (the
  * kernel ties ptrace to the tracing thread).  Every function returns 0 or
- * -errno; dp_proc_errmsg() then says what went wrong in one line (what was
- * wrong, what would be right), meant for users.
+ * -errno; dp_proc_err() then holds the code and what went wrong in one line
+ * (what was wrong, what would be right), meant for users; dp_proc_errmsg() is
+ * its words alone.
  */
 #ifndef DP_PROC_PTRACE_H
 #define DP_PROC_PTRACE_H
@@ -40,6 +41,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/user.h>
+
+#include "err.h"
 
 /* Refusals of dp_proc_attach(), each with its own errno. */
 #define DP_PROC_ENOPROC	ESRCH		/* no such process, or it exited meanwhile */
@@ -83,6 +86,8 @@ void dp_proc_close(struct dp_proc *p);
 
 pid_t dp_proc_pid(const struct dp_proc *p);
 const char *dp_proc_errmsg(const struct dp_proc *p);
+/* The last failure of a call on p (a copy may be passed up as it is). */
+const struct dp_err *dp_proc_err(const struct dp_proc *p);
 
 /*
  * How long dp_proc_attach()/dp_proc_stop() wait for every thread to stop
@@ -92,9 +97,9 @@ void dp_proc_set_timeout(struct dp_proc *p, int ms);
 
 /*
  * The checks dp_proc_attach() makes before touching the process, alone:
- * 0, or one of the DP_PROC_E* refusals with msg filled (may be NULL).
+ * 0, or one of the DP_PROC_E* refusals with err filled (may be NULL).
  */
-int dp_proc_check(pid_t pid, unsigned int flags, char *msg, size_t len);
+int dp_proc_check(pid_t pid, unsigned int flags, struct dp_err *err);
 
 /*
  * Seizes every thread (PTRACE_SEIZE with PTRACE_O_TRACECLONE, the thread list
@@ -185,8 +190,8 @@ struct dp_ptrace_facts {
 	int yama_scope;			/* -1: no yama */
 	bool target_is_descendant;	/* of the tracer */
 };
-/* 0 when the rules allow, else DP_PROC_EPRIV/EYAMA/ENODUMP with msg. */
-int dp_ptrace_judge(pid_t pid, const struct dp_ptrace_facts *f, char *msg, size_t len);
+/* 0 when the rules allow, else -DP_PROC_EPRIV/EYAMA/ENODUMP with err. */
+int dp_ptrace_judge(pid_t pid, const struct dp_ptrace_facts *f, struct dp_err *err);
 /* Gathers the facts for this process tracing pid. */
 int dp_ptrace_facts_read(pid_t pid, struct dp_ptrace_facts *f);
 

@@ -98,7 +98,7 @@ int dp_remote_syscall_insn(struct dp_proc *p, uint64_t *addr)
 	}
 	ret = dp_maps_read(p->pid, &maps);
 	if (ret)
-		return dp__fail(p, ret, "cannot read /proc/%d/maps: %s", (int)p->pid,
+		return dp_err_set(&p->err, ret, "cannot read /proc/%d/maps: %s", (int)p->pid,
 				strerror(-ret));
 	/* The vdso first (there in every process), then libc, then any code. */
 	for (int pass = 0; pass < 3 && !p->syscall_insn; pass++)
@@ -114,8 +114,8 @@ int dp_remote_syscall_insn(struct dp_proc *p, uint64_t *addr)
 		}
 	dp_maps_free(&maps);
 	if (!p->syscall_insn)
-		return dp__fail(p, -ENOENT, "no syscall instruction found in the code of pid %d",
-				(int)p->pid);
+		return dp_err_set(&p->err, -ENOENT, "no syscall instruction found in the code of "
+				  "pid %d", (int)p->pid);
 	*addr = p->syscall_insn;
 	return 0;
 }
@@ -128,7 +128,7 @@ static int check_seccomp(struct dp_proc *p)
 		p->seccomp = dp_proc_status_read(p->pid, 0, &st) ? 0 : st.seccomp;
 	}
 	if (p->seccomp == 1)
-		return dp__fail(p, -EPERM,
+		return dp_err_set(&p->err, -EPERM,
 				"pid %d runs in seccomp strict mode: any system call other than "
 				"read, write, exit and sigreturn would kill it", (int)p->pid);
 	return 0;
@@ -176,15 +176,15 @@ static int prepare(struct dp_proc *p, pid_t *tid)
 	struct dp_thread *t;
 
 	if (!p->attached)
-		return dp__fail(p, -EINVAL, "pid %d is not attached", (int)p->pid);
+		return dp_err_set(&p->err, -EINVAL, "pid %d is not attached", (int)p->pid);
 	if (!*tid)
 		*tid = dp_remote_pick(p);
 	t = *tid ? dp__thread(p, *tid) : NULL;
 	if (!t)
-		return dp__fail(p, -ESRCH, "no held thread of pid %d to run a system call",
+		return dp_err_set(&p->err, -ESRCH, "no held thread of pid %d to run a system call",
 				(int)p->pid);
 	if (t->stop == DP_STOP_NONE)
-		return dp__fail(p, -EBUSY, "thread %d of pid %d is running", (int)*tid,
+		return dp_err_set(&p->err, -EBUSY, "thread %d of pid %d is running", (int)*tid,
 				(int)p->pid);
 	return check_seccomp(p);
 }
@@ -199,8 +199,8 @@ static int give_back(struct dp_proc *p, pid_t tid, const struct user_regs_struct
 	int ret = 0;
 
 	if (ptrace(PTRACE_SETREGS, tid, 0, saved))
-		ret = dp__fail(p, -errno, "cannot restore the registers of thread %d: %s",
-			       (int)tid, strerror(errno));
+		ret = dp_err_set(&p->err, -errno, "cannot restore the registers of thread %d: %s",
+				       (int)tid, strerror(errno));
 	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 	ptrace(PTRACE_CONT, tid, 0, 0);
 	t->flags = (t->flags & ~(T_OWNED | T_WANT_RUN)) | T_INTERRUPTED;
@@ -245,7 +245,8 @@ static int syscall_once(struct dp_proc *p, pid_t tid, uint64_t insn, long nr,
 	t->flags |= T_OWNED;
 	t->stop = DP_STOP_NONE;
 	if (ptrace(PTRACE_SYSCALL, tid, 0, 0))
-		return dp__fail(p, -errno, "cannot run thread %d: %s", (int)tid, strerror(errno));
+		return dp_err_set(&p->err, -errno, "cannot run thread %d: %s", (int)tid,
+				  strerror(errno));
 	for (;;) {
 		enum dp_event ev;
 		int sig;
@@ -255,10 +256,10 @@ static int syscall_once(struct dp_proc *p, pid_t tid, uint64_t insn, long nr,
 			return ret;
 		switch (ev) {
 		case EV_EXIT:
-			return dp__fail(p, -ESRCH, "thread %d of pid %d exited during a %s",
+			return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited during a %s",
 					(int)tid, (int)p->pid, syscall_name(nr));
 		case EV_EXEC:
-			return dp__fail(p, -DP_PROC_EEXEC, "pid %d ran execve() meanwhile",
+			return dp_err_set(&p->err, -DP_PROC_EEXEC, "pid %d ran execve() meanwhile",
 					(int)p->pid);
 		case EV_SYSCALL:
 			if (!entered) {
@@ -267,8 +268,8 @@ static int syscall_once(struct dp_proc *p, pid_t tid, uint64_t insn, long nr,
 				continue;
 			}
 			if (ptrace(PTRACE_GETREGS, tid, 0, &regs))
-				return dp__fail(p, -errno, "cannot read the result of a %s: %s",
-						syscall_name(nr), strerror(errno));
+				return dp_err_set(&p->err, -errno, "cannot read the result of a "
+						  "%s: %s", syscall_name(nr), strerror(errno));
 			*out = (int64_t)regs.rax;
 			rseq_restore(p, &rs);
 			return give_back(p, tid, &saved);
@@ -315,7 +316,7 @@ int dp_remote_syscall(struct dp_proc *p, pid_t tid, long nr, const uint64_t args
 		if (r <= 0)
 			return r;
 	}
-	return dp__fail(p, -EAGAIN, "thread %d of pid %d keeps receiving signals", (int)tid,
+	return dp_err_set(&p->err, -EAGAIN, "thread %d of pid %d keeps receiving signals", (int)tid,
 			(int)p->pid);
 }
 
@@ -326,7 +327,7 @@ static int checked(struct dp_proc *p, pid_t tid, long nr, const uint64_t a[6], i
 	if (ret)
 		return ret;
 	if (*res < 0 && *res > -4096)
-		return dp__fail(p, (int)*res, "%s in pid %d failed: %s", syscall_name(nr),
+		return dp_err_set(&p->err, (int)*res, "%s in pid %d failed: %s", syscall_name(nr),
 				(int)p->pid, strerror((int)-*res));
 	return 0;
 }
@@ -409,22 +410,22 @@ static int run_call(struct dp_proc *p, pid_t tid, const struct dp_remote_call *c
 			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 			ret = dp__wait_owned(p, tid, p->timeout_ms, &ev, &sig);
 			if (ret <= 0)
-				return dp__fail(p, -ETIMEDOUT, "a call in thread %d of pid %d "
-						"neither returned nor stopped", (int)tid,
-						(int)p->pid);
+				return dp_err_set(&p->err, -ETIMEDOUT, "a call in thread %d of "
+						  "pid %d neither returned nor stopped", (int)tid,
+						  (int)p->pid);
 			if (ev == EV_EXIT)
-				return dp__fail(p, -ESRCH, "thread %d exited", (int)tid);
-			dp__fail(p, -ETIMEDOUT, "a call in thread %d of pid %d did not return "
-				 "within %d ms (waiting for a lock another thread holds?): "
-				 "abandoned", (int)tid, (int)p->pid, c->timeout_ms);
+				return dp_err_set(&p->err, -ESRCH, "thread %d exited", (int)tid);
+			dp_err_set(&p->err, -ETIMEDOUT, "a call in thread %d of pid %d did not "
+				   "return within %d ms (waiting for a lock another thread "
+				   "holds?): abandoned", (int)tid, (int)p->pid, c->timeout_ms);
 			ret = -ETIMEDOUT;
 			break;
 		}
 		if (ev == EV_EXIT)
-			return dp__fail(p, -ESRCH, "thread %d of pid %d exited during a call",
-					(int)tid, (int)p->pid);
+			return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited during a "
+					  "call", (int)tid, (int)p->pid);
 		if (ev == EV_EXEC)
-			return dp__fail(p, -DP_PROC_EEXEC, "pid %d ran execve() meanwhile",
+			return dp_err_set(&p->err, -DP_PROC_EEXEC, "pid %d ran execve() meanwhile",
 					(int)p->pid);
 		if (ev == EV_SIGNAL && sig == SIGTRAP && !ptrace(PTRACE_GETREGS, tid, 0, &regs) &&
 		    regs.rip == c->trap + 1) {
@@ -442,9 +443,9 @@ static int run_call(struct dp_proc *p, pid_t tid, const struct dp_remote_call *c
 		if (ev == EV_SIGNAL) {
 			/* Every other signal is blocked: this one is a fault of the call. */
 			ptrace(PTRACE_GETREGS, tid, 0, &regs);
-			ret = dp__fail(p, -EFAULT, "a call in thread %d of pid %d faulted (signal "
-				       "%d at %#llx): put back as it was", (int)tid, (int)p->pid,
-				       sig, (unsigned long long)regs.rip);
+			ret = dp_err_set(&p->err, -EFAULT, "a call in thread %d of pid %d faulted "
+					 "(signal %d at %#llx): put back as it was", (int)tid,
+					 (int)p->pid, sig, (unsigned long long)regs.rip);
 			break;
 		}
 		ptrace(PTRACE_CONT, tid, 0, 0);
@@ -476,12 +477,12 @@ int dp_remote_call(struct dp_proc *p, pid_t tid, const struct dp_remote_call *c,
 		return ret;
 	xs = malloc(sizeof(*xs));
 	if (!xs)
-		return dp__fail(p, -ENOMEM, "out of memory");
+		return dp_err_set(&p->err, -ENOMEM, "out of memory");
 	xs->iov.iov_base = xs->buf;
 	xs->iov.iov_len = sizeof(xs->buf);
 	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &xs->iov)) {
-		ret = dp__fail(p, -errno, "cannot read the vector state of thread %d: %s",
-			       (int)tid, strerror(errno));
+		ret = dp_err_set(&p->err, -errno, "cannot read the vector state of thread %d: %s",
+				       (int)tid, strerror(errno));
 		goto out;
 	}
 	rseq_save(p, tid, &rs);
@@ -547,8 +548,8 @@ unmask:
 	if (ptrace(PTRACE_GETREGS, tid, 0, &back) == 0 && back.rip != saved.rip)
 		ptrace(PTRACE_SETREGS, tid, 0, &saved);
 	if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &xs->iov) && !ret)
-		ret = dp__fail(p, -errno, "cannot restore the vector state of thread %d: %s",
-			       (int)tid, strerror(errno));
+		ret = dp_err_set(&p->err, -errno, "cannot restore the vector state of thread %d: "
+				 "%s", (int)tid, strerror(errno));
 	rseq_restore(p, &rs);
 out:
 	free(xs);

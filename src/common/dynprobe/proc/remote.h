@@ -17,7 +17,7 @@
  * and the call is retried; signals arriving later stay pending until resume.
  *
  * tid 0 picks a held thread.  Functions return 0 or -errno with
- * dp_proc_errmsg() set; a system call that ran and failed gives its own
+ * dp_proc_err() set; a system call that ran and failed gives its own
  * -errno (and a message naming it).
  */
 #ifndef DP_PROC_REMOTE_H

@@ -1,0 +1,142 @@
+/*
+ * Taking events out of processes.  Remove takes an event out of its
+ * patches: those it shares are rebuilt for the other events (stage.c), and
+ * in the same stop (write.c) those it held alone are restored: the site's
+ * bytes then the hop's, threads between a hop and its trampoline sent on to
+ * the trampoline, threads about to run a hook sent back to the original
+ * code, then NOTE_REMOVED.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "proc/ptrace.h"
+
+/* Counts a site ev left in its report. */
+static void report_left(struct dp_client_proc *rp, const struct dp_app_patch *ap)
+{
+	if (rp && ap->method == DP_APP_METHOD_INT3)
+		rp->nint3++;
+	else if (rp)
+		rp->njump++;
+}
+
+int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp)
+{
+	struct dp_err msg = DP_ERR_INIT;
+	struct dpd_work *ws;
+	uint32_t *gone, ngone = 0, nstay = 0;
+	size_t n = 0;
+	pid_t pid = p->pid;
+	int ret;
+
+	if (rp)
+		rp->pid = (uint32_t)pid;
+	ws = calloc(p->nsites ? p->nsites : 1, sizeof(*ws));
+	gone = calloc(p->nsites ? p->nsites : 1, sizeof(*gone));
+	if (!ws || !gone) {
+		free(ws);
+		free(gone);
+		return -ENOMEM;
+	}
+	/* A patch ev shares is rebuilt for the others; one it holds alone
+	 * (or every one, without ev) is restored. */
+	for (uint32_t i = 0; i < p->nsites; i++) {
+		const struct dpd_site *s = &p->sites[i];
+		struct dpd_work *w;
+
+		if (!s->installed || (ev && !dpd_site_owned(s, ev)))
+			continue;
+		if (!ev || s->nowners < 2) {
+			gone[ngone++] = i;
+			continue;
+		}
+		w = &ws[n++];
+		dpd_work_rebuild(w, p, i);
+		dpd_site_disown(&w->rec, ev);
+	}
+	if (dpd_stage(p, ws, n, &msg))
+		dpd_info("process %d: the patches %s shares stay: %s", (int)pid, ev->names[0],
+			 msg.msg);
+	ret = dpd_write_batch(p, ws, n, gone, ngone, &msg);
+	if (ret == -DP_PROC_ENOPROC) {
+		/* Gone: nothing to restore, and nothing to remember. */
+		if (rp) {
+			rp->status = -ESRCH;
+			snprintf(rp->message, sizeof(rp->message), "process %d exited", (int)pid);
+		}
+		dpd_proc_forget(p);
+		goto out;
+	}
+	for (uint32_t k = 0; k < ngone; k++) {
+		const struct dpd_site *s = &p->sites[gone[k]];
+
+		if (s->installed) {
+			nstay++;
+			continue;
+		}
+		report_left(rp, &s->patch);
+		if (p->fd >= 0 && dpd_agent_note_removed(p, s->patch.site, &msg))
+			dpd_info("process %d: %s", (int)pid, msg.msg);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct dpd_work *w = &ws[i];
+
+		if (w->fail) {
+			dpd_work_unnote(p, w);
+			nstay++;
+			continue;
+		}
+		if (dpd_work_record(p, w))
+			dpd_err("process %d: out of memory recording a patch", (int)pid);
+		report_left(rp, &w->rec.patch);
+	}
+	if (ret || nstay) {
+		if (!ret)
+			dp_err_set(&msg, -EIO, "%u patches of process %d could not change: they "
+				   "stay as they were", nstay, (int)pid);
+		ret = ret ? ret : -EIO;
+		if (rp) {
+			rp->status = ret;
+			snprintf(rp->message, sizeof(rp->message), "%s", msg.msg);
+		}
+		dpd_err("remove from %d: %s", (int)pid, msg.msg);
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		free(ws[i].code);
+	free(ws);
+	free(gone);
+	return ret;
+}
+
+void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep)
+{
+	size_t n = 0, k = 0;
+	pid_t *pids;
+
+	/* By pid: a removal may forget its process (it exited). */
+	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
+		n++;
+	pids = calloc(n ? n : 1, sizeof(*pids));
+	if (!pids) {
+		dpd_err("out of memory removing %s", ev->names[0]);
+		return;
+	}
+	for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
+		uint32_t j, i;
+
+		if (dpd_proc_count_sites(p, ev, &j, &i))
+			pids[k++] = p->pid;
+	}
+	for (size_t i = 0; i < k; i++) {
+		struct dpd_proc *p = dpd_proc_find(pids[i]);
+
+		if (p)
+			dpd_remove(ev, p, rep ? dp_client_report_add_proc(rep) : NULL);
+	}
+	free(pids);
+}
