@@ -253,7 +253,7 @@ static int cmd_trigger(unsigned n)
 
 		snprintf(name, sizeof(name), "v%u", i);
 		dpa_class_record(cls, 0x406000,
-				(const struct dpa_value[]){ vu(i), vs(name),
+				 (const struct dpa_value[]){ vu(i), vs(name),
 							   vu((uint64_t)-(int64_t)i) });
 	}
 	return 0;

@@ -87,7 +87,7 @@ void free(void *p)
 }
 
 static struct dpa_class *(*get)(const char *, const struct dp_field_desc *, size_t,
-			       struct dp_err *);
+				struct dp_err *);
 static void (*record)(const struct dpa_class *, uint64_t, const struct dpa_value *);
 static void (*thread_init)(void);
 static bool (*enabled)(const struct dpa_class *);

@@ -186,7 +186,7 @@ static int install(target_fn fn, dp_handler_fn handler, void *arg)
 		return ret;
 	if (plan.method == DP_SITE_INT3)
 		ret = dpa_trap_add(site->win.addr, site->tramp.insn_at[0],
-				  (struct dpa_probe *const *)&arg, 1);
+				   (struct dpa_probe *const *)&arg, 1);
 	return ret ? ret : dp_inproc_commit(pool, site);
 }
 
@@ -201,7 +201,7 @@ static int probe_on(target_fn fn, const char *name, const char *spec)
 		return -EINVAL;
 	}
 	p = dpa_probe_new((uint64_t)(uintptr_t)fn, name, DPA_PROBE_AT_ENTRY, &ctx, spec ? 1 : 0,
-			 &err);
+			  &err);
 	if (!p) {
 		fprintf(stderr, "probe-cost: %s: %s\n", name, err.msg[0] ? err.msg : strerror(errno));
 		return -errno;

@@ -217,7 +217,7 @@ static bool install(const struct object *o, const struct point *pts, size_t n,
 }
 
 static struct dpa_probe *probe(uint64_t site, const char *name, unsigned flags,
-			      const char *const *specs)
+			       const char *const *specs)
 {
 	struct dp_ctx ctx[32];
 	struct dpa_probe *p;

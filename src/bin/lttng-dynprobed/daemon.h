@@ -21,7 +21,7 @@
  *
  * Who calls whom: a file calls only the files listed after it on its line,
  * each of which is lower in this list, so the calls form no cycle (log.c is
- * called by all and calls none; state.c is the only owner of the state):
+ * called by most and calls none; state.c is the only owner of the state):
  *
  *   main.c      -> sessions clients install remove agents state
  *   sessions.c  -> clients state
@@ -33,13 +33,7 @@
  *   stage.c     -> agents state resolve
  *   agents.c    -> state resolve
  *   state.c     -> resolve
- *   resolve.c   -> log
- *
- * (Before this layout, install.c held stage, write, remove and mappers,
- * and the calls went round: agents.c -> install.c (the installs at HELLO,
- * dpd_event_window) -> agents.c (requests); state.c -> agents.c
- * (dpd_site_disown) -> state.c (dpd_events); install.c and state.c ->
- * main.c (dpd_cfg) -> both.)
+ *   resolve.c   -> (none)
  *
  * One thread does everything: requests are served one at a time, so that
  * nothing here needs a lock, and ptrace (tied to the tracing thread) is

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "line.h"
 
 int dpd_verbosity = DPD_ERR;
 static int log_fd = STDERR_FILENO;
@@ -29,28 +30,18 @@ int dpd_log_open(const char *path)
 void dpd_log(enum dpd_level level, const char *fmt, ...)
 {
 	static const char *const names[] = { "error", "info", "debug" };
-	char buf[2048];
+	char head[96];
 	struct timespec ts;
 	struct tm tm;
 	va_list ap;
-	int n, m;
 
 	if ((int)level > dpd_verbosity)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
-	n = snprintf(buf, sizeof(buf), "lttng-dynprobed[%d] %02d:%02d:%02d.%03ld %s: ", (int)getpid(),
-		     tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
+	snprintf(head, sizeof(head), "lttng-dynprobed[%d] %02d:%02d:%02d.%03ld %s: ", (int)getpid(),
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
 	va_start(ap, fmt);
-	m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	dp_line_vwrite(log_fd, head, fmt, ap);
 	va_end(ap);
-	if (m < 0)
-		return;
-	n += m;
-	if ((size_t)n > sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
-	buf[n++] = '\n';
-	/* One write per line: lines of a log file shared by restarts do not mix. */
-	if (write(log_fd, buf, (size_t)n) < 0)
-		return;
 }

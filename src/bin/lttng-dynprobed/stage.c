@@ -33,7 +33,7 @@ static struct dp_client_site *add_site(struct dp_client_proc *rp, const char *ev
 /* Reports every point of an owner's patch as refused, with a reason or a
  * text. */
 void dpd_report_refused(const struct dpd_owner *o, struct dp_client_proc *rp,
-			  enum dp_reason reason, const char *text)
+			enum dp_reason reason, const char *text)
 {
 	for (unsigned k = 0; k < o->pl->npoints; k++) {
 		const struct dpd_point *pt = &o->ev->points[o->pl->point_ids[k]];

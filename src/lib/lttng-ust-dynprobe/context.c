@@ -107,7 +107,7 @@ static uint8_t error_value(long ret)
 }
 
 unsigned dpa_ctx_eval(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ctx_env *env,
-		     struct dpa_value *values)
+		      struct dpa_value *values)
 {
 	const struct dp_regs *regs = env->regs;
 	uint8_t *scratch = env->scratch;

@@ -25,7 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "control.h"
+#include "line.h"
 #include "patch/codemem.h"
 #include "probe.h"
 #include "proto/app.h"
@@ -44,9 +46,11 @@ struct probe_rec {
 static struct {
 	pthread_mutex_t lock;
 	struct probe_rec *probes;
-	uint32_t nprobes, probes_cap;
+	uint32_t nprobes;
+	size_t probes_cap;
 	struct dp_app_patch *patches;
-	uint32_t npatches, patches_cap;
+	uint32_t npatches;
+	size_t patches_cap;
 	uint32_t nint3;			/* patches of method int3 */
 	struct dp_code_pool *pool;	/* ALLOC_CODE memory, never freed */
 
@@ -86,29 +90,20 @@ static void go_release(void)
 	pthread_mutex_unlock(&go.lock);
 }
 
+/* Debug lines (LTTNG_DYNPROBE_DEBUG) on stderr, one write each: the
+ * program's stdio buffers are never touched. */
 __attribute__((format(printf, 1, 2)))
 static void dbg(const char *fmt, ...)
 {
-	char buf[512];
+	char head[48];
 	va_list ap;
-	int n, m;
 
 	if (!ctl.debug)
 		return;
-	n = snprintf(buf, sizeof(buf), "lttng-dynprobe[%d]: ", (int)getpid());
+	snprintf(head, sizeof(head), "lttng-dynprobe[%d]: ", (int)getpid());
 	va_start(ap, fmt);
-	m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	dp_line_vwrite(STDERR_FILENO, head, fmt, ap);
 	va_end(ap);
-	if (m < 0)
-		return;
-	n += m;
-	if ((size_t)n > sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
-	buf[n++] = '\n';
-	/* One write: lines of several threads or processes do not mix.  The
-	 * program's stdio buffers are never touched. */
-	if (write(STDERR_FILENO, buf, (size_t)n) < 0)
-		return;
 }
 
 static const char *err_text(int err)
@@ -214,22 +209,6 @@ static struct dp_app_patch *patch_find(uint64_t site)
 	return NULL;
 }
 
-/* Room for one more element of an array: 0 or -ENOMEM. */
-static int grow(void **v, uint32_t n, uint32_t *cap, size_t elem)
-{
-	uint32_t c = *cap ? *cap * 2 : 16;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	p = realloc(*v, (size_t)c * elem);
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = c;
-	return 0;
-}
-
 /* What is installed, with fresh counters: arrays to free by the caller. */
 static int state_snapshot(struct dp_app_state *s)
 {
@@ -333,7 +312,7 @@ static int do_define_probe(const struct dp_app_define_probe *d, struct dp_app_re
 	}
 
 	pthread_mutex_lock(&ctl.lock);
-	ret = grow((void **)&ctl.probes, ctl.nprobes, &ctl.probes_cap, sizeof(*ctl.probes));
+	ret = DP_ARRAY_RESERVE(ctl.probes, ctl.probes_cap, ctl.nprobes, 16);
 	if (!ret) {
 		struct probe_rec *rec = &ctl.probes[ctl.nprobes++];
 
@@ -421,8 +400,7 @@ static int do_note_installed(const struct dp_app_patch *p, struct dp_app_result 
 		*old = *p;
 		replaced = true;
 	} else {
-		ret = grow((void **)&ctl.patches, ctl.npatches, &ctl.patches_cap,
-			   sizeof(*ctl.patches));
+		ret = DP_ARRAY_RESERVE(ctl.patches, ctl.patches_cap, ctl.npatches, 16);
 		if (!ret)
 			ctl.patches[ctl.npatches++] = *p;
 	}

@@ -132,7 +132,7 @@ struct dpa_thunk_page {
 static struct dpa_thunk_page *dpa_thunks;
 
 static inline void dpa_event_fire(const struct dpa_class *cls, void *event, uint64_t ip,
-				 const struct dpa_value *values);
+				  const struct dpa_value *values);
 
 /*
  * What a call site calls, with the class it was called for; writes the event
@@ -140,7 +140,7 @@ static inline void dpa_event_fire(const struct dpa_class *cls, void *event, uint
  * same test inline: this is for any other caller that holds our signature.
  */
 static void dpa_class_callback(void *event, const struct dpa_class *caller, uint64_t ip,
-			      const struct dpa_value *values, struct dpa_class *const *self)
+			       const struct dpa_value *values, struct dpa_class *const *self)
 {
 	if (caller == *self)
 		dpa_event_fire(caller, event, ip, values);
@@ -257,7 +257,7 @@ static int dpa_check_name(const char *name, size_t *colon, struct dp_err *err)
  * cleared, so that equal layouts compare equal byte for byte.
  */
 static int dpa_normalize(const struct dp_field_desc *in, struct dp_field_desc *out,
-			struct dp_err *err)
+			 struct dp_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (!dpa_is_ident(in->name, DP_FIELD_NAME_MAX)) {
@@ -333,7 +333,7 @@ static uint64_t dpa_hash(uint64_t h, const void *p, size_t n)
 /* ---- Building and registering a class ---------------------------------- */
 
 static void dpa_int_type(struct lttng_ust_type_integer *t, unsigned bytes, bool is_signed,
-			bool hex)
+			 bool hex)
 {
 	t->parent.type = lttng_ust_type_integer;
 	t->struct_size = sizeof(*t);
@@ -417,7 +417,7 @@ static void dpa_class_free(struct dpa_class *cls)
 }
 
 static struct dpa_class *dpa_class_new(const char *name, size_t colon,
-				     const struct dp_field_desc *norm, size_t n, uint64_t hash)
+				       const struct dp_field_desc *norm, size_t n, uint64_t hash)
 {
 	struct dpa_class *cls = calloc(1, sizeof(*cls));
 
@@ -486,7 +486,7 @@ static int dpa_class_register(struct dpa_class *cls, struct dp_err *err)
 }
 
 struct dpa_class *dpa_class_get(const char *name, const struct dp_field_desc *fields,
-			      size_t nfields, struct dp_err *err)
+				size_t nfields, struct dp_err *err)
 {
 	struct dp_field_desc norm[DPA_CLASS_MAX_FIELDS];
 	struct dpa_class *cls;
@@ -606,7 +606,7 @@ static void dpa_filter_stack(const struct dpa_class *cls, const struct dpa_value
  */
 static inline __attribute__((always_inline)) void
 dpa_event_write(const struct dpa_class *cls, struct lttng_ust_event_recorder *rec,
-	       struct lttng_ust_probe_ctx *pctx, const struct dpa_value *v)
+		struct lttng_ust_probe_ctx *pctx, const struct dpa_value *v)
 {
 	struct lttng_ust_channel_buffer *chan = rec->chan;
 	struct lttng_ust_ring_buffer_ctx ctx;
@@ -662,7 +662,7 @@ dpa_event_write(const struct dpa_class *cls, struct lttng_ust_event_recorder *re
 /* Whether the event's filter accepts these values.  Out of the hot path. */
 static __attribute__((noinline)) bool
 dpa_filter_accepts(const struct dpa_class *cls, struct lttng_ust_event_common *ev,
-		  struct lttng_ust_probe_ctx *pctx, const struct dpa_value *values)
+		   struct lttng_ust_probe_ctx *pctx, const struct dpa_value *values)
 {
 	char stack[2 * sizeof(unsigned long) * DPA_CLASS_MAX_FIELDS]
 		__attribute__((aligned(sizeof(unsigned long))));
@@ -674,7 +674,7 @@ dpa_filter_accepts(const struct dpa_class *cls, struct lttng_ust_event_common *e
 /* A trigger's event: filter, then a notification with its captures. */
 static __attribute__((noinline)) void
 dpa_event_notify(const struct dpa_class *cls, struct lttng_ust_event_common *ev,
-		struct lttng_ust_probe_ctx *pctx, const struct dpa_value *values)
+		 struct lttng_ust_probe_ctx *pctx, const struct dpa_value *values)
 {
 	struct lttng_ust_event_notifier *notifier = ev->child;
 	struct lttng_ust_notification_ctx nctx;
@@ -701,7 +701,7 @@ dpa_event_notify(const struct dpa_class *cls, struct lttng_ust_event_common *ev,
  */
 static inline __attribute__((always_inline)) void
 dpa_event_fire(const struct dpa_class *cls, void *event, uint64_t ip,
-	      const struct dpa_value *values)
+	       const struct dpa_value *values)
 {
 	struct lttng_ust_event_common *ev = event;
 	struct lttng_ust_probe_ctx pctx;

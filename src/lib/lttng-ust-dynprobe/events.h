@@ -53,7 +53,7 @@ struct dpa_class;
  * lttng-ust refused it (retried by the next call).  Thread-safe.
  */
 struct dpa_class *dpa_class_get(const char *name, const struct dp_field_desc *fields,
-			      size_t nfields, struct dp_err *err);
+				size_t nfields, struct dp_err *err);
 
 /* Whether any session (or trigger) wants this event now: cheap, lock-free. */
 bool dpa_class_enabled(const struct dpa_class *cls);

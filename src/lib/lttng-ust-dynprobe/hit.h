@@ -72,7 +72,7 @@ void dpa_mem_setup(void);
  * on ourselves.  0 or -errno (-EFAULT).
  */
 int dpa_mem_read(const struct dp_regs *regs, const struct dpa_mem_ranges *own, void *dst,
-		uint64_t addr, size_t len);
+		 uint64_t addr, size_t len);
 
 /*
  * Reads the NUL-terminated string at addr, at most max bytes (dst holds
@@ -80,7 +80,7 @@ int dpa_mem_read(const struct dp_regs *regs, const struct dpa_mem_ranges *own, v
  * or -errno (dst is "").  Never the bytes of a partial read.
  */
 long dpa_mem_read_str(const struct dp_regs *regs, const struct dpa_mem_ranges *own, char *dst,
-		     uint64_t addr, size_t max);
+		      uint64_t addr, size_t max);
 
 /* Whether [addr, addr+len) lies in this thread's stack, above rsp minus the
  * red zone: such bytes stay mapped for as long as the hit runs. */

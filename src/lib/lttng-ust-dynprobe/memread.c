@@ -259,7 +259,7 @@ static bool direct(const struct dp_regs *regs, const struct dpa_mem_ranges *own,
 }
 
 int dpa_mem_read(const struct dp_regs *regs, const struct dpa_mem_ranges *own, void *dst,
-		uint64_t addr, size_t len)
+		 uint64_t addr, size_t len)
 {
 	uint64_t end;
 	long n;
@@ -275,7 +275,7 @@ int dpa_mem_read(const struct dp_regs *regs, const struct dpa_mem_ranges *own, v
 }
 
 long dpa_mem_read_str(const struct dp_regs *regs, const struct dpa_mem_ranges *own, char *dst,
-		     uint64_t addr, size_t max)
+		      uint64_t addr, size_t max)
 {
 	size_t have = 0;
 	const char *nul;

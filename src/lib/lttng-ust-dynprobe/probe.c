@@ -154,7 +154,7 @@ static size_t align16(size_t n)
 }
 
 DPA_EXPORT struct dpa_probe *dpa_probe_new(uint64_t site, const char *name, unsigned flags,
-					  const struct dp_ctx *ctx, size_t nctx, struct dp_err *err)
+					   const struct dp_ctx *ctx, size_t nctx, struct dp_err *err)
 {
 	struct dp_field_desc fields[DPA_CLASS_MAX_FIELDS];
 	char full[DP_NAME_MAX];

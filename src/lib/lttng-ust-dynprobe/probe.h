@@ -40,7 +40,7 @@ enum dpa_probe_flag {
  * dpa_class_get said.
  */
 struct dpa_probe *dpa_probe_new(uint64_t site, const char *name, unsigned flags,
-			      const struct dp_ctx *ctx, size_t nctx, struct dp_err *err);
+				const struct dp_ctx *ctx, size_t nctx, struct dp_err *err);
 
 /* The handler trampolines call: (probe, saved registers).  Registers are
  * only read. */

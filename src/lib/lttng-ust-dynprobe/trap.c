@@ -236,7 +236,7 @@ static struct trap_table *table_copy(const struct trap_table *cur, size_t extra)
 }
 
 DPA_EXPORT int dpa_trap_add(uint64_t site, uint64_t resume, struct dpa_probe *const *probes,
-			  size_t n)
+			    size_t n)
 {
 	struct trap_table *cur, *t;
 	struct trap_site *s;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "elf/ehread.h"
 #include "sorted.h"
 
@@ -195,15 +196,8 @@ const struct dp_eh_cie *dp_eh_cie_get(struct dp_eh_cie_cache *cc, const unsigned
 		cc->uncached = c;
 		return &cc->uncached;
 	}
-	if (cc->n == cc->cap) {
-		size_t cap = cc->cap ? cc->cap * 2 : 16;
-		struct dp_eh_cie *v = realloc(cc->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		cc->v = v;
-		cc->cap = cap;
-	}
+	if (DP_ARRAY_RESERVE(cc->v, cc->cap, cc->n, 16))
+		return NULL;
 	memmove(&cc->v[lo + 1], &cc->v[lo], (cc->n - lo) * sizeof(*cc->v));
 	cc->v[lo] = c;
 	cc->n++;

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "elf/ehread.h"
 #include "elf/elf.h"
 #include "sorted.h"
@@ -70,15 +71,8 @@ struct cand_vec {
 
 static int cand_push(struct cand_vec *vec, const struct func_cand *c)
 {
-	if (vec->n == vec->cap) {
-		size_t cap = vec->cap ? vec->cap * 2 : 256;
-		struct func_cand *v = realloc(vec->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		vec->v = v;
-		vec->cap = cap;
-	}
+	if (DP_ARRAY_RESERVE(vec->v, vec->cap, vec->n, 256))
+		return -ENOMEM;
 	vec->v[vec->n++] = *c;
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "array.h"
 #include "patch/analysis.h"
 #include "x86/insn.h"
 
@@ -120,12 +121,10 @@ bool an_code_insn(const struct dp_object *obj, uint64_t vaddr, struct dp_insn *i
 bool an_call_noreturn(const struct dp_object *obj, const struct dp_insn *in, uint64_t addr);
 
 /*
- * sweep.c: grows *v (of *cap elements of elem bytes) to hold n + 1 (0 or
- * -ENOMEM); records a branch target; decodes every function (instruction
+ * sweep.c: records a branch target; decodes every function (instruction
  * starts, return sites, flags, targets, jump tables); merges the targets
  * into obj->tgt_addr/tgt_kind.  0 or -errno.
  */
-int an_vec_reserve(void **v, size_t *cap, size_t n, size_t elem);
 /* Adds i to the set v[0..*n) of at most cap entries (the definitions the
  * backward walks collect): true when it is there now, false when full. */
 bool an_set_add(uint32_t *v, unsigned *n, unsigned cap, uint32_t i);

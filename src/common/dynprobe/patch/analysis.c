@@ -44,7 +44,7 @@ static int scns_load(struct dp_object *obj)
 		data = elf_rawdata(scn, NULL);
 		if (!data || !data->d_buf || data->d_size < sh.sh_size)
 			continue;
-		if (an_vec_reserve((void **)&obj->scns, &cap, obj->nscns, sizeof(*obj->scns)))
+		if (DP_ARRAY_RESERVE(obj->scns, cap, obj->nscns, 64))
 			return -ENOMEM;
 		s = &obj->scns[obj->nscns++];
 		s->addr = sh.sh_addr;

@@ -36,7 +36,7 @@ int an_code_ref_push(struct dp_object *obj, uint64_t addr)
 
 	if (!in_code(obj, addr))
 		return 0;
-	if (an_vec_reserve((void **)&k->v, &k->cap, k->n, sizeof(*k->v)))
+	if (DP_ARRAY_RESERVE(k->v, k->cap, k->n, 64))
 		return -ENOMEM;
 	k->v[k->n++] = addr;
 	return 0;

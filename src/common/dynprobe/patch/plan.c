@@ -415,7 +415,7 @@ int dp_plan_sites(struct dp_object *obj, const uint64_t *points, size_t n,
 	qsort(jumps, njumps, sizeof(*jumps), cmp_patch_addr);
 	for (size_t i = 0; i < njumps && !ret; i++)
 		ret = pl_ranges_add(&taken.windows, jumps[i].win.addr,
-				 jumps[i].win.addr + jumps[i].win.len);
+				    jumps[i].win.addr + jumps[i].win.len);
 	for (size_t i = 0; i < n && !ret; i++)
 		if (single[i].method == DP_SITE_INT3)
 			ret = pl_ranges_add(&taken.windows, single[i].win.addr, single[i].win.addr + 1);

@@ -88,15 +88,8 @@ int an_slots_load(struct dp_object *obj)
 			name = elf_strptr(e, ssh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
-			if (obj->nslots == cap) {
-				size_t ncap = cap ? cap * 2 : 64;
-				struct an_slot *v = realloc(obj->slots, ncap * sizeof(*v));
-
-				if (!v)
-					return -ENOMEM;
-				obj->slots = v;
-				cap = ncap;
-			}
+			if (DP_ARRAY_RESERVE(obj->slots, cap, obj->nslots, 64))
+				return -ENOMEM;
 			obj->slots[obj->nslots].addr = rela.r_offset;
 			obj->slots[obj->nslots].name = name;
 			obj->slots[obj->nslots++].noreturn = name_noreturn(name);

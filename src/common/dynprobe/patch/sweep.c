@@ -75,27 +75,9 @@ bool an_set_add(uint32_t *v, unsigned *n, unsigned cap, uint32_t i)
 	return true;
 }
 
-int an_vec_reserve(void **v, size_t *cap, size_t n, size_t elem)
-{
-	size_t ncap;
-	void *nv;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	if (ncap > SIZE_MAX / elem)
-		return -ENOMEM;
-	nv = realloc(*v, ncap * elem);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
 static int u32_push(struct u32_vec *vec, uint32_t x)
 {
-	if (an_vec_reserve((void **)&vec->v, &vec->cap, vec->n, sizeof(*vec->v)))
+	if (DP_ARRAY_RESERVE(vec->v, vec->cap, vec->n, 64))
 		return -ENOMEM;
 	vec->v[vec->n++] = x;
 	return 0;
@@ -103,7 +85,7 @@ static int u32_push(struct u32_vec *vec, uint32_t x)
 
 static int ret_push(struct ret_vec *vec, uint64_t addr, unsigned kind, unsigned len)
 {
-	if (an_vec_reserve((void **)&vec->v, &vec->cap, vec->n, sizeof(*vec->v)))
+	if (DP_ARRAY_RESERVE(vec->v, vec->cap, vec->n, 64))
 		return -ENOMEM;
 	vec->v[vec->n].addr = addr;
 	vec->v[vec->n].kind = (uint8_t)kind;
@@ -114,7 +96,7 @@ static int ret_push(struct ret_vec *vec, uint64_t addr, unsigned kind, unsigned 
 
 static int edge_push(struct edge_vec *vec, uint32_t target, uint32_t src)
 {
-	if (an_vec_reserve((void **)&vec->v, &vec->cap, vec->n, sizeof(*vec->v)))
+	if (DP_ARRAY_RESERVE(vec->v, vec->cap, vec->n, 64))
 		return -ENOMEM;
 	vec->v[vec->n].target = target;
 	vec->v[vec->n].src = src;
@@ -124,7 +106,7 @@ static int edge_push(struct edge_vec *vec, uint32_t target, uint32_t src)
 
 static int ind_push(struct ind_vec *vec, size_t fn, uint32_t insn, size_t ret)
 {
-	if (an_vec_reserve((void **)&vec->v, &vec->cap, vec->n, sizeof(*vec->v)))
+	if (DP_ARRAY_RESERVE(vec->v, vec->cap, vec->n, 64))
 		return -ENOMEM;
 	vec->v[vec->n].fn = fn;
 	vec->v[vec->n].insn = insn;
@@ -137,7 +119,7 @@ int an_keys_push(struct an_keys *k, uint64_t addr, unsigned kind)
 {
 	if (addr >= AN_ADDR_LIMIT)
 		return 0;
-	if (an_vec_reserve((void **)&k->v, &k->cap, k->n, sizeof(*k->v)))
+	if (DP_ARRAY_RESERVE(k->v, k->cap, k->n, 64))
 		return -ENOMEM;
 	k->v[k->n++] = addr << AN_TGT_SHIFT | kind;
 	return 0;
@@ -168,7 +150,7 @@ static unsigned ret_kind(const struct dp_insn *in)
 
 static int ref_push(struct an_keys *refs, uint64_t addr)
 {
-	if (an_vec_reserve((void **)&refs->v, &refs->cap, refs->n, sizeof(*refs->v)))
+	if (DP_ARRAY_RESERVE(refs->v, refs->cap, refs->n, 64))
 		return -ENOMEM;
 	refs->v[refs->n++] = addr;
 	return 0;

@@ -59,7 +59,7 @@ int an_entered_push(struct dp_object *obj, uint64_t src, uint64_t target)
 	/* Within the function that holds the target: its own control flow. */
 	if (fn && src - fn->start < fn->size)
 		return 0;
-	if (an_vec_reserve((void **)&k->v, &k->cap, k->n, sizeof(*k->v)))
+	if (DP_ARRAY_RESERVE(k->v, k->cap, k->n, 64))
 		return -ENOMEM;
 	k->v[k->n++] = target;
 	return 0;
@@ -140,7 +140,7 @@ static int tc_fn_init(struct tc_fn *tf, const struct dp_object *obj, const struc
 		t = dp_insn_target(&in, addr);
 		if (t - ctx->start >= ctx->size)
 			continue;
-		if (an_vec_reserve((void **)&tf->edges, &cap, n, sizeof(*tf->edges)))
+		if (DP_ARRAY_RESERVE(tf->edges, cap, n, 64))
 			return -ENOMEM;
 		tf->edges[n].target = (uint32_t)(t - ctx->start);
 		tf->edges[n++].src = i;

@@ -252,7 +252,7 @@ static int catch_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid
 	t = dp__thread(p, ctx.host);
 	if (!t)
 		return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited", (int)ctx.host,
-				(int)p->pid);
+				  (int)p->pid);
 	ret = dp_proc_get_regs(p, ctx.host, &e);
 	if (ret)
 		return ret;

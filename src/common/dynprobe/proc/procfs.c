@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "proc/proc-status.h"
 
 bool dp_proc_alive(pid_t pid)
@@ -55,16 +56,9 @@ static int list_ids(const char *dir, pid_t **ids, size_t *n)
 
 		if (*end || id <= 0)
 			continue;
-		if (*n == cap) {
-			pid_t *v = realloc(*ids, (cap ? cap * 2 : 16) * sizeof(*v));
-
-			if (!v) {
-				ret = -ENOMEM;
-				break;
-			}
-			*ids = v;
-			cap = cap ? cap * 2 : 16;
-		}
+		ret = DP_ARRAY_RESERVE(*ids, cap, *n, 16);
+		if (ret)
+			break;
 		(*ids)[(*n)++] = (pid_t)id;
 	}
 	closedir(d);

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "proc/proc-status.h"
 #include "proc/ptrace-internal.h"
 
@@ -115,15 +116,8 @@ static struct dp_thread *add_thread(struct dp_proc *p, pid_t tid, unsigned int f
 
 	if (t)
 		return t;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 16;
-		struct dp_thread *v = realloc(p->t, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		p->t = v;
-		p->cap = cap;
-	}
+	if (DP_ARRAY_RESERVE(p->t, p->cap, p->n, 16))
+		return NULL;
 	t = &p->t[p->n++];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
@@ -317,10 +311,10 @@ static int gone_error(struct dp_proc *p)
 {
 	if (p->exec_seen)
 		return dp_err_set(&p->err, -DP_PROC_EEXEC,
-				"pid %d ran a new program (execve) during the operation",
+				  "pid %d ran a new program (execve) during the operation",
 				(int)p->pid);
 	return dp_err_set(&p->err, -DP_PROC_ENOPROC, "pid %d exited during the operation",
-			(int)p->pid);
+			  (int)p->pid);
 }
 
 /* Waits until every thread that is not running nor owned is held. */
@@ -497,7 +491,7 @@ int dp__settle(struct dp_proc *p, pid_t tid)
 
 		if (!t)
 			return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited", (int)tid,
-					(int)p->pid);
+					  (int)p->pid);
 		if (t->stop != DP_STOP_SIGNAL)
 			return 0;
 		/*
@@ -515,7 +509,7 @@ int dp__settle(struct dp_proc *p, pid_t tid)
 			return ret;
 	}
 	return dp_err_set(&p->err, -EAGAIN, "thread %d of pid %d keeps receiving signals", (int)tid,
-			(int)p->pid);
+			  (int)p->pid);
 }
 
 int dp__wait_owned(struct dp_proc *p, pid_t owned, int timeout_ms, enum dp_event *ev,
@@ -747,10 +741,10 @@ static int check_held(struct dp_proc *p, pid_t tid, struct dp_thread **out)
 		return dp_err_set(&p->err, -EINVAL, "pid %d is not attached", (int)p->pid);
 	if (!t)
 		return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d is not known (exited?)",
-				(int)tid, (int)p->pid);
+				  (int)tid, (int)p->pid);
 	if (!held(t) && !(t->flags & T_OWNED))
 		return dp_err_set(&p->err, -EBUSY, "thread %d of pid %d is running", (int)tid,
-				(int)p->pid);
+				  (int)p->pid);
 	if (out)
 		*out = t;
 	return 0;

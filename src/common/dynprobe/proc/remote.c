@@ -99,7 +99,7 @@ int dp_remote_syscall_insn(struct dp_proc *p, uint64_t *addr)
 	ret = dp_maps_read(p->pid, &maps);
 	if (ret)
 		return dp_err_set(&p->err, ret, "cannot read /proc/%d/maps: %s", (int)p->pid,
-				strerror(-ret));
+				  strerror(-ret));
 	/* The vdso first (there in every process), then libc, then any code. */
 	for (int pass = 0; pass < 3 && !p->syscall_insn; pass++)
 		for (size_t i = 0; i < maps.n && !p->syscall_insn; i++) {
@@ -129,7 +129,7 @@ static int check_seccomp(struct dp_proc *p)
 	}
 	if (p->seccomp == 1)
 		return dp_err_set(&p->err, -EPERM,
-				"pid %d runs in seccomp strict mode: any system call other than "
+				  "pid %d runs in seccomp strict mode: any system call other than "
 				"read, write, exit and sigreturn would kill it", (int)p->pid);
 	return 0;
 }
@@ -182,10 +182,10 @@ static int prepare(struct dp_proc *p, pid_t *tid)
 	t = *tid ? dp__thread(p, *tid) : NULL;
 	if (!t)
 		return dp_err_set(&p->err, -ESRCH, "no held thread of pid %d to run a system call",
-				(int)p->pid);
+				  (int)p->pid);
 	if (t->stop == DP_STOP_NONE)
 		return dp_err_set(&p->err, -EBUSY, "thread %d of pid %d is running", (int)*tid,
-				(int)p->pid);
+				  (int)p->pid);
 	return check_seccomp(p);
 }
 
@@ -257,10 +257,10 @@ static int syscall_once(struct dp_proc *p, pid_t tid, uint64_t insn, long nr,
 		switch (ev) {
 		case EV_EXIT:
 			return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited during a %s",
-					(int)tid, (int)p->pid, syscall_name(nr));
+					  (int)tid, (int)p->pid, syscall_name(nr));
 		case EV_EXEC:
 			return dp_err_set(&p->err, -DP_PROC_EEXEC, "pid %d ran execve() meanwhile",
-					(int)p->pid);
+					  (int)p->pid);
 		case EV_SYSCALL:
 			if (!entered) {
 				entered = true;
@@ -317,7 +317,7 @@ int dp_remote_syscall(struct dp_proc *p, pid_t tid, long nr, const uint64_t args
 			return r;
 	}
 	return dp_err_set(&p->err, -EAGAIN, "thread %d of pid %d keeps receiving signals", (int)tid,
-			(int)p->pid);
+			  (int)p->pid);
 }
 
 static int checked(struct dp_proc *p, pid_t tid, long nr, const uint64_t a[6], int64_t *res)
@@ -328,7 +328,7 @@ static int checked(struct dp_proc *p, pid_t tid, long nr, const uint64_t a[6], i
 		return ret;
 	if (*res < 0 && *res > -4096)
 		return dp_err_set(&p->err, (int)*res, "%s in pid %d failed: %s", syscall_name(nr),
-				(int)p->pid, strerror((int)-*res));
+				  (int)p->pid, strerror((int)-*res));
 	return 0;
 }
 
@@ -426,7 +426,7 @@ static int run_call(struct dp_proc *p, pid_t tid, const struct dp_remote_call *c
 					  "call", (int)tid, (int)p->pid);
 		if (ev == EV_EXEC)
 			return dp_err_set(&p->err, -DP_PROC_EEXEC, "pid %d ran execve() meanwhile",
-					(int)p->pid);
+					  (int)p->pid);
 		if (ev == EV_SIGNAL && sig == SIGTRAP && !ptrace(PTRACE_GETREGS, tid, 0, &regs) &&
 		    regs.rip == c->trap + 1) {
 			*result = regs.rax;
