@@ -20,6 +20,8 @@
 #include <ucontext.h>
 
 #include "hit.h"
+#include "patch/sigregs.h"
+#include "sorted.h"
 #include "probe.h"
 
 struct trap_site {
@@ -50,28 +52,12 @@ static _Atomic uint64_t n_ours, n_chained, n_reasserted;
 
 static const struct trap_site *lookup(const struct trap_table *t, uint64_t site)
 {
-	size_t lo = 0, hi = t ? t->n : 0;
+	size_t i;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->v[mid].site < site)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return t && lo < t->n && t->v[lo].site == site ? &t->v[lo] : NULL;
-}
-
-static void regs_from(const greg_t *g, uint64_t site, struct dp_regs *r)
-{
-	*r = (struct dp_regs){
-		.rax = g[REG_RAX], .rcx = g[REG_RCX], .rdx = g[REG_RDX], .rbx = g[REG_RBX],
-		.rsp = g[REG_RSP], .rbp = g[REG_RBP], .rsi = g[REG_RSI], .rdi = g[REG_RDI],
-		.r8 = g[REG_R8], .r9 = g[REG_R9], .r10 = g[REG_R10], .r11 = g[REG_R11],
-		.r12 = g[REG_R12], .r13 = g[REG_R13], .r14 = g[REG_R14], .r15 = g[REG_R15],
-		.rip = site, .rflags = g[REG_EFL],
-	};
+	if (!t)
+		return NULL;
+	i = DP_BOUND(t->v, t->n, site, site, DP_BOUND_LOWER);
+	return i < t->n && t->v[i].site == site ? &t->v[i] : NULL;
 }
 
 /*
@@ -143,7 +129,7 @@ static void on_sigtrap(int sig, siginfo_t *si, void *ucv)
 			   (uint64_t)g[REG_RIP] - 1);
 		if (s) {
 			atomic_fetch_add_explicit(&n_ours, 1, memory_order_relaxed);
-			regs_from(g, s->site, &r);
+			dp_regs_from_gregs(g, s->site, &r);
 			for (unsigned i = 0; i < s->n; i++)
 				dp_probe_hit(s->probes[i], &r);
 			g[REG_RIP] = (greg_t)s->resume;

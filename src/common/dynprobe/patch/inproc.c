@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "patch/inproc.h"
+#include "patch/sigregs.h"
 
 /* The site at run-time addresses, its original bytes still in place. */
 static int site_init(struct dp_inproc_site *site, const struct dp_patch *plan, uint64_t bias,
@@ -139,14 +140,9 @@ int dp_inproc_remove(struct dp_code_pool *pool, struct dp_inproc_site *site)
 void dp_inproc_trap(const struct dp_inproc_site *site, ucontext_t *uc)
 {
 	greg_t *g = uc->uc_mcontext.gregs;
-	struct dp_regs r = {
-		.rax = g[REG_RAX], .rcx = g[REG_RCX], .rdx = g[REG_RDX], .rbx = g[REG_RBX],
-		.rsp = g[REG_RSP], .rbp = g[REG_RBP], .rsi = g[REG_RSI], .rdi = g[REG_RDI],
-		.r8 = g[REG_R8], .r9 = g[REG_R9], .r10 = g[REG_R10], .r11 = g[REG_R11],
-		.r12 = g[REG_R12], .r13 = g[REG_R13], .r14 = g[REG_R14], .r15 = g[REG_R15],
-		.rip = site->win.addr, .rflags = g[REG_EFL],
-	};
+	struct dp_regs r;
 
+	dp_regs_from_gregs(g, site->win.addr, &r);
 	for (unsigned i = 0; i < site->npoints; i++)
 		site->handler(site->args[i], &r);
 	g[REG_RAX] = r.rax; g[REG_RCX] = r.rcx; g[REG_RDX] = r.rdx; g[REG_RBX] = r.rbx;

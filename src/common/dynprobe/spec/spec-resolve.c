@@ -16,6 +16,7 @@
 
 #include "elf/elf.h"
 #include "patch/analysis.h"
+#include "sorted.h"
 #include "spec/spec.h"
 
 #define SUGGEST_MAX 3
@@ -130,7 +131,7 @@ static int check_boundary(const struct dp_function *fn, const char *what, uint64
 	char fname[DP_SPEC_SYMBOL_MAX + 32], prev[DP_SPEC_SYMBOL_MAX + 32];
 	char next[DP_SPEC_SYMBOL_MAX + 32];
 	uint64_t off = vaddr - fn->start;
-	uint32_t lo = 0, hi = fn->ninsns;
+	size_t lo;
 
 	if (dp_function_insn_index(fn, vaddr) >= 0)
 		return 0;
@@ -140,14 +141,7 @@ static int check_boundary(const struct dp_function *fn, const char *what, uint64
 	    ((fn->flags & DP_FN_UNDECODED) && off > fn->insn_off[fn->ninsns - 1]))
 		return dp_err_set(err, -EINVAL, "%s is in a part of %s that does not decode as "
 				  "instructions: no probe can go there", what, fname);
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (fn->insn_off[mid] < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = DP_BOUND_KEYS(fn->insn_off, fn->ninsns, off, DP_BOUND_LOWER);
 	/* insn_off[lo] is the first boundary after off (lo > 0: off 0 is one). */
 	format_in(fn, fn->start + fn->insn_off[lo - 1], prev, sizeof(prev));
 	if (lo < fn->ninsns) {
