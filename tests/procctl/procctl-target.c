@@ -282,10 +282,13 @@ int main(int argc, char **argv)
 		start(stats_holder, NULL);
 	if (loader_lib)
 		start(loader, NULL);
+	/* Every thread exists before "ready": a test that attaches as soon as
+	 * it reads the line must find them all. */
+	if (!no_sleepers)
+		start(reader, NULL);
 	dprintf(1, "ready pid=%d compute_a=%p compute_b=%p marker=%p\n", (int)getpid(),
 		(void *)compute_a, (void *)compute_b, (void *)&marker);
 	if (!no_sleepers) {
-		start(reader, NULL);
 		for (;;)
 			pause();
 	}
