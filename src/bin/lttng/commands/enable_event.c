@@ -58,6 +58,12 @@ static struct poptOption options[] = {
 
 struct enable_args {
 	const char *session, *channel, *filter;
+	/* The channel as given to the session daemon: NULL without -c.  The
+	 * session daemon marks a session whose channel was created under an
+	 * explicit name (even "channel0") as having a non-default channel, and
+	 * then wants -c for every later disable-event: as the stock
+	 * enable-event does, name no channel unless the user did. */
+	const char *lttng_channel;
 	const char *event;			/* as typed */
 	int kind;				/* enum dp_client_kind */
 	const char *location;			/* as typed */
@@ -82,7 +88,7 @@ static int enable_names(const struct enable_args *a, char (*names)[DP_CLIENT_EVE
 	if (n > DP_CLIENT_MAX_NAMES)
 		n = DP_CLIENT_MAX_NAMES;
 	for (; done < n; done++) {
-		ret = dp_ust_event_enable(h, names[done], a->channel, a->filter);
+		ret = dp_ust_event_enable(h, names[done], a->lttng_channel, a->filter);
 		if (ret == -LTTNG_ERR_UST_EVENT_ENABLED) {
 			/* Enabled before: its probes are in place, keep them. */
 			dp_warn("%s is already enabled in channel %s", names[done], a->channel);
@@ -347,7 +353,8 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		dp_err_print(&err);
 		goto out;
 	}
-	a.channel = o.arg[DP_OPT_CHANNEL] ? o.arg[DP_OPT_CHANNEL] : "channel0";
+	a.lttng_channel = o.arg[DP_OPT_CHANNEL];
+	a.channel = a.lttng_channel ? a.lttng_channel : "channel0";
 	a.filter = o.arg[OPT_FILTER];
 	ret = dp_session_exists(a.session, &err);
 	if (ret <= 0) {
