@@ -75,6 +75,9 @@ int dp_stock_exec(const struct dp_cli *cli);
 /* Runs the stock lttng with cli's general options and args (NULL-ended),
  * waits, and returns its exit code (or DP_CMD_ERROR). */
 int dp_stock_run(const struct dp_cli *cli, const char *const *args);
+/* The same, its stdout kept in *out (malloc'd, NUL-ended; NULL on failure)
+ * instead of shown; its stderr is ours. */
+int dp_stock_capture(const struct dp_cli *cli, const char *const *args, char **out);
 
 /* fork(2), stdio flushed first; -errno on failure. */
 pid_t dp_fork(struct dp_err *err);

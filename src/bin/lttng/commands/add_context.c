@@ -107,7 +107,11 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 		else
 			nstd++;
 	}
-	if (opt < -1 || o.set[OPT_LIST] || o.set[DP_OPT_LIST_OPTIONS]) {
+	if (opt >= -1 && o.set[DP_OPT_LIST_OPTIONS] && !o.set[DP_OPT_HELP]) {
+		ret = dp_opts_list(cli, "add-context", options);
+		goto out;
+	}
+	if (opt < -1 || o.set[OPT_LIST]) {
 		if (!ndyn && !event) {
 			ret = DP_CMD_PASS;
 			goto out;

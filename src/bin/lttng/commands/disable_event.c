@@ -128,8 +128,12 @@ int dp_cmd_disable_event(struct dp_cli *cli, int argc, const char **argv)
 	memset(&list, 0, sizeof(list));
 	opt = dp_opts_parse(&o, pc);
 	all = o.set[OPT_ALL_EVENTS];
+	if (opt >= -1 && !o.set[DP_OPT_HELP] && o.set[DP_OPT_LIST_OPTIONS]) {
+		ret = dp_opts_list(cli, "disable-event", options);
+		goto out;
+	}
 	/* Only -u without the kernel's event types can name a dynamic event. */
-	if (opt < -1 || o.set[DP_OPT_HELP] || o.set[DP_OPT_LIST_OPTIONS] ||
+	if (opt < -1 || o.set[DP_OPT_HELP] ||
 	    !o.set[DP_OPT_USERSPACE] || o.set[DP_OPT_OTHER_DOMAIN] || o.set[OPT_EVENT_TYPE] ||
 	    cli->mi)
 		goto out;

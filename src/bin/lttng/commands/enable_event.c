@@ -247,7 +247,7 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		goto out;
 	}
 	if (o.set[DP_OPT_LIST_OPTIONS]) {
-		ret = DP_CMD_PASS;
+		ret = dp_opts_list(cli, "enable-event", options);
 		goto out;
 	}
 	if (!u && !other && (probe || function || path || has_pid)) {

@@ -286,8 +286,10 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 		ret = dp_show_man("list");
 		goto out;
 	}
-	if (o.set[DP_OPT_LIST_OPTIONS])
+	if (o.set[DP_OPT_LIST_OPTIONS]) {
+		ret = dp_opts_list(cli, "list", options);
 		goto out;
+	}
 	args = poptGetArgs(pc);
 	if (path || sites) {
 		ret = DP_CMD_ERROR;

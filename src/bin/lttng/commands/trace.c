@@ -72,6 +72,7 @@ static struct poptOption options[] = {
 	{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
 	{ "no-view", 0, POPT_ARG_NONE, NULL, OPT_NO_VIEW, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_help),
+	DP_OPT_INCLUDE(dp_opt_list_options),
 	POPT_TABLEEND
 };
 
@@ -573,6 +574,10 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	}
 	if (o.set[DP_OPT_HELP]) {
 		ret = dp_show_man("trace");
+		goto out;
+	}
+	if (o.set[DP_OPT_LIST_OPTIONS]) {
+		ret = dp_opts_list(cli, NULL, options);
 		goto out;
 	}
 	if (cli->mi) {
