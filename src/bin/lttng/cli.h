@@ -139,4 +139,29 @@ char *dp_abs_path(const char *path, struct dp_err *err);
 int dp_check_location(const char *path, const char *location, bool function,
 		      struct dp_err *err);
 
+/*
+ * The machine interface (mi.c): --mi xml, the stock lttng's MI 4.1
+ * documents, our additions in elements of the namespace DP_MI_NS.
+ */
+#define DP_MI_NS "urn:lttng-dynprobe:mi:1"
+bool dp_mi_xml(const struct dp_cli *cli);
+/* Whether --mi names a machine interface other than xml (said, then). */
+bool dp_mi_refused(const struct dp_cli *cli);
+/* The XML declaration, <command>, <name>command</name>, <output>. */
+void dp_mi_begin(const char *command);
+/* </output>, <success>, </command>. */
+void dp_mi_end(bool success);
+/* Text, escaped; an element holding formatted text. */
+void dp_mi_text(const char *s);
+__attribute__((format(printf, 2, 3))) void dp_mi_elem(const char *name, const char *fmt, ...);
+/* A stock <event> of an event name (type TRACEPOINT); filter may be NULL. */
+void dp_mi_stock_event(const char *name, bool enabled, const char *filter, bool success);
+/* <dp:event>: a dynamic event's spec, names, contexts and processes. */
+void dp_mi_dynamic_event(const struct dp_client_event *ev);
+/* <dp:report>: a daemon report's message and processes. */
+void dp_mi_report(const struct dp_client_report *r);
+/* Prints doc, with insert(arg) called before the last occurrence of tag
+ * (doc unchanged when it has none). */
+void dp_mi_splice(const char *doc, const char *tag, void (*insert)(void *), void *arg);
+
 #endif /* DP_CLI_H */

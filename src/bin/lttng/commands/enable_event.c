@@ -111,6 +111,37 @@ static int enable_names(const struct enable_args *a, char (*names)[DP_CLIENT_EVE
 	return ret < 0 ? -1 : 0;
 }
 
+/* --mi xml: the stock <events> of the names (enabled when ok), then the
+ * event as lttng-dynprobed has it; r NULL when the daemon gave no reply. */
+static void mi_print(const struct enable_args *a, const struct dp_client_report *r, bool ok)
+{
+	struct dp_client_event ev = {
+		.kind = (uint8_t)a->kind, .enabled = ok, .npids = a->npids,
+		.pids = (uint32_t *)a->pids,
+	};
+
+	dp_mi_begin("enable-event");
+	printf("<events>");
+	for (uint32_t i = 0; r && i < r->nevents; i++)
+		dp_mi_stock_event(r->events[i], ok, a->filter, ok);
+	printf("</events>");
+	snprintf(ev.session, sizeof(ev.session), "%s", a->session);
+	snprintf(ev.channel, sizeof(ev.channel), "%s", a->channel);
+	snprintf(ev.event, sizeof(ev.event), "%s", a->event);
+	snprintf(ev.location, sizeof(ev.location), "%s", a->location);
+	snprintf(ev.path, sizeof(ev.path), "%s", a->path);
+	if (r) {
+		ev.nnames = r->nevents;
+		ev.names = r->events;
+		ev.nprocs = r->nprocs;
+		ev.procs = r->procs;
+	}
+	dp_mi_dynamic_event(&ev);
+	if (r)
+		dp_mi_report(r);
+	dp_mi_end(ok);
+}
+
 static int run(struct dp_cli *cli, const struct enable_args *a)
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_ENABLE }, reply, dreply;
@@ -135,6 +166,8 @@ static int run(struct dp_cli *cli, const struct enable_args *a)
 	}
 	if (dp_daemon_call(fd, &req, &reply, &err)) {
 		dp_err_print(&err);
+		if (dp_mi_xml(cli))
+			mi_print(a, NULL, false);
 		goto out;
 	}
 	r = &reply.report;
@@ -173,6 +206,8 @@ out_disable:
 			dp_err_print(&err);
 	}
 out_reply:
+	if (dp_mi_xml(cli))
+		mi_print(a, r, ret == DP_CMD_SUCCESS);
 	dp_client_msg_release(&reply);
 out:
 	close(fd);
@@ -265,10 +300,10 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		ret = DP_CMD_PASS;
 		goto out;
 	}
-	if (cli->mi) {
-		dp_err("the machine interface (--mi) does not cover dynamic probes: run without it");
+	if (dp_mi_refused(cli))
 		goto out;
-	}
+	/* --mi xml: stdout is the document alone. */
+	cli->quiet |= dp_mi_xml(cli);
 	nlocs = !!probe + !!function + !!uprobe;
 	if (nlocs != 1) {
 		dp_err(nlocs ? "give one of --probe, --function and --userspace-probe" :
