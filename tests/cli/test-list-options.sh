@@ -30,6 +30,8 @@ check "add-context --list-options" --event -e
 check "list --list-options" --path --sites
 check "trace --list-options" --command -c --session -s --output -o --path --probe --function \
 	--type -t --no-view --help -h --list-options
+check "save --list-options"
+check "load --list-options"
 check "--list-commands" trace
 "$LTTNG" add-context --list-options | grep -qx -- --python
 tap_ok $((!$?)) "add-context lists no --python (the stock one takes none)"

@@ -50,6 +50,8 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_destroy(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv);
+int dp_cmd_save(struct dp_cli *cli, int argc, const char **argv);
+int dp_cmd_load(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_help(struct dp_cli *cli, int argc, const char **argv);
 
 /*
@@ -163,5 +165,22 @@ void dp_mi_report(const struct dp_client_report *r);
 /* Prints doc, with insert(arg) called before the last occurrence of tag
  * (doc unchanged when it has none). */
 void dp_mi_splice(const char *doc, const char *tag, void (*insert)(void *), void *arg);
+
+/*
+ * The dynamic events of a saved session (saved.c): lines in an XML comment
+ * at the end of its session file, which the stock lttng load ignores.
+ */
+struct dp_saved {
+	bool found;				/* the file has our comment */
+	char session[DP_CLIENT_NAME_MAX];	/* the session saved */
+	uint32_t nevents;
+	struct dp_client_event *events;		/* specs and contexts; no processes */
+};
+/* Appends the events of `session` among evs to the session file; 0 or -errno. */
+int dp_saved_append(const char *file, const char *session, const struct dp_client_event *evs,
+		    uint32_t nevs, struct dp_err *err);
+/* Reads them back (s->found false when the file has none); 0 or -errno. */
+int dp_saved_read(const char *file, struct dp_saved *s, struct dp_err *err);
+void dp_saved_release(struct dp_saved *s);
 
 #endif /* DP_CLI_H */

@@ -24,6 +24,8 @@ static const struct {
 	{ "destroy", dp_cmd_destroy },
 	{ "list", dp_cmd_list },
 	{ "trace", dp_cmd_trace },
+	{ "save", dp_cmd_save },
+	{ "load", dp_cmd_load },
 	{ "help", dp_cmd_help },
 };
 
