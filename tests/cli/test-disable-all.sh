@@ -30,11 +30,7 @@ run_stock enable-event -u -s s 'app:*'
 tap_ok "$sstatus" "stock enable-event -u without -c after it" || tap_diag "$serr"
 LD_PRELOAD=$LTTNG_DYNPROBE_AGENT "$TARGET" --loop &
 pid=$!
-for i in $(seq 100); do
-	"$LTTNG" -n list s 2>/dev/null | grep -q "process $pid: [1-9][0-9]* site" && break
-	sleep 0.1
-done
-"$LTTNG" -n list s 2>&1 | grep -q "process $pid: [1-9][0-9]* site"
+wait_sites s "$pid"
 tap_ok $? "foo probed in process $pid"
 
 run_cli disable-event -u -s s -a

@@ -55,10 +55,7 @@ mi_check() {
 	tap_bail "the daemon did not start"
 LD_PRELOAD=$LTTNG_DYNPROBE_AGENT "$TARGET" --loop &
 pid=$!
-for i in $(seq 100); do
-	"$LTTNG" -n list s 2>/dev/null | grep -q "process $pid: [1-9][0-9]* site" && break
-	sleep 0.1
-done
+wait_sites s "$pid" || tap_bail "warmup never installed in $pid"
 
 doc=$("$LTTNG" -n --mi xml enable-event -u -s s --path "$TARGET" --pid "$pid" --probe foo zp \
 	--filter 'edi >= 0' 2>"$DP_TMP/err")

@@ -17,16 +17,6 @@ export LTTNG_DYNPROBE_DAEMON=$top_builddir/src/bin/lttng-dynprobed/lttng-dynprob
 XSD=/usr/share/xml/lttng/session.xsd
 [ -f "$XSD" ] || tap_bail "no $XSD (liblttng-ctl0)"
 
-# wait_sites PID EVENT: until `list s` shows EVENT installed in PID.
-wait_sites() {
-	for i in $(seq 100); do
-		"$LTTNG" -n list s 2>/dev/null | awk -v e="$2" '/^  [^ ]/ { cur = $1 } cur == e' |
-			grep -q "process $1: [1-9][0-9]* site" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 LD_PRELOAD=$LTTNG_DYNPROBE_AGENT "$TARGET" --loop &
 loop=$!
 "$STOCK" -n create s --output="$DP_TMP/t" >/dev/null || tap_bail "create s"
@@ -37,7 +27,7 @@ run_cli add-context -u -s s -e zdef -t reg:edi -t vpid
 tap_ok "$status" "add-context -e zdef -t reg:edi -t vpid" || tap_diag "$err"
 run_cli enable-event -u -s s --path "$TARGET" --pid "$loop" --probe bar zp
 tap_ok "$status" "enable-event --pid $loop --probe bar zp" || tap_diag "$err"
-wait_sites "$loop" zp
+wait_sites s "$loop" zp
 tap_ok $? "zp installed in $loop"
 
 run_cli save s -o "$DP_TMP/saved"
@@ -66,7 +56,7 @@ tap_ok $? "load says which dynamic events came back" || tap_diag "$out"
 grep -q "function foo in .*cli-target" "$DP_TMP/list" && grep -q "contexts: reg:edi" "$DP_TMP/list" &&
 	grep -q "probe bar in .*cli-target, pid $loop" "$DP_TMP/list"
 tap_ok $? "list s: both specs, zdef's context, zp's pid" || tap_diag_file "$DP_TMP/list"
-wait_sites "$loop" zp
+wait_sites s "$loop" zp
 tap_ok $? "zp installed in $loop again"
 
 "$STOCK" -n start s >/dev/null || tap_bail "start s"
@@ -75,7 +65,7 @@ mkfifo "$DP_TMP/in"
 LD_PRELOAD=$LTTNG_DYNPROBE_AGENT "$TARGET" 0 <"$DP_TMP/in" >"$DP_TMP/out" 2>&1 &
 pid=$!
 exec 3>"$DP_TMP/in"
-wait_sites "$pid" zdef
+wait_sites s "$pid" zdef
 tap_ok $? "zdef installed in the new process $pid"
 printf '5\n7\n' >&3
 exec 3>&-
