@@ -14,6 +14,8 @@ packages=(
 	libzydis-dev babeltrace2 systemtap-sdt-dev valgrind libssl3 libstdc++6 gawk
 	# the patch-everything test runs these (tests/engine)
 	gzip sqlite3 libsqlite3-0 openssl zlib1g-dev
+	# --mi xml and saved sessions checked with an XML parser (tests/cli)
+	libxml2-utils xsltproc
 	# the private session daemon harness (tests/utils/sessiond.sh): unshare
 	# and setpriv, useradd for the unprivileged test user, ip for loopback
 	util-linux passwd iproute2

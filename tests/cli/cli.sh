@@ -10,6 +10,9 @@
 #                       or if DP_DAEMON_RUNS is set (a test that started one)
 #   check_refused DESC REGEX ARGS...   our lttng fails with exit code 1, one
 #                       stderr line matching REGEX, and `state` unchanged
+#   wait_sites SESSION PID [EVENT]   waits (up to 10 s) until `lttng list
+#                       SESSION` shows sites in PID (of EVENT, as given to
+#                       enable-event); fails if it never does
 
 : "${top_builddir:=../..}"
 LTTNG=$top_builddir/src/bin/lttng/lttng
@@ -53,4 +56,15 @@ check_refused() {
 		tap_diag "lttng $* -> $status" "stdout: $out" "stderr: $err"
 		[ "$before" = "$after" ] || tap_diag "state changed:" "$before" "---" "$after"
 	fi
+}
+
+wait_sites() {
+	local i
+	for i in $(seq 100); do
+		"$LTTNG" -n list "$1" 2>/dev/null |
+			awk -v e="${3:-}" '/^  [^ ]/ { cur = $1 } e == "" || cur == e' |
+			grep -q "process $2: [1-9][0-9]* site" && return 0
+		sleep 0.1
+	done
+	return 1
 }

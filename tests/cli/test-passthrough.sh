@@ -34,9 +34,10 @@ steps=(
 	"bogus-command"
 	"enable-event --bogus-option"
 	"add-context -u -t nosuchtype -s nosuch"
-	"--list-commands"
-	"enable-event --list-options"
-	"list --list-options"
+	# Commands and options of ours are added (test-list-options.sh), but
+	# not here: disable-event and destroy take none of ours.
+	"disable-event --list-options"
+	"destroy --list-options"
 )
 
 # One full pass with the given CLI; each step's output in $1/N.{out,err,rc}.

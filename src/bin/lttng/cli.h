@@ -50,6 +50,8 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_destroy(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv);
+int dp_cmd_save(struct dp_cli *cli, int argc, const char **argv);
+int dp_cmd_load(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_help(struct dp_cli *cli, int argc, const char **argv);
 
 /*
@@ -75,6 +77,9 @@ int dp_stock_exec(const struct dp_cli *cli);
 /* Runs the stock lttng with cli's general options and args (NULL-ended),
  * waits, and returns its exit code (or DP_CMD_ERROR). */
 int dp_stock_run(const struct dp_cli *cli, const char *const *args);
+/* The same, its stdout kept in *out (malloc'd, NUL-ended; NULL on failure)
+ * instead of shown; its stderr is ours. */
+int dp_stock_capture(const struct dp_cli *cli, const char *const *args, char **out);
 
 /* fork(2), stdio flushed first; -errno on failure. */
 pid_t dp_fork(struct dp_err *err);
@@ -135,5 +140,47 @@ char *dp_abs_path(const char *path, struct dp_err *err);
  * analyse and the location resolves in it; 0 or -errno. */
 int dp_check_location(const char *path, const char *location, bool function,
 		      struct dp_err *err);
+
+/*
+ * The machine interface (mi.c): --mi xml, the stock lttng's MI 4.1
+ * documents, our additions in elements of the namespace DP_MI_NS.
+ */
+#define DP_MI_NS "urn:lttng-dynprobe:mi:1"
+bool dp_mi_xml(const struct dp_cli *cli);
+/* Whether --mi names a machine interface other than xml (said, then). */
+bool dp_mi_refused(const struct dp_cli *cli);
+/* The XML declaration, <command>, <name>command</name>, <output>. */
+void dp_mi_begin(const char *command);
+/* </output>, <success>, </command>. */
+void dp_mi_end(bool success);
+/* Text, escaped; an element holding formatted text. */
+void dp_mi_text(const char *s);
+__attribute__((format(printf, 2, 3))) void dp_mi_elem(const char *name, const char *fmt, ...);
+/* A stock <event> of an event name (type TRACEPOINT); filter may be NULL. */
+void dp_mi_stock_event(const char *name, bool enabled, const char *filter, bool success);
+/* <dp:event>: a dynamic event's spec, names, contexts and processes. */
+void dp_mi_dynamic_event(const struct dp_client_event *ev);
+/* <dp:report>: a daemon report's message and processes. */
+void dp_mi_report(const struct dp_client_report *r);
+/* Prints doc, with insert(arg) called before the last occurrence of tag
+ * (doc unchanged when it has none). */
+void dp_mi_splice(const char *doc, const char *tag, void (*insert)(void *), void *arg);
+
+/*
+ * The dynamic events of a saved session (saved.c): lines in an XML comment
+ * at the end of its session file, which the stock lttng load ignores.
+ */
+struct dp_saved {
+	bool found;				/* the file has our comment */
+	char session[DP_CLIENT_NAME_MAX];	/* the session saved */
+	uint32_t nevents;
+	struct dp_client_event *events;		/* specs and contexts; no processes */
+};
+/* Appends the events of `session` among evs to the session file; 0 or -errno. */
+int dp_saved_append(const char *file, const char *session, const struct dp_client_event *evs,
+		    uint32_t nevs, struct dp_err *err);
+/* Reads them back (s->found false when the file has none); 0 or -errno. */
+int dp_saved_read(const char *file, struct dp_saved *s, struct dp_err *err);
+void dp_saved_release(struct dp_saved *s);
 
 #endif /* DP_CLI_H */

@@ -24,6 +24,8 @@ static const struct {
 	{ "destroy", dp_cmd_destroy },
 	{ "list", dp_cmd_list },
 	{ "trace", dp_cmd_trace },
+	{ "save", dp_cmd_save },
+	{ "load", dp_cmd_load },
 	{ "help", dp_cmd_help },
 };
 
@@ -36,6 +38,7 @@ enum {
 	OPT_SESSIOND_PATH,
 	OPT_RELAYD_PATH,
 	OPT_PASS,		/* an option only the stock lttng acts on */
+	OPT_LIST_COMMANDS,
 };
 
 /* The general options, as the stock lttng reads them. */
@@ -50,15 +53,36 @@ static struct poptOption options[] = {
 	{ "help", 'h', POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
 	{ "version", 'V', POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
 	{ "list-options", 0, POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
-	{ "list-commands", 0, POPT_ARG_NONE, NULL, OPT_PASS, NULL, NULL },
+	{ "list-commands", 0, POPT_ARG_NONE, NULL, OPT_LIST_COMMANDS, NULL, NULL },
 	POPT_TABLEEND
 };
 
+/* --list-commands (for shell completion): the stock list, then the
+ * commands only we have, in its format. */
+static int list_commands(const struct dp_cli *cli)
+{
+	const char *args[] = { NULL };
+	struct dp_cli alone = *cli;
+	char *stock = NULL;
+	int ret;
+
+	/* The whole command line is general options. */
+	alone.cmd_index = cli->argc;
+	ret = dp_stock_capture(&alone, args, &stock);
+	if (stock)
+		fputs(stock, stdout);
+	if (!ret && stock && !strstr(stock, "\ntrace\n"))
+		printf("trace\n");
+	free(stock);
+	return ret;
+}
+
 /*
- * The general options; 0 with cli->cmd_index set, or DP_CMD_PASS when the
- * stock lttng should see the command line (no command, --help, --version,
- * an option we do not know).
+ * The general options; 0 with cli->cmd_index set, GENERAL_LIST_COMMANDS
+ * for --list-commands, or DP_CMD_PASS when the stock lttng should see the
+ * command line (no command, --help, --version, an option we do not know).
  */
+#define GENERAL_LIST_COMMANDS 1
 static int parse_general(struct dp_cli *cli)
 {
 	static struct dp_opts o;	/* its strings are cli's for the whole run */
@@ -83,7 +107,9 @@ static int parse_general(struct dp_cli *cli)
 	cli->no_sessiond = o.set[OPT_NO_SESSIOND];
 	cli->quiet = o.set[OPT_QUIET];
 	poptFreeContext(pc);
-	if (opt < -1 || o.set[OPT_PASS] || !nleft || cli->cmd_index < 1 ||
+	if (opt >= -1 && o.set[OPT_LIST_COMMANDS] && !o.set[OPT_PASS])
+		return GENERAL_LIST_COMMANDS;
+	if (opt < -1 || o.set[OPT_PASS] || o.set[OPT_LIST_COMMANDS] || !nleft || cli->cmd_index < 1 ||
 	    cli->cmd_index >= cli->argc)
 		return DP_CMD_PASS;
 	return 0;
@@ -94,6 +120,8 @@ int main(int argc, char **argv)
 	struct dp_cli cli = { .argc = argc, .argv = argv };
 	int ret = parse_general(&cli);
 
+	if (ret == GENERAL_LIST_COMMANDS)
+		return list_commands(&cli);
 	if (ret != DP_CMD_PASS) {
 		const char *name = argv[cli.cmd_index];
 

@@ -49,4 +49,13 @@ void dp_opts_take(struct dp_opts *o, poptContext pc, int opt);
 int dp_opts_parse(struct dp_opts *o, poptContext pc);
 void dp_opts_release(struct dp_opts *o);
 
+struct dp_cli;
+/*
+ * --list-options of an extended command (for shell completion): the stock
+ * lttng's list for cmd (NULL: a command of ours alone), then the options
+ * of table it does not have, in its format (`--long`, then `-s` when there
+ * is a short name).  Returns the exit code.
+ */
+int dp_opts_list(const struct dp_cli *cli, const char *cmd, const struct poptOption *table);
+
 #endif /* DP_CLI_OPTIONS_H */

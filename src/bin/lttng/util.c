@@ -4,6 +4,7 @@
  * daemon, the agent, the man pages), and small parsers of arguments.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -129,22 +130,25 @@ int dp_stock_exec(const struct dp_cli *cli)
 	return DP_CMD_ERROR;
 }
 
-int dp_stock_run(const struct dp_cli *cli, const char *const *args)
+/*
+ * Starts the stock lttng with cli's general options and args (NULL-ended),
+ * its stdout on out_fd (-1: ours); the child's pid, or -1 once said why.
+ */
+static pid_t stock_spawn(const struct dp_cli *cli, const char *const *args, int out_fd)
 {
 	const char *stock = dp_stock_lttng();
 	const char **argv;
 	size_t n = 0, nargs = 0;
 	struct dp_err err;
-	int status;
 	pid_t pid;
 
 	if (!stock)
-		return DP_CMD_ERROR;
+		return -1;
 	while (args[nargs])
 		nargs++;
 	argv = calloc(cli->cmd_index + nargs + 1, sizeof(*argv));
 	if (!argv)
-		return DP_CMD_ERROR;
+		return -1;
 	argv[n++] = stock;
 	/* The general options, exactly as given. */
 	for (int i = 1; i < cli->cmd_index; i++)
@@ -156,19 +160,83 @@ int dp_stock_run(const struct dp_cli *cli, const char *const *args)
 	if (pid < 0) {
 		dp_err_print(&err);
 		free(argv);
-		return DP_CMD_ERROR;
+		return -1;
 	}
 	if (!pid) {
+		if (out_fd >= 0 && dup2(out_fd, STDOUT_FILENO) < 0)
+			_exit(127);
 		execv(stock, (char **)argv);
 		dp_err("cannot run the stock lttng %s: %s", stock, strerror(errno));
 		_exit(127);
 	}
 	free(argv);
+	return pid;
+}
+
+/* The exit code of a stock lttng started by stock_spawn. */
+static int stock_wait(pid_t pid)
+{
+	int status;
+
 	if (dp_wait(pid, &status))
 		return DP_CMD_ERROR;
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return DP_CMD_ERROR;
+}
+
+int dp_stock_run(const struct dp_cli *cli, const char *const *args)
+{
+	pid_t pid = stock_spawn(cli, args, -1);
+
+	return pid < 0 ? DP_CMD_ERROR : stock_wait(pid);
+}
+
+int dp_stock_capture(const struct dp_cli *cli, const char *const *args, char **out)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fds[2], ret;
+	pid_t pid;
+
+	*out = NULL;
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		dp_err("pipe: %s", strerror(errno));
+		return DP_CMD_ERROR;
+	}
+	pid = stock_spawn(cli, args, fds[1]);
+	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		return DP_CMD_ERROR;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (cap - len < 4096) {
+			char *grown = realloc(buf, cap + 65536);
+
+			if (!grown)
+				break;	/* the child still has to be waited for */
+			buf = grown;
+			cap += 65536;
+		}
+		n = read(fds[0], buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fds[0]);
+	ret = stock_wait(pid);
+	if (!buf) {
+		dp_err("out of memory");
+		return DP_CMD_ERROR;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return ret;
 }
 
 bool dp_in_build_tree(void)

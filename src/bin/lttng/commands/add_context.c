@@ -32,10 +32,42 @@ static struct poptOption options[] = {
 	POPT_TABLEEND
 };
 
-static int add_dynamic(struct dp_cli *cli, const char *session, const char *channel,
-		       const char *event, char (*ctx)[DP_CLIENT_CTX_MAX], uint32_t nctx)
+/*
+ * --mi xml: the stock <contexts>, with a <dp:context> for each dynamic type
+ * and the <context> elements of the stock document `stock` (the standard
+ * types, NULL when none); r NULL when the daemon gave no reply.
+ */
+static void mi_print(const char *event, char (*ctx)[DP_CLIENT_CTX_MAX], uint32_t nctx,
+		     const struct dp_client_report *r, const char *stock, bool ok)
 {
-	struct dp_client_msg req = { .type = DP_CLIENT_ADD_CONTEXT }, reply;
+	const char *from = stock ? strstr(stock, "<contexts>") : NULL;
+	const char *to = from ? strstr(from, "</contexts>") : NULL;
+
+	dp_mi_begin("add-context");
+	printf("<contexts>");
+	for (uint32_t i = 0; i < nctx; i++) {
+		printf("<dp:context xmlns:dp=\"" DP_MI_NS "\">");
+		dp_mi_elem("dp:type", "%s", ctx[i]);
+		for (uint32_t e = 0; r && e < r->nevents; e++)
+			dp_mi_elem("dp:event", "%s", r->events[e]);
+		if (!r || !r->nevents)
+			dp_mi_elem("dp:event", "%s", event ? event : "");
+		printf("<dp:success>%s</dp:success></dp:context>", r && !r->status ? "true" : "false");
+	}
+	if (from && to)
+		fwrite(from + strlen("<contexts>"), 1, (size_t)(to - from) - strlen("<contexts>"),
+		       stdout);
+	printf("</contexts>");
+	if (r)
+		dp_mi_report(r);
+	dp_mi_end(ok);
+}
+
+static int add_dynamic(struct dp_cli *cli, const char *session, const char *channel,
+		       const char *event, char (*ctx)[DP_CLIENT_CTX_MAX], uint32_t nctx,
+		       struct dp_client_msg *reply)
+{
+	struct dp_client_msg req = { .type = DP_CLIENT_ADD_CONTEXT };
 	struct dp_client_add_context *a = &req.add_context;
 	struct dp_err err;
 	int fd, ret = DP_CMD_ERROR;
@@ -53,21 +85,20 @@ static int add_dynamic(struct dp_cli *cli, const char *session, const char *chan
 		       "--probe LOC NAME", session, ctx[0]);
 		return DP_CMD_ERROR;
 	}
-	if (dp_daemon_call(fd, &req, &reply, &err)) {
+	if (dp_daemon_call(fd, &req, reply, &err)) {
 		dp_err_print(&err);
 		goto out;
 	}
-	if (reply.report.status) {
-		dp_err("%s", reply.report.message);
+	if (reply->report.status) {
+		dp_err("%s", reply->report.message);
 	} else {
 		for (uint32_t i = 0; i < nctx; i++)
-			for (uint32_t e = 0; e < reply.report.nevents; e++)
+			for (uint32_t e = 0; e < reply->report.nevents; e++)
 				dp_msg(cli, "Context %s added to dynamic UST event %s in channel %s",
-				       ctx[i], reply.report.events[e], channel);
-		dp_report_print(cli, &reply.report, cli->verbose > 0);
+				       ctx[i], reply->report.events[e], channel);
+		dp_report_print(cli, &reply->report, cli->verbose > 0);
 		ret = DP_CMD_SUCCESS;
 	}
-	dp_client_msg_release(&reply);
 out:
 	close(fd);
 	return ret;
@@ -85,6 +116,8 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 	char (*dyn)[DP_CLIENT_CTX_MAX] = NULL;
 	uint32_t ndyn = 0;
 	struct dp_err err;
+	struct dp_client_msg reply = { .type = 0 };
+	char *stock = NULL;
 
 	while ((opt = poptGetNextOpt(pc)) > 0) {
 		if (opt == OPT_TYPE) {
@@ -107,7 +140,11 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 		else
 			nstd++;
 	}
-	if (opt < -1 || o.set[OPT_LIST] || o.set[DP_OPT_LIST_OPTIONS]) {
+	if (opt >= -1 && o.set[DP_OPT_LIST_OPTIONS] && !o.set[DP_OPT_HELP]) {
+		ret = dp_opts_list(cli, "add-context", options);
+		goto out;
+	}
+	if (opt < -1 || o.set[OPT_LIST]) {
 		if (!ndyn && !event) {
 			ret = DP_CMD_PASS;
 			goto out;
@@ -137,10 +174,10 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 		       "(--userspace) alone", types[0]);
 		goto out;
 	}
-	if (cli->mi) {
-		dp_err("the machine interface (--mi) does not cover dynamic probes: run without it");
+	if (dp_mi_refused(cli))
 		goto out;
-	}
+	/* --mi xml: stdout is the document alone. */
+	cli->quiet |= dp_mi_xml(cli);
 	if (ndyn > DP_CLIENT_MAX_CTX) {
 		dp_err("too many context types (at most %d)", DP_CLIENT_MAX_CTX);
 		goto out;
@@ -177,7 +214,8 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 		dp_err_print(&err);
 		goto out;
 	}
-	ret = add_dynamic(cli, sname, channel ? channel : "channel0", event, dyn, ndyn);
+	memset(&reply, 0, sizeof(reply));
+	ret = add_dynamic(cli, sname, channel ? channel : "channel0", event, dyn, ndyn, &reply);
 	if (ret == DP_CMD_SUCCESS && nstd) {
 		/* The standard types, as the stock add-context takes them. */
 		const char **args = calloc(2 * nstd + 8, sizeof(*args));
@@ -202,10 +240,18 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv)
 			args[n++] = types[i];
 		}
 		args[n] = NULL;
-		ret = dp_stock_run(cli, args);
+		if (dp_mi_xml(cli))
+			ret = dp_stock_capture(cli, args, &stock);
+		else
+			ret = dp_stock_run(cli, args);
 		free(args);
 	}
+	if (dp_mi_xml(cli))
+		mi_print(event, dyn, ndyn, reply.type ? &reply.report : NULL, stock,
+			 ret == DP_CMD_SUCCESS);
 out:
+	dp_client_msg_release(&reply);
+	free(stock);
 	poptFreeContext(pc);
 	for (size_t i = 0; i < ntypes; i++)
 		free(types[i]);

@@ -89,6 +89,46 @@ static int disable_one(struct dp_cli *cli, int fd, const struct dp_client_event 
 	return ret;
 }
 
+/*
+ * --mi xml of disable-event NAMES: the stock <channel> with an <event> for
+ * each lttng name of the dynamic events disabled (done[i] tells whether
+ * events[i] was, failed[i] whether it failed), each with its <dp:event>,
+ * then the <event> elements of the stock document `stock` (the other names).
+ */
+static void mi_print(const char *chan, const struct dp_client_msg *list, const bool *done,
+		     const bool *failed, const char *stock, bool ok)
+{
+	const char *from = stock ? strstr(stock, "<events>") : NULL;
+	const char *to = from ? strstr(from, "</events>") : NULL;
+
+	dp_mi_begin("disable-event");
+	printf("<channel>");
+	dp_mi_elem("name", "%s", chan);
+	printf("<events>");
+	for (uint32_t i = 0; i < list->list_reply.nevents; i++) {
+		struct dp_client_event ev = list->list_reply.events[i];
+
+		if (!done[i])
+			continue;
+		for (uint32_t n = 0; n < ev.nnames; n++) {
+			printf("<event>");
+			dp_mi_elem("name", "%s", ev.names[n]);
+			printf("<enabled>%s</enabled><success>%s</success>",
+			       failed[i] ? "true" : "false", failed[i] ? "false" : "true");
+			if (!n) {
+				ev.enabled = failed[i];
+				ev.nprocs = failed[i] ? ev.nprocs : 0;
+				dp_mi_dynamic_event(&ev);
+			}
+			printf("</event>");
+		}
+	}
+	if (from && to)
+		fwrite(from + strlen("<events>"), 1, (size_t)(to - from) - strlen("<events>"), stdout);
+	printf("</events></channel>");
+	dp_mi_end(ok);
+}
+
 /* The session's dynamic events (LIST), or -1; fd < 0 (no daemon) gives none. */
 static int list_events(int fd, const char *session, struct dp_client_msg *reply)
 {
@@ -123,16 +163,24 @@ int dp_cmd_disable_event(struct dp_cli *cli, int argc, const char **argv)
 	char *rest = NULL;
 	size_t rest_len = 0;
 	bool all, any = false, failed = false;
+	bool *done = NULL, *bad = NULL;		/* per listed event: disabled, failed */
+	char *stock_doc = NULL;
 	struct dp_err err;
 
 	memset(&list, 0, sizeof(list));
 	opt = dp_opts_parse(&o, pc);
 	all = o.set[OPT_ALL_EVENTS];
-	/* Only -u without the kernel's event types can name a dynamic event. */
-	if (opt < -1 || o.set[DP_OPT_HELP] || o.set[DP_OPT_LIST_OPTIONS] ||
-	    !o.set[DP_OPT_USERSPACE] || o.set[DP_OPT_OTHER_DOMAIN] || o.set[OPT_EVENT_TYPE] ||
-	    cli->mi)
+	if (opt >= -1 && !o.set[DP_OPT_HELP] && o.set[DP_OPT_LIST_OPTIONS]) {
+		ret = dp_opts_list(cli, "disable-event", options);
 		goto out;
+	}
+	/* Only -u without the kernel's event types can name a dynamic event. */
+	if (opt < -1 || o.set[DP_OPT_HELP] ||
+	    !o.set[DP_OPT_USERSPACE] || o.set[DP_OPT_OTHER_DOMAIN] || o.set[OPT_EVENT_TYPE] ||
+	    (cli->mi && !dp_mi_xml(cli)))
+		goto out;
+	/* --mi xml: stdout is the document alone (with -a, the stock one's). */
+	cli->quiet |= dp_mi_xml(cli);
 	args = poptGetArgs(pc);
 	if (!all && (!args || !args[0] || args[1]))
 		goto out;
@@ -163,24 +211,31 @@ int dp_cmd_disable_event(struct dp_cli *cli, int argc, const char **argv)
 		ret = failed ? DP_CMD_ERROR : DP_CMD_PASS;
 		goto out;
 	}
+	done = calloc(list.list_reply.nevents + 1, sizeof(*done));
+	bad = calloc(list.list_reply.nevents + 1, sizeof(*bad));
 	names_arg = strdup(args[0]);
-	if (!names_arg) {
+	if (!names_arg || !done || !bad) {
 		ret = DP_CMD_ERROR;
 		goto out;
 	}
 	for (char *save = NULL, *name = strtok_r(names_arg, ",", &save); name;
 	     name = strtok_r(NULL, ",", &save)) {
 		const struct dp_client_event *found = NULL;
+		uint32_t at = 0;
 
 		for (uint32_t i = 0; i < list.list_reply.nevents && !found; i++) {
 			const struct dp_client_event *ev = &list.list_reply.events[i];
 
-			if (!strcmp(ev->channel, chan) && name_matches(name, ev))
+			if (!strcmp(ev->channel, chan) && name_matches(name, ev)) {
 				found = ev;
+				at = i;
+			}
 		}
 		if (found) {
 			any = true;
-			failed |= disable_one(cli, fd, found) != 0;
+			done[at] = true;
+			bad[at] = disable_one(cli, fd, found) != 0;
+			failed |= bad[at];
 			continue;
 		}
 		/* Not dynamic: for the stock lttng, in a list of its own. */
@@ -204,12 +259,18 @@ int dp_cmd_disable_event(struct dp_cli *cli, int argc, const char **argv)
 	ret = failed ? DP_CMD_ERROR : DP_CMD_SUCCESS;
 	if (rest) {
 		const char *stock[] = { "disable-event", "-u", "-s", sname, "-c", chan, rest, NULL };
-		int sret = dp_stock_run(cli, stock);
+		int sret = dp_mi_xml(cli) ? dp_stock_capture(cli, stock, &stock_doc) :
+					    dp_stock_run(cli, stock);
 
 		if (sret)
 			ret = sret;
 	}
+	if (dp_mi_xml(cli))
+		mi_print(chan, &list, done, bad, stock_doc, ret == DP_CMD_SUCCESS);
 out:
+	free(stock_doc);
+	free(done);
+	free(bad);
 	dp_client_msg_release(&list);
 	if (fd >= 0)
 		close(fd);

@@ -58,6 +58,12 @@ static struct poptOption options[] = {
 
 struct enable_args {
 	const char *session, *channel, *filter;
+	/* The channel as given to the session daemon: NULL without -c.  The
+	 * session daemon marks a session whose channel was created under an
+	 * explicit name (even "channel0") as having a non-default channel, and
+	 * then wants -c for every later disable-event: as the stock
+	 * enable-event does, name no channel unless the user did. */
+	const char *lttng_channel;
 	const char *event;			/* as typed */
 	int kind;				/* enum dp_client_kind */
 	const char *location;			/* as typed */
@@ -82,7 +88,7 @@ static int enable_names(const struct enable_args *a, char (*names)[DP_CLIENT_EVE
 	if (n > DP_CLIENT_MAX_NAMES)
 		n = DP_CLIENT_MAX_NAMES;
 	for (; done < n; done++) {
-		ret = dp_ust_event_enable(h, names[done], a->channel, a->filter);
+		ret = dp_ust_event_enable(h, names[done], a->lttng_channel, a->filter);
 		if (ret == -LTTNG_ERR_UST_EVENT_ENABLED) {
 			/* Enabled before: its probes are in place, keep them. */
 			dp_warn("%s is already enabled in channel %s", names[done], a->channel);
@@ -103,6 +109,37 @@ static int enable_names(const struct enable_args *a, char (*names)[DP_CLIENT_EVE
 	}
 	lttng_destroy_handle(h);
 	return ret < 0 ? -1 : 0;
+}
+
+/* --mi xml: the stock <events> of the names (enabled when ok), then the
+ * event as lttng-dynprobed has it; r NULL when the daemon gave no reply. */
+static void mi_print(const struct enable_args *a, const struct dp_client_report *r, bool ok)
+{
+	struct dp_client_event ev = {
+		.kind = (uint8_t)a->kind, .enabled = ok, .npids = a->npids,
+		.pids = (uint32_t *)a->pids,
+	};
+
+	dp_mi_begin("enable-event");
+	printf("<events>");
+	for (uint32_t i = 0; r && i < r->nevents; i++)
+		dp_mi_stock_event(r->events[i], ok, a->filter, ok);
+	printf("</events>");
+	snprintf(ev.session, sizeof(ev.session), "%s", a->session);
+	snprintf(ev.channel, sizeof(ev.channel), "%s", a->channel);
+	snprintf(ev.event, sizeof(ev.event), "%s", a->event);
+	snprintf(ev.location, sizeof(ev.location), "%s", a->location);
+	snprintf(ev.path, sizeof(ev.path), "%s", a->path);
+	if (r) {
+		ev.nnames = r->nevents;
+		ev.names = r->events;
+		ev.nprocs = r->nprocs;
+		ev.procs = r->procs;
+	}
+	dp_mi_dynamic_event(&ev);
+	if (r)
+		dp_mi_report(r);
+	dp_mi_end(ok);
 }
 
 static int run(struct dp_cli *cli, const struct enable_args *a)
@@ -129,6 +166,8 @@ static int run(struct dp_cli *cli, const struct enable_args *a)
 	}
 	if (dp_daemon_call(fd, &req, &reply, &err)) {
 		dp_err_print(&err);
+		if (dp_mi_xml(cli))
+			mi_print(a, NULL, false);
 		goto out;
 	}
 	r = &reply.report;
@@ -167,6 +206,8 @@ out_disable:
 			dp_err_print(&err);
 	}
 out_reply:
+	if (dp_mi_xml(cli))
+		mi_print(a, r, ret == DP_CMD_SUCCESS);
 	dp_client_msg_release(&reply);
 out:
 	close(fd);
@@ -241,7 +282,7 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		goto out;
 	}
 	if (o.set[DP_OPT_LIST_OPTIONS]) {
-		ret = DP_CMD_PASS;
+		ret = dp_opts_list(cli, "enable-event", options);
 		goto out;
 	}
 	if (!u && !other && (probe || function || path || has_pid)) {
@@ -259,10 +300,10 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		ret = DP_CMD_PASS;
 		goto out;
 	}
-	if (cli->mi) {
-		dp_err("the machine interface (--mi) does not cover dynamic probes: run without it");
+	if (dp_mi_refused(cli))
 		goto out;
-	}
+	/* --mi xml: stdout is the document alone. */
+	cli->quiet |= dp_mi_xml(cli);
 	nlocs = !!probe + !!function + !!uprobe;
 	if (nlocs != 1) {
 		dp_err(nlocs ? "give one of --probe, --function and --userspace-probe" :
@@ -347,7 +388,8 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		dp_err_print(&err);
 		goto out;
 	}
-	a.channel = o.arg[DP_OPT_CHANNEL] ? o.arg[DP_OPT_CHANNEL] : "channel0";
+	a.lttng_channel = o.arg[DP_OPT_CHANNEL];
+	a.channel = a.lttng_channel ? a.lttng_channel : "channel0";
 	a.filter = o.arg[OPT_FILTER];
 	ret = dp_session_exists(a.session, &err);
 	if (ret <= 0) {

@@ -99,10 +99,30 @@ static void format_bytes(const uint8_t *b, size_t len, char *buf, size_t size)
 		snprintf(buf + n, size - n, " ..");
 }
 
-/* One function's table; its sites are added to counts.  0, or -1 once
- * said why. */
+/* --mi xml: one instruction as a <dp:site>; method < 0: not planned
+ * (error r). */
+static void mi_site(uint64_t off, uint64_t addr, const char *bytes, const char *insn,
+		    const struct dp_patch *patch, int r)
+{
+	printf("<dp:site>");
+	dp_mi_elem("dp:offset", "0x%" PRIx64, off);
+	dp_mi_elem("dp:address", "0x%" PRIx64, addr);
+	dp_mi_elem("dp:bytes", "%s", bytes);
+	dp_mi_elem("dp:instruction", "%s", insn);
+	if (r) {
+		dp_mi_elem("dp:error", "%s", strerror(-r));
+	} else {
+		dp_mi_elem("dp:method", "%s", dp_site_method_str(patch->method));
+		if (patch->method != DP_SITE_JUMP)
+			dp_mi_elem("dp:reason", "%s", dp_reason_str(patch->reason));
+	}
+	printf("</dp:site>");
+}
+
+/* One function's table (with mi, its <dp:function>); its sites are added
+ * to counts.  0, or -1 once said why. */
 static int function_sites(struct dp_object *obj, const char *path,
-			  const struct dp_function *fn, unsigned counts[3])
+			  const struct dp_function *fn, unsigned counts[3], bool mi)
 {
 	char fname[DP_SPEC_SYMBOL_MAX + 32];
 	const uint8_t *code = dp_elf_code(dp_object_elf(obj), fn->start, fn->size);
@@ -112,10 +132,18 @@ static int function_sites(struct dp_object *obj, const char *path,
 		dp_err("%s: the code of %s is not in the file (%s)", path, fname, strerror(errno));
 		return -1;
 	}
-	printf("Sites of %s in %s: 0x%" PRIx64 ", %" PRIu64 " bytes, %" PRIu32 " instructions\n\n",
-	       fname, path, fn->start, fn->size, fn->ninsns);
-	printf("  %-8s  %-12s  %-*s  %-12s  %s\n", "OFFSET", "ADDRESS", BYTES_WIDTH, "BYTES",
-	       "INSTRUCTION", "PROBE");
+	if (mi) {
+		printf("<dp:function>");
+		dp_mi_elem("dp:name", "%s", fname);
+		dp_mi_elem("dp:address", "0x%" PRIx64, fn->start);
+		dp_mi_elem("dp:size", "%" PRIu64, fn->size);
+		printf("<dp:sites>");
+	} else {
+		printf("Sites of %s in %s: 0x%" PRIx64 ", %" PRIu64 " bytes, %" PRIu32
+		       " instructions\n\n", fname, path, fn->start, fn->size, fn->ninsns);
+		printf("  %-8s  %-12s  %-*s  %-12s  %s\n", "OFFSET", "ADDRESS", BYTES_WIDTH, "BYTES",
+		       "INSTRUCTION", "PROBE");
+	}
 	for (uint32_t i = 0; i < fn->ninsns; i++) {
 		uint64_t off = fn->insn_off[i], addr = fn->start + off;
 		uint64_t end = i + 1 < fn->ninsns ? fn->insn_off[i + 1] : fn->size;
@@ -127,6 +155,17 @@ static int function_sites(struct dp_object *obj, const char *path,
 		r = dp_insn_decode(code + off, fn->size - off, &insn);
 		snprintf(offs, sizeof(offs), "+0x%" PRIx64, off);
 		format_bytes(code + off, r ? end - off : insn.len, bytes, sizeof(bytes));
+		if (mi) {
+			const char *m = r ? "(undecoded)" : insn.mnemonic ? insn.mnemonic : "?";
+
+			r = dp_plan_site(obj, addr, &patch);
+			if (!r) {
+				dp_plan_refuse_unsafe_traps(obj, &patch, 1);
+				counts[patch.method < 3 ? patch.method : DP_SITE_REFUSED]++;
+			}
+			mi_site(off, addr, bytes, m, &patch, r);
+			continue;
+		}
 		printf("  %-8s  0x%-10" PRIx64 "  %-*s  %-12s  ", offs, addr, BYTES_WIDTH, bytes,
 		       r ? "(undecoded)" : insn.mnemonic ? insn.mnemonic : "?");
 		r = dp_plan_site(obj, addr, &patch);
@@ -141,6 +180,10 @@ static int function_sites(struct dp_object *obj, const char *path,
 		else
 			printf("%s: %s\n", dp_site_method_str(patch.method),
 			       dp_reason_str(patch.reason));
+	}
+	if (mi) {
+		printf("</dp:sites></dp:function>");
+		return 0;
 	}
 	if ((fn->flags & DP_FN_UNDECODED) && fn->ninsns) {
 		uint64_t last = fn->insn_off[fn->ninsns - 1];
@@ -163,6 +206,7 @@ static int list_sites(struct dp_cli *cli, const char *upath, const char *functio
 	unsigned counts[3] = { 0 };
 	size_t n = 0;
 	int ret = DP_CMD_ERROR;
+	bool mi = dp_mi_xml(cli);
 
 	if (!path) {
 		dp_err_print(&err);
@@ -175,20 +219,38 @@ static int list_sites(struct dp_cli *cli, const char *upath, const char *functio
 	}
 	if (find_functions(obj, path, function, &fns, &n))
 		goto out;
+	if (mi) {
+		/* No stock element holds sites: a stock <output> with ours. */
+		dp_mi_begin("list");
+		printf("<dp:sites xmlns:dp=\"" DP_MI_NS "\">");
+		dp_mi_elem("dp:path", "%s", path);
+	}
 	for (size_t i = 0; i < n; i++) {
-		if (i)
+		if (i && !mi)
 			printf("\n");
-		if (function_sites(obj, path, fns[i], counts))
+		if (function_sites(obj, path, fns[i], counts, mi))
 			goto out;
 	}
-	printf("\nSites: %u by jump, %u by int3, %u refused", counts[DP_SITE_JUMP],
-	       counts[DP_SITE_INT3], counts[DP_SITE_REFUSED]);
-	if (n > 1)
-		printf(", in %zu functions", n);
-	printf("\n");
+	if (mi) {
+		dp_mi_elem("dp:jump", "%u", counts[DP_SITE_JUMP]);
+		dp_mi_elem("dp:int3", "%u", counts[DP_SITE_INT3]);
+		dp_mi_elem("dp:refused", "%u", counts[DP_SITE_REFUSED]);
+		printf("</dp:sites>");
+		dp_mi_end(true);
+	} else {
+		printf("\nSites: %u by jump, %u by int3, %u refused", counts[DP_SITE_JUMP],
+		       counts[DP_SITE_INT3], counts[DP_SITE_REFUSED]);
+		if (n > 1)
+			printf(", in %zu functions", n);
+		printf("\n");
+	}
 	ret = DP_CMD_SUCCESS;
-	(void)cli;
 out:
+	if (mi && ret != DP_CMD_SUCCESS && n) {
+		/* Failed half-way: the document is closed, unsuccessful. */
+		printf("</dp:sites>");
+		dp_mi_end(false);
+	}
 	free(fns);
 	dp_object_close(obj);
 	free(path);
@@ -230,13 +292,26 @@ static void print_event(const struct dp_client_event *ev, bool with_session)
 	}
 }
 
+/* --mi xml: <dp:events>, the dynamic events of a LIST reply. */
+static void mi_events(void *arg)
+{
+	const struct dp_client_list_reply *l = arg;
+
+	printf("<dp:events xmlns:dp=\"" DP_MI_NS "\">");
+	for (uint32_t i = 0; i < l->nevents; i++)
+		dp_mi_dynamic_event(&l->events[i]);
+	printf("</dp:events>");
+}
+
 /* The stock listing (argv: "list" and its arguments), then the dynamic
- * events of `session` ("": all). */
+ * events of `session` ("": all); with --mi xml, the stock document with
+ * <dp:events> at the end of its <output>. */
 static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int argc,
 			const char **argv)
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_LIST }, reply;
 	const char **args = calloc(argc + 1, sizeof(*args));
+	char *doc = NULL;
 	struct dp_err err;
 	int ret;
 
@@ -244,8 +319,29 @@ static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int arg
 		return DP_CMD_ERROR;
 	for (int i = 0; i < argc; i++)
 		args[i] = argv[i];
-	ret = dp_stock_run(cli, args);
+	ret = dp_mi_xml(cli) ? dp_stock_capture(cli, args, &doc) : dp_stock_run(cli, args);
 	free(args);
+	if (doc) {
+		int lret;
+
+		memset(&reply, 0, sizeof(reply));
+		snprintf(req.list, sizeof(req.list), "%s", session);
+		lret = dp_daemon_call(fd, &req, &reply, &err);
+		if (lret) {
+			dp_err_print(&err);
+		} else if (reply.list_reply.status) {
+			dp_err("%s", reply.list_reply.message);
+			lret = -1;
+		}
+		if (!lret && !ret)
+			dp_mi_splice(doc, "</output>", mi_events, &reply.list_reply);
+		else
+			fputs(doc, stdout);
+		fflush(stdout);
+		dp_client_msg_release(&reply);
+		free(doc);
+		return ret ? ret : lret ? DP_CMD_ERROR : DP_CMD_SUCCESS;
+	}
 	snprintf(req.list, sizeof(req.list), "%s", session);
 	if (dp_daemon_call(fd, &req, &reply, &err)) {
 		dp_err_print(&err);
@@ -286,8 +382,10 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 		ret = dp_show_man("list");
 		goto out;
 	}
-	if (o.set[DP_OPT_LIST_OPTIONS])
+	if (o.set[DP_OPT_LIST_OPTIONS]) {
+		ret = dp_opts_list(cli, "list", options);
 		goto out;
+	}
 	args = poptGetArgs(pc);
 	if (path || sites) {
 		ret = DP_CMD_ERROR;
@@ -297,16 +395,14 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 		} else if (other || o.arg[DP_OPT_CHANNEL] || (args && args[0])) {
 			dp_err("--sites goes with -u and --path only: lttng list -u --path PATH "
 			       "--sites FUNCTION");
-		} else if (cli->mi) {
-			dp_err("the machine interface (--mi) does not cover --sites: run without it");
-		} else {
+		} else if (!dp_mi_refused(cli)) {
 			ret = list_sites(cli, path, sites);
 		}
 		goto out;
 	}
 	/* The listings that can show dynamic events: `list -u` (all of them)
 	 * and `list SESSION`. */
-	if (cli->mi || other)
+	if ((cli->mi && !dp_mi_xml(cli)) || other)
 		goto out;
 	if (!(args && args[0]) && !o.set[DP_OPT_USERSPACE])
 		goto out;

@@ -72,6 +72,7 @@ static struct poptOption options[] = {
 	{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
 	{ "no-view", 0, POPT_ARG_NONE, NULL, OPT_NO_VIEW, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_help),
+	DP_OPT_INCLUDE(dp_opt_list_options),
 	POPT_TABLEEND
 };
 
@@ -499,6 +500,70 @@ static void view(struct trace *t)
 		dp_wait(pid, &status);
 }
 
+/*
+ * run_command, with --mi xml the command's stdout on our stderr: stdout
+ * holds the document alone.
+ */
+static int mi_run_command(struct trace *t, char **argv, int *wstatus)
+{
+	int saved, ret;
+
+	if (!dp_mi_xml(t->cli))
+		return run_command(t, argv, wstatus);
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	if (saved < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+		dp_err("cannot keep the command's output off the MI document: %s", strerror(errno));
+		if (saved >= 0)
+			close(saved);
+		return -1;
+	}
+	ret = run_command(t, argv, wstatus);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	return ret;
+}
+
+/*
+ * --mi xml: lttng trace is no stock command, so the whole document is in
+ * our namespace, shaped as the stock ones: the session, the trace
+ * directory, the command, its exit status, the probes; no view.
+ */
+static void mi_print(const struct trace *t, char **argv, int wstatus)
+{
+	printf("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	       "<dp:command xmlns:dp=\"" DP_MI_NS "\"><dp:name>trace</dp:name><dp:output>"
+	       "<dp:trace>");
+	dp_mi_elem("dp:session", "%s", t->session);
+	dp_mi_elem("dp:trace_directory", "%s", t->output);
+	if (t->path)
+		dp_mi_elem("dp:path", "%s", t->path);
+	printf("<dp:command_line>");
+	for (size_t i = 0; argv[i]; i++)
+		dp_mi_elem("dp:arg", "%s", argv[i]);
+	printf("</dp:command_line>");
+	if (WIFEXITED(wstatus))
+		dp_mi_elem("dp:exit_code", "%d", WEXITSTATUS(wstatus));
+	else if (WIFSIGNALED(wstatus))
+		dp_mi_elem("dp:signal", "%d", WTERMSIG(wstatus));
+	printf("<dp:probes>");
+	for (size_t i = 0; i < t->nprobes; i++) {
+		printf("<dp:probe>");
+		dp_mi_elem("dp:kind", "%s", t->probes[i].kind == DP_CLIENT_KIND_FUNCTION ?
+			   "function" : "probe");
+		dp_mi_elem("dp:location", "%s", t->probes[i].location);
+		dp_mi_elem("dp:name", "%s", t->probes[i].name);
+		printf("</dp:probe>");
+	}
+	printf("</dp:probes><dp:contexts>");
+	for (size_t i = 0; i < t->ntypes; i++)
+		dp_mi_elem("dp:context", "%s", t->types[i]);
+	printf("</dp:contexts></dp:trace></dp:output><dp:success>true</dp:success>"
+	       "</dp:command>\n");
+	fflush(stdout);
+}
+
 static int parse_command(const char *cmd, const char **rest, wordexp_t *we, char ***argv)
 {
 	if (cmd) {
@@ -575,10 +640,12 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 		ret = dp_show_man("trace");
 		goto out;
 	}
-	if (cli->mi) {
-		dp_err("the machine interface (--mi) does not cover lttng trace: run without it");
+	if (o.set[DP_OPT_LIST_OPTIONS]) {
+		ret = dp_opts_list(cli, NULL, options);
 		goto out;
 	}
+	if (dp_mi_refused(cli))
+		goto out;
 	rest = poptGetArgs(pc);
 	if (cmd && rest && rest[0]) {
 		dp_err("give the command once: -c \"CMD ARGS\", or after the options alone");
@@ -677,12 +744,14 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	/* As system(3) does: the terminal's ^C is for CMD; we clean up after. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
-	if (run_command(&t, cmd_argv, &wstatus))
+	if (mi_run_command(&t, cmd_argv, &wstatus))
 		goto fail;
 	lttng_stop_tracing(t.session);
 	t.output_made = false;	/* it holds the trace now */
 	rollback(&t);	/* the session's probes out, the session destroyed */
-	if (!o.set[OPT_NO_VIEW])
+	if (dp_mi_xml(cli))
+		mi_print(&t, cmd_argv, wstatus);
+	else if (!o.set[OPT_NO_VIEW])
 		view(&t);
 	if (!cli->quiet)
 		fprintf(stderr, "Trace directory: %s\n", t.output);
