@@ -22,6 +22,7 @@ XSD=${LTTNG_MI_XSD:-}
 for f in /usr/share/xml/lttng/lttng-mi-4.1.xsd /usr/local/share/xml/lttng/lttng-mi-4.1.xsd; do
 	[ -z "$XSD" ] && [ -f "$f" ] && XSD=$f
 done
+[ -n "$XSD" ] || tap_diag "no lttng-mi-4.1.xsd here (LTTNG_MI_XSD): documents are checked by XPath only"
 NS='urn:lttng-dynprobe:mi:1'
 
 # xpath DOC EXPR: the value of EXPR in DOC (lttng's namespace is l:, ours dp:).
@@ -39,10 +40,10 @@ mi_check() {
 	xmllint --noout - <<<"$doc" 2>"$DP_TMP/xmlerr"
 	tap_ok $? "$desc: well-formed XML" || { tap_diag_file "$DP_TMP/xmlerr"; tap_diag "$doc"; }
 	[ "${3:-}" = nostock ] && return
-	if [ -z "$XSD" ]; then
-		tap_ok 0 "# SKIP $desc: no lttng-mi-4.1.xsd (set LTTNG_MI_XSD)"
-		return
-	fi
+	# The schema check is an extra, run where the schema is at hand: Debian
+	# does not ship it, and the XPath checks below hold the stock elements'
+	# names, order and values either way.
+	[ -n "$XSD" ] || return 0
 	stripped=$(xsltproc "$top_srcdir/tests/cli/mi-strip.xsl" - <<<"$doc" |
 		sed -E 's#(<symbol>[^<]*</symbol>)<success>[a-z]+</success>#\1#g')
 	xmllint --noout --schema "$XSD" - <<<"$stripped" 2>"$DP_TMP/xmlerr"
