@@ -115,13 +115,13 @@ static bool source_wildcards(const char *s)
 	return false;
 }
 
-/* The trailing "+OFFSET" of a source name ("operator+=" has none), or NULL. */
+/* The trailing "+OFFSET" of a source name, or NULL: a '+' then a digit,
+ * and nothing after that closes a list ("operator+=", "f<1+2>" have none). */
 static const char *source_offset(const char *s)
 {
 	const char *plus = strrchr(s, '+');
 
-	if (!plus || plus[1] < '0' || plus[1] > '9' ||
-	    strspn(plus + 1, "0123456789abcdefABCDEFxX") != strlen(plus + 1))
+	if (!plus || plus[1] < '0' || plus[1] > '9' || strpbrk(plus, ")>] "))
 		return NULL;
 	return plus;
 }
