@@ -149,7 +149,7 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 		size_t total = 0;
 
 		for (size_t f = 0; f < nfns; f++)
-			total += 1 + fns[f]->nrets;
+			total += 1 + fns[f]->nrets;	/* at most */
 		if (total > DP_APP_MAX_PATCHES) {
 			dp_err_set(msg, -E2BIG, "'%s' matches %zu functions of %s, %zu entries "
 				   "and returns: more than the %u one process can hold; narrow "
@@ -170,8 +170,9 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 			pts[n++] = (struct dpd_point){ fns[f]->start, DPD_ROLE_ENTRY,
 						       loc.pattern || nfns > 1 };
 			for (uint32_t i = 0; i < fns[f]->nrets; i++)
-				pts[n++] = (struct dpd_point){ fns[f]->rets[i].addr,
-							       DPD_ROLE_RETURN, true };
+				if (dp_spec_return_leaves(o->obj, fns[f], &fns[f]->rets[i]))
+					pts[n++] = (struct dpd_point){ fns[f]->rets[i].addr,
+								       DPD_ROLE_RETURN, true };
 		}
 	} else {
 		pts = calloc(1, sizeof(*pts));

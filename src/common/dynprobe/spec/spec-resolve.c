@@ -17,6 +17,7 @@
 #include "elf/elf.h"
 #include "patch/analysis.h"
 #include "sorted.h"
+#include "x86/insn.h"
 #include "spec/spec-internal.h"
 #include "spec/spec.h"
 
@@ -408,4 +409,24 @@ int dp_spec_function_entry(struct dp_object *obj, const char *path,
 	}
 	*fnp = fn;
 	return 0;
+}
+
+bool dp_spec_return_leaves(struct dp_object *obj, const struct dp_function *fn,
+			   const struct dp_ret_site *r)
+{
+	const struct dp_function *to;
+	const uint8_t *b;
+	struct dp_insn in;
+	size_t len;
+
+	if (r->kind != DP_RET_TAIL_JCC && r->kind != DP_RET_TAIL_JMP)
+		return true;
+	b = dp_elf_code(dp_object_elf(obj), r->addr, r->len);
+	if (!fn->name || !b || dp_insn_decode(b, r->len, &in) || !(in.attr & DP_ATTR_REL))
+		return true;
+	to = dp_object_function_at(obj, dp_insn_target(&in, r->addr));
+	len = strlen(fn->name);
+	/* gcc names the cold part of f "f.cold" (and "f.part.0.cold"...). */
+	return !to || !to->name || strncmp(to->name, fn->name, len) ||
+	       !strstr(to->name + len, ".cold");
 }

@@ -167,6 +167,18 @@ int dp_spec_function_entry(struct dp_object *obj, const char *path,
  */
 int dp_spec_symbol_find(struct dp_object *obj, const char *name, uint64_t *value, bool *code);
 
+/*
+ * Whether a return site of fn (one of fn->rets) leaves it: not a jump into
+ * fn's own .cold part (gcc's hot/cold split), where fn goes on: a probe on
+ * such a conditional jump would fire on every pass, taken or not, and a
+ * throw from the cold part is no return.  --function puts return probes
+ * only on the sites that leave (a return from inside the .cold part itself
+ * is not probed: rare, gcc moves unlikely paths there).
+ */
+struct dp_ret_site;
+bool dp_spec_return_leaves(struct dp_object *obj, const struct dp_function *fn,
+			   const struct dp_ret_site *r);
+
 /* How users see a function: its name (C++ and Rust names demangled, with
  * their parameter lists), or "the function at 0xADDR". */
 int dp_spec_function_format(const struct dp_function *fn, char *buf, size_t size);
