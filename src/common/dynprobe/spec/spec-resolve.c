@@ -1,9 +1,11 @@
 /*
  * Locations resolved against an ELF object: the file address of ADDR |
  * SYMBOL | SYMBOL+OFFSET, checked to be an instruction boundary of a known
- * function.  Errors name the file and say what would work instead: close
- * symbol names for a typo, "data, not code" for a variable, the
- * neighbouring boundaries for an offset that falls inside an instruction.
+ * function, and the functions a --function location names (C++ and Rust
+ * names through spec-names.c).  Errors name the file and say what would
+ * work instead: close names (symbols and demangled) for a typo, "data, not
+ * code" for a variable, the list of functions an overloaded name means,
+ * the neighbouring boundaries for an offset inside an instruction.
  */
 #include <errno.h>
 #include <fnmatch.h>
