@@ -5,7 +5,8 @@
  * and an exception thrown through three frames.  It counts its own calls
  * and prints the counters, which the test holds the trace to.
  *
- * Usage: cpp-target N    (N rounds of everything; every 3rd check throws)
+ * Usage: cpp-target N [wait]   N rounds of everything (every 3rd check
+ * throws); with "wait", after a line of stdin (probes go in meanwhile).
  */
 #include <cstdio>
 #include <cstdlib>
@@ -145,6 +146,8 @@ int main(int argc, char **argv)
 	int (decltype(twice)::*volatile call)(int) const = &decltype(twice)::operator();
 	long sum = 0;
 
+	if (argc > 2 && std::string(argv[2]) == "wait")
+		std::getchar();
 	for (int i = 1; i <= n; i++) {
 		shop::Cart cart(i);
 		shop::Square sq(i);

@@ -171,6 +171,46 @@ for T in "${targets[@]}"; do
 	[ -z "$rest" ] || tap_diag "unexpected order at: ${rest:0:200}"
 done
 
+# ---- enable-event on a running process, through lttng-dynprobed -----------
+T=${targets[0]}
+"$STOCK" -n create s2 --output="$DP_TMP/s2" >/dev/null || tap_bail "create s2"
+out=$("$LTTNG" enable-event -u "--userspace-probe=elf:$T:shop::Cart::add(int)" cadd 2>&1)
+status=$?
+tap_ok $status "enable-event --userspace-probe=elf:PATH:shop::Cart::add(int): the first two colons separate"
+[ $status -eq 0 ] || tap_diag "$out"
+out=$("$LTTNG" enable-event -u --path "$T" --function 'shop::Cart::add' cart 2>&1)
+status=$?
+tap_ok $status "enable-event --function 'shop::Cart::add' cart"
+[ $status -eq 0 ] || tap_diag "$out"
+"$STOCK" -n start s2 >/dev/null
+mkfifo "$DP_TMP/go"
+LD_PRELOAD=$LTTNG_DYNPROBE_AGENT "$T" "$ROUNDS" wait <"$DP_TMP/go" >"$DP_TMP/s2.out" &
+pid=$!
+exec 7>"$DP_TMP/go"
+for i in $(seq 100); do
+	[ "$("$LTTNG" -n list s2 2>/dev/null | grep -c "process $pid: [1-9][0-9]* site")" -eq 2 ] &&
+		break
+	sleep 0.1
+done
+"$LTTNG" -n list s2 >"$DP_TMP/list2" 2>&1
+echo go >&7
+exec 7>&-
+wait "$pid"
+"$STOCK" -n stop s2 >/dev/null
+bt_text "$DP_TMP/s2" >"$DP_TMP/e-s2"
+out=$(cat "$DP_TMP/s2.out")
+grep -q "function shop::Cart::add in " "$DP_TMP/list2" &&
+	grep -q "probe shop::Cart::add(int) in " "$DP_TMP/list2"
+tap_ok $? "list s2: the specs as typed"
+[ "$(nev "$DP_TMP/e-s2" cadd)" -eq "$(counter "$out" add_int)" ] &&
+	[ "$(nev "$DP_TMP/e-s2" cart_entry)" -eq $(($(counter "$out" add_int) + $(counter "$out" add_double))) ] &&
+	[ "$(nev "$DP_TMP/e-s2" cart_return)" -eq "$(nev "$DP_TMP/e-s2" cart_entry)" ] &&
+	[ "$(counter "$out" add_int)" -eq "$ROUNDS" ]
+status=$?
+tap_ok $status "a running process: cadd once per add(int), cart_entry/cart_return once per add of either overload"
+[ $status -eq 0 ] || tap_diag "$(cat "$DP_TMP/list2")" "$out" "$(grep -c . "$DP_TMP/e-s2") events"
+"$STOCK" -n destroy s2 >/dev/null
+
 # ---- libstdc++ itself ----------------------------------------------------
 LIBSTDCXX=$(ldd "${targets[0]}" | awk '/libstdc\+\+\.so/ { print $3 }')
 run_cli list -u --path "$LIBSTDCXX" --functions 'std::__cxx11::basic_string*'
