@@ -7,7 +7,7 @@ packages=(
 	# build
 	build-essential autoconf automake libtool pkg-config
 	liblttng-ctl-dev liblttng-ust-dev liburcu-dev libelf-dev libdw-dev libpopt-dev
-	libunwind-dev
+	libunwind-dev libiberty-dev
 	# run-time companions
 	lttng-tools
 	# tests

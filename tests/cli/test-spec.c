@@ -43,6 +43,30 @@ static void location(const char *s, int want, enum dp_loc_kind kind, const char 
 		       "location '%s' is %s + %llu", s, sym, (unsigned long long)n);
 }
 
+/* A C++ or Rust name as typed: its symbol, offset, and whether a pattern. */
+static void source(const char *s, const char *sym, uint64_t off, bool pattern)
+{
+	struct dp_err err = DP_ERR_INIT;
+	struct dp_location loc;
+	int ret = dp_spec_location_parse(s, &loc, &err);
+
+	tap_ok(!ret && loc.kind == DP_LOC_SYMBOL && loc.source && !strcmp(loc.symbol, sym) &&
+	       loc.offset == off && loc.pattern == pattern, "C++ name '%s' is '%s' + %llu%s%s", s,
+	       sym, (unsigned long long)off, pattern ? ", a pattern" : "", ret ? err.msg : "");
+}
+
+/* lttng trace's event name of a location. */
+static void trace_name(const char *s, const char *want)
+{
+	struct dp_err err = DP_ERR_INIT;
+	char name[DP_SPEC_EVENT_MAX];
+	struct dp_location loc;
+
+	dp_spec_location_parse(s, &loc, &err);
+	tap_ok(!dp_spec_location_event_name(&loc, name, sizeof(name)) && !strcmp(name, want),
+	       "event name of '%s': %s (%s)", s, want, name);
+}
+
 static void event(const char *name, const char *suffix, const char *want)
 {
 	struct dp_err err = DP_ERR_INIT;
@@ -134,6 +158,68 @@ int main(int argc, char **argv)
 	dp_spec_location_parse("foo", &loc, &err);
 	tap_ok(!loc.pattern, "'foo' is not");
 	location("foo+0x1z", -EINVAL, 0, NULL, 0, "'z' is not a hex digit");
+
+	/* C++ and Rust names as their authors wrote them. */
+	source("shop::Cart::add", "shop::Cart::add", 0, false);
+	source("shop::Cart::add(int)+0x4", "shop::Cart::add(int)", 4, false);
+	source("shop::Cart::operator+=", "shop::Cart::operator+=", 0, false);
+	source("shop::Cart::operator+=+8", "shop::Cart::operator+=", 8, false);
+	source("shop::Cart::operator++", "shop::Cart::operator++", 0, false);
+	source("shop::Cart::~Cart", "shop::Cart::~Cart", 0, false);
+	source("std::vector<int, std::allocator<int> >::push_back(int const&)",
+	       "std::vector<int, std::allocator<int> >::push_back(int const&)", 0, false);
+	source("main::{lambda(int)#1}::operator()(int) const",
+	       "main::{lambda(int)#1}::operator()(int) const", 0, false);
+	source("shop::f(char const*, int*)", "shop::f(char const*, int*)", 0, false);
+	source("shop::Cart::operator*", "shop::Cart::operator*", 0, false);
+	source("shop::Cart::operator[](int)", "shop::Cart::operator[](int)", 0, false);
+	source("shop::Cart::operator->*", "shop::Cart::operator->*", 0, false);
+	source("mycrate::foo", "mycrate::foo", 0, false);
+	source("shop::*", "shop::*", 0, true);
+	source("*::add*", "*::add*", 0, true);
+	source("shop::Cart::add(*)", "shop::Cart::add(*)", 0, true);
+	source("std::__cxx11::basic_string*", "std::__cxx11::basic_string*", 0, true);
+	location("shop::*+4", -EINVAL, 0, NULL, 0, "a pattern names whole functions");
+	location("shop::f(int)+0xz", -EINVAL, 0, NULL, 0, "'z' is not a hex digit");
+	location("shop::f\x01", -EINVAL, 0, NULL, 0, "no control characters");
+	location("shop:f", -EINVAL, 0, NULL, 0, "C++ and Rust names as NAMESPACE::NAME");
+	tap_ok(!dp_spec_userspace_probe_parse("elf:/usr/bin/app:shop::Cart::add(int)+4", name,
+					      sizeof(name), &loc, &err) &&
+	       !strcmp(name, "/usr/bin/app") && !strcmp(loc.symbol, "shop::Cart::add(int)") &&
+	       loc.offset == 4, "elf:/usr/bin/app:shop::Cart::add(int)+4: the first two colons "
+	       "separate");
+	trace_name("shop::Cart::add", "shop_Cart_add");
+	trace_name("shop::Cart::add(int)", "shop_Cart_add_int");
+	trace_name("shop::Cart::add(double)", "shop_Cart_add_double");
+	trace_name("shop::Cart::add(int)+0x4", "shop_Cart_add_int_4");
+	trace_name("shop::size() const", "shop_size_void_const");
+	trace_name("shop::Cart::operator+=", "shop_Cart_operator_plus_eq");
+	trace_name("shop::Cart::operator()(int)", "shop_Cart_operator_call_int");
+	trace_name("shop::Cart::~Cart", "shop_Cart_dtor_Cart");
+	trace_name("shop::biggest<int>(int, int)", "shop_biggest_int_int_int");
+	trace_name("shop::*", "shop");
+	trace_name("*::add*", "add");
+	{
+		char a[DP_SPEC_EVENT_MAX], b[DP_SPEC_EVENT_MAX], full[DP_SPEC_EVENT_MAX];
+		const char *long1 = "std::vector<std::basic_string<char, std::char_traits<char>, "
+				    "std::allocator<char> >, std::allocator<std::basic_string<char, "
+				    "std::char_traits<char>, std::allocator<char> > > >::push_back("
+				    "std::basic_string<char> const&)";
+		const char *long2 = "std::vector<std::basic_string<char, std::char_traits<char>, "
+				    "std::allocator<char> >, std::allocator<std::basic_string<char, "
+				    "std::char_traits<char>, std::allocator<char> > > >::push_back("
+				    "std::basic_string<char>&&)";
+		bool ok;
+
+		dp_spec_location_parse(long1, &loc, &err);
+		ok = !dp_spec_location_event_name(&loc, a, sizeof(a));
+		dp_spec_location_parse(long2, &loc, &err);
+		ok = ok && !dp_spec_location_event_name(&loc, b, sizeof(b));
+		ok = ok && strcmp(a, b) && !strncmp(a, "std_vector_std_basic_string", 27) &&
+		     !dp_spec_event_name(a, "_return", full, sizeof(full), &err);
+		tap_ok(ok, "long C++ names: cut, kept distinct by a hash, valid with _return "
+		       "(%s, %s)", a, b);
+	}
 
 	tap_ok(!dp_spec_userspace_probe_parse("elf:/usr/bin/app:foo+4", name, sizeof(name), &loc,
 					      &err) && !strcmp(name, "/usr/bin/app") &&

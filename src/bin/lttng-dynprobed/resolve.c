@@ -137,10 +137,8 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 	*points = NULL;
 	*npoints = 0;
 	ret = dp_spec_location_parse(location, &loc, &err);
-	if (!ret && kind == DP_CLIENT_KIND_FUNCTION && loc.pattern)
+	if (!ret && kind == DP_CLIENT_KIND_FUNCTION)
 		ret = dp_spec_functions_match(o->obj, o->path, &loc, &fns, &nfns, &err);
-	else if (!ret && kind == DP_CLIENT_KIND_FUNCTION)
-		ret = dp_spec_function_entry(o->obj, o->path, &loc, &fn, &err);
 	else if (!ret)
 		ret = dp_spec_location_resolve(o->obj, o->path, &loc, &addr, &fn, &err);
 	if (ret) {
@@ -150,12 +148,8 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 	if (kind == DP_CLIENT_KIND_FUNCTION) {
 		size_t total = 0;
 
-		if (!fns) {
-			fns = &fn;
-			nfns = 1;
-		}
 		for (size_t f = 0; f < nfns; f++)
-			total += 1 + fns[f]->nrets;
+			total += 1 + fns[f]->nrets;	/* at most */
 		if (total > DP_APP_MAX_PATCHES) {
 			dp_err_set(msg, -E2BIG, "'%s' matches %zu functions of %s, %zu entries "
 				   "and returns: more than the %u one process can hold; narrow "
@@ -169,13 +163,16 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 			ret = -ENOMEM;
 			goto out;
 		}
-		/* Each function of a pattern stands alone: one whose entry
-		 * cannot be placed is left out, not the whole event. */
+		/* Each function of a pattern (or of a C++ name's overloads)
+		 * stands alone: one whose entry cannot be placed is left out,
+		 * not the whole event. */
 		for (size_t f = 0; f < nfns; f++) {
-			pts[n++] = (struct dpd_point){ fns[f]->start, DPD_ROLE_ENTRY, loc.pattern };
+			pts[n++] = (struct dpd_point){ fns[f]->start, DPD_ROLE_ENTRY,
+						       loc.pattern || nfns > 1 };
 			for (uint32_t i = 0; i < fns[f]->nrets; i++)
-				pts[n++] = (struct dpd_point){ fns[f]->rets[i].addr,
-							       DPD_ROLE_RETURN, true };
+				if (dp_spec_return_leaves(o->obj, fns[f], &fns[f]->rets[i]))
+					pts[n++] = (struct dpd_point){ fns[f]->rets[i].addr,
+								       DPD_ROLE_RETURN, true };
 		}
 	} else {
 		pts = calloc(1, sizeof(*pts));
@@ -186,8 +183,7 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 	*points = pts;
 	*npoints = n;
 out:
-	if (fns != &fn)
-		free(fns);
+	free(fns);
 	return ret;
 }
 
@@ -311,7 +307,8 @@ void dpd_sites(const char *path, const char *function, struct dp_client_sites_re
 		dp_err_set(&msg, ret, "%s", err.msg);
 		goto fail;
 	}
-	snprintf(rep->function, sizeof(rep->function), "%s", fn->name ? fn->name : function);
+	if (!fn->name || dp_spec_function_format(fn, rep->function, sizeof(rep->function)) < 0)
+		snprintf(rep->function, sizeof(rep->function), "%s", function);
 	rep->start = fn->start;
 	rep->size = fn->size;
 	rep->insns = calloc(fn->ninsns ? fn->ninsns : 1, sizeof(*rep->insns));

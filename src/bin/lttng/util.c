@@ -430,14 +430,12 @@ int dp_check_location(const char *path, const char *location, bool function,
 	obj = dp_object_open(path);
 	if (!obj)
 		return dp_err_set(err, -errno, "%s: %s", path, dp_elf_strerror(errno));
-	if (function && loc.pattern) {
+	if (function) {
 		const struct dp_function **fns;
 		size_t n;
 
 		ret = dp_spec_functions_match(obj, path, &loc, &fns, &n, err);
 		free(fns);
-	} else if (function) {
-		ret = dp_spec_function_entry(obj, path, &loc, &fn, err);
 	} else {
 		ret = dp_spec_location_resolve(obj, path, &loc, &vaddr, &fn, err);
 	}

@@ -342,8 +342,9 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 			dp_err_print(&err);
 			goto out;
 		}
-		/* The location part, after the last ':'. */
-		a.location = strrchr(uprobe, ':') + 1;
+		/* The location part, after the path's ':' ("elf:PATH:"): a C++
+		 * name has colons of its own. */
+		a.location = strchr(uprobe + 4, ':') + 1;
 		if (path) {
 			char *p1, *p2;
 			bool same;

@@ -4,6 +4,10 @@
  *       its offset, bytes, mnemonic and how a probe there would be installed
  *       (jump, int3 and why, or refused and why).  No session, no daemon: the
  *       analysis and the planner of libdynprobe run here, on the file.
+ *   list -u --path PATH --functions [PATTERN]   the functions of PATH (all,
+ *       or those PATTERN or a C++/Rust name matches) by the names their
+ *       authors wrote, demangled, with their addresses and sizes; with -v,
+ *       their symbols too (as perf probe -F).  No daemon either.
  *   list -u, list SESSION   the stock listing, then the dynamic events
  *       (lttng-dynprobed's, when it runs): specs and sites per process.
  * Everything else is the stock list.
@@ -28,6 +32,7 @@ enum {
 	OPT_FIELDS,
 	OPT_SYSCALL,
 	OPT_SITES,
+	OPT_FUNCTIONS,
 };
 
 static struct poptOption options[] = {
@@ -38,6 +43,7 @@ static struct poptOption options[] = {
 	{ "syscall", 0, POPT_ARG_NONE, NULL, OPT_SYSCALL, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_path),
 	{ "sites", 0, POPT_ARG_STRING, NULL, OPT_SITES, NULL, NULL },
+	{ "functions", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, NULL, OPT_FUNCTIONS, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_help),
 	DP_OPT_INCLUDE(dp_opt_list_options),
 	POPT_TABLEEND
@@ -257,6 +263,57 @@ out:
 	return ret;
 }
 
+/* The functions a --functions PATTERN (or name) means, as users name them. */
+static int list_functions(struct dp_cli *cli, const char *upath, const char *pattern)
+{
+	char name[DP_SPEC_SYMBOL_MAX + 32];
+	struct dp_err err;
+	char *path = dp_abs_path(upath, &err);
+	struct dp_object *obj = NULL;
+	const struct dp_function **fns = NULL;
+	struct dp_location loc;
+	size_t n = 0;
+	int ret = DP_CMD_ERROR;
+
+	if (!path) {
+		dp_err_print(&err);
+		return DP_CMD_ERROR;
+	}
+	if (dp_spec_location_parse(pattern, &loc, &err)) {
+		dp_err_prefix(&err, "--functions: ");
+		dp_err_print(&err);
+		goto out;
+	}
+	if (loc.kind != DP_LOC_SYMBOL || loc.has_offset) {
+		dp_err("--functions takes a pattern or a function's name, not %s", pattern);
+		goto out;
+	}
+	obj = dp_object_open(path);
+	if (!obj) {
+		dp_err("%s: %s", path, dp_elf_strerror(errno));
+		goto out;
+	}
+	if (dp_spec_functions_match(obj, path, &loc, &fns, &n, &err)) {
+		dp_err_print(&err);
+		goto out;
+	}
+	printf("  %-12s  %7s  %s\n", "ADDRESS", "SIZE", cli->verbose ? "NAME  [SYMBOL]" : "NAME");
+	for (size_t i = 0; i < n; i++) {
+		dp_spec_function_format(fns[i], name, sizeof(name));
+		printf("  0x%-10" PRIx64 "  %7" PRIu64 "  %s", fns[i]->start, fns[i]->size, name);
+		if (cli->verbose && fns[i]->name && strcmp(name, fns[i]->name))
+			printf("  [%s]", fns[i]->name);
+		printf("\n");
+	}
+	printf("\nFunctions: %zu in %s\n", n, path);
+	ret = DP_CMD_SUCCESS;
+out:
+	free(fns);
+	dp_object_close(obj);
+	free(path);
+	return ret;
+}
+
 static void print_event(const struct dp_client_event *ev, bool with_session)
 {
 	printf("  %s (%s)%s%s, channel %s\n", ev->event,
@@ -366,13 +423,14 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
 	int opt = dp_opts_parse(&o, pc), ret = DP_CMD_PASS, fd;
 	const char *path = o.arg[DP_OPT_PATH], *sites = o.arg[OPT_SITES];
+	bool functions = o.set[OPT_FUNCTIONS];
 	/* Options of listings that show no dynamic event. */
 	bool other = o.set[DP_OPT_OTHER_DOMAIN] || o.set[OPT_DOMAIN] || o.set[OPT_FIELDS] ||
 		     o.set[OPT_SYSCALL];
 	const char **args;
 
 	if (opt < -1) {
-		if (path || sites) {
+		if (path || sites || functions) {
 			dp_err("%s: %s", poptBadOption(pc, POPT_BADOPTION_NOALIAS), poptStrerror(opt));
 			ret = DP_CMD_ERROR;
 		}
@@ -387,11 +445,22 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 		goto out;
 	}
 	args = poptGetArgs(pc);
-	if (path || sites) {
+	if (path || sites || functions) {
 		ret = DP_CMD_ERROR;
-		if (!path || !sites) {
-			dp_err(path ? "--path lists nothing alone: add --sites FUNCTION" :
-			       "--sites FUNCTION needs --path PATH (the executable or shared library)");
+		if (!path || (!sites == !functions)) {
+			dp_err(!path ? "%s needs --path PATH (the executable or shared library)" :
+			       sites ? "--sites and --functions go one at a time" :
+			       "--path lists nothing alone: add --sites FUNCTION or --functions "
+			       "[PATTERN]", sites ? "--sites FUNCTION" : "--functions");
+		} else if (functions && (other || o.arg[DP_OPT_CHANNEL] || (args && args[0]))) {
+			dp_err("--functions goes with -u and --path only: lttng list -u --path PATH "
+			       "--functions [PATTERN]");
+		} else if (functions && cli->mi) {
+			dp_err("the machine interface (--mi) does not cover --functions: run without "
+			       "it");
+		} else if (functions) {
+			ret = list_functions(cli, path, o.arg[OPT_FUNCTIONS] ? o.arg[OPT_FUNCTIONS] :
+					     "*");
 		} else if (other || o.arg[DP_OPT_CHANNEL] || (args && args[0])) {
 			dp_err("--sites goes with -u and --path only: lttng list -u --path PATH "
 			       "--sites FUNCTION");

@@ -21,6 +21,7 @@
 #include "array.h"
 #include "elf/ehread.h"
 #include "elf/elf.h"
+#include "elf/elf-internal.h"
 #include "sorted.h"
 
 /* An allocated section with a nonzero size. */
@@ -49,6 +50,8 @@ struct dp_elf {
 	struct dp_func *funcs;
 	uint64_t *funcs_maxend;	/* max end of funcs[0..i], to stop lookups early */
 	size_t nfuncs;
+
+	struct elf_names names;	/* demangled names (elf-names.c), built on demand */
 
 	int build_id_state;	/* 0 not looked up, 1 found, -1 none */
 	const uint8_t *build_id;
@@ -237,6 +240,7 @@ void dp_elf_close(struct dp_elf *elf)
 		elf_end(elf->elf);
 	if (elf->fd >= 0)
 		close(elf->fd);
+	elf_names_release(&elf->names);
 	free(elf->funcs);
 	free(elf->funcs_maxend);
 	free(elf->scns);
@@ -421,6 +425,31 @@ static int symbols_collect(struct dp_elf *elf, struct cand_vec *out)
 			return err;
 	}
 	return 0;
+}
+
+int elf_symbols_all(struct dp_elf *elf, struct dp_func **out, size_t *n)
+{
+	struct cand_vec syms = { 0 };
+	int err = symbols_collect(elf, &syms);
+
+	*out = NULL;
+	*n = 0;
+	if (!err && syms.n) {
+		*out = malloc(syms.n * sizeof(**out));
+		err = *out ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; !err && i < syms.n; i++)
+		(*out)[i] = (struct dp_func){ syms.v[i].name, syms.v[i].start, syms.v[i].size,
+					      syms.v[i].flags };
+	if (!err)
+		*n = syms.n;
+	free(syms.v);
+	return err;
+}
+
+struct elf_names *elf_names_of(struct dp_elf *elf)
+{
+	return &elf->names;
 }
 
 /* ---- .eh_frame -------------------------------------------------------- */

@@ -4,7 +4,8 @@
  * Opens an x86-64 executable or shared object (ELF64, little endian, ET_EXEC
  * or ET_DYN) and answers what function analysis needs before any process is
  * touched: which functions the file holds and where they start and end, the
- * bytes of their code, the object's type and its build-id.
+ * bytes of their code, the object's type and its build-id, and the names
+ * of C++ and Rust functions as their authors wrote them (demangled).
  *
  * Function bounds come from .symtab and .dynsym (STT_FUNC, STT_GNU_IFUNC with
  * a size, inside an executable section) and, for code no symbol describes
@@ -19,6 +20,7 @@
 #define DP_ELF_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -99,6 +101,30 @@ const struct dp_func *dp_elf_func_at(struct dp_elf *elf, uint64_t vaddr);
  */
 const uint8_t *dp_elf_code(struct dp_elf *elf, uint64_t vaddr, uint64_t size);
 const uint8_t *dp_elf_bytes(struct dp_elf *elf, uint64_t vaddr, uint64_t size);
+
+/*
+ * Function names as their authors wrote them (elf-names.c): one entry per
+ * function symbol of .symtab and .dynsym whose name is a C++ or Rust
+ * mangled name, aliases each (a constructor's C1 and C2, a destructor's
+ * D0, D1 and D2), sorted by start address then symbol.  Computed on the
+ * first call.  0, -ENOMEM or -ELIBBAD.
+ */
+struct dp_elf_name {
+	const char *symbol;	/* "_ZN4shop4Cart3addEi" */
+	const char *full;	/* "shop::Cart::add(int)": with the parameter list and
+				 * qualifiers, without a template's return type */
+	const char *base;	/* "shop::Cart::add": without the parameter list */
+	uint64_t start;
+	uint64_t size;
+	bool clone;		/* a compiler's copy or part: .cold, .part.N, .isra.N */
+};
+int dp_elf_names(struct dp_elf *elf, const struct dp_elf_name **names, size_t *n);
+
+/*
+ * The demangled form of one symbol, as dp_elf_name.full.  0, -EINVAL when
+ * sym is no C++ or Rust mangled name, -ENAMETOOLONG when buf is too small.
+ */
+int dp_elf_demangle(const char *sym, char *buf, size_t size);
 
 /* The libelf handle, for readers of the same file (DWARF, notes). */
 struct Elf *dp_elf_handle(struct dp_elf *elf);

@@ -1,9 +1,11 @@
 /*
  * Locations resolved against an ELF object: the file address of ADDR |
  * SYMBOL | SYMBOL+OFFSET, checked to be an instruction boundary of a known
- * function.  Errors name the file and say what would work instead: close
- * symbol names for a typo, "data, not code" for a variable, the
- * neighbouring boundaries for an offset that falls inside an instruction.
+ * function, and the functions a --function location names (C++ and Rust
+ * names through spec-names.c).  Errors name the file and say what would
+ * work instead: close names (symbols and demangled) for a typo, "data, not
+ * code" for a variable, the list of functions an overloaded name means,
+ * the neighbouring boundaries for an offset inside an instruction.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -17,12 +19,17 @@
 #include "elf/elf.h"
 #include "patch/analysis.h"
 #include "sorted.h"
+#include "x86/insn.h"
+#include "spec/spec-internal.h"
 #include "spec/spec.h"
 
 #define SUGGEST_MAX 3
 
 int dp_spec_function_format(const struct dp_function *fn, char *buf, size_t size)
 {
+	/* C++ and Rust functions by the name their authors wrote. */
+	if (fn->name && !dp_elf_demangle(fn->name, buf, size))
+		return (int)strlen(buf);
 	if (fn->name)
 		return snprintf(buf, size, "%s", fn->name);
 	return snprintf(buf, size, "the function at 0x%" PRIx64, fn->start);
@@ -65,53 +72,57 @@ static size_t distance(const char *a, const char *b, size_t bound)
 	return row[lb];
 }
 
-/* Appends " (did you mean 'a', 'b'?)" for names close to `name`. */
-static void suggest(struct dp_object *obj, const char *name, char *buf, size_t size)
-{
-	const struct dp_function *fns;
+/* The closest names so far. */
+struct close_names {
+	const char *name;
+	size_t len, bound, n;
 	const char *best[SUGGEST_MAX];
-	size_t bestd[SUGGEST_MAX], nbest = 0, n, len = strlen(name);
-	size_t bound = len < 4 ? 1 : len < 8 ? 2 : 3;
-	int used;
+	size_t bestd[SUGGEST_MAX];
+};
 
-	buf[0] = '\0';
-	if (dp_object_functions(obj, &fns, &n))
+static void close_visit(void *arg, const char *cand, const char *shown)
+{
+	struct close_names *c = arg;
+	size_t d, k;
+
+	d = distance(c->name, cand, c->bound);
+	/* A prefix match counts as close: "deflate" for "deflate_fast". */
+	if (d > c->bound && !strncmp(cand, c->name, c->len) && strlen(cand) - c->len <= 12)
+		d = c->bound;
+	if (d > c->bound)
 		return;
-	for (size_t i = 0; i < n; i++) {
-		const char *cand = fns[i].name;
-		size_t d, k;
-		bool dup = false;
-
-		if (!cand || !(fns[i].flags & DP_FN_NAMED))
-			continue;
-		d = distance(name, cand, bound);
-		/* A prefix match counts as close: "deflate" for "deflate_fast". */
-		if (d > bound && !strncmp(cand, name, len) && strlen(cand) - len <= 12)
-			d = bound;
-		if (d > bound)
-			continue;
-		for (k = 0; k < nbest; k++)
-			dup |= !strcmp(best[k], cand);
-		if (dup)
-			continue;
-		for (k = nbest; k > 0 && bestd[k - 1] > d; k--) {
-			if (k < SUGGEST_MAX) {
-				best[k] = best[k - 1];
-				bestd[k] = bestd[k - 1];
-			}
-		}
+	for (k = 0; k < c->n; k++)
+		if (!strcmp(c->best[k], shown))
+			return;
+	for (k = c->n; k > 0 && c->bestd[k - 1] > d; k--) {
 		if (k < SUGGEST_MAX) {
-			best[k] = cand;
-			bestd[k] = d;
-			if (nbest < SUGGEST_MAX)
-				nbest++;
+			c->best[k] = c->best[k - 1];
+			c->bestd[k] = c->bestd[k - 1];
 		}
 	}
-	if (!nbest)
+	if (k < SUGGEST_MAX) {
+		c->best[k] = shown;
+		c->bestd[k] = d;
+		if (c->n < SUGGEST_MAX)
+			c->n++;
+	}
+}
+
+/* Appends " (did you mean 'a', 'b'?)" for names close to `name`: symbols,
+ * and C++ and Rust names as written. */
+static void suggest(struct dp_object *obj, const char *name, char *buf, size_t size)
+{
+	struct close_names c = { .name = name, .len = strlen(name) };
+	int used;
+
+	c.bound = c.len < 4 ? 1 : c.len < 8 ? 2 : 3;
+	buf[0] = '\0';
+	spec_names_each(obj, close_visit, &c);
+	if (!c.n)
 		return;
 	used = snprintf(buf, size, " (did you mean");
-	for (size_t k = 0; k < nbest && used > 0 && (size_t)used < size; k++)
-		used += snprintf(buf + used, size - used, "%s '%s'", k ? "," : "", best[k]);
+	for (size_t k = 0; k < c.n && used > 0 && (size_t)used < size; k++)
+		used += snprintf(buf + used, size - used, "%s '%s'", k ? "," : "", c.best[k]);
 	if (used > 0 && (size_t)used < size)
 		snprintf(buf + used, size - used, "?)");
 }
@@ -119,10 +130,15 @@ static void suggest(struct dp_object *obj, const char *name, char *buf, size_t s
 /* "foo+0x4" or "0x401134" for an address inside fn. */
 static void format_in(const struct dp_function *fn, uint64_t vaddr, char *buf, size_t size)
 {
-	if (fn->name)
-		snprintf(buf, size, "%s+0x%" PRIx64, fn->name, vaddr - fn->start);
-	else
+	int n;
+
+	if (!fn->name) {
 		snprintf(buf, size, "0x%" PRIx64, vaddr);
+		return;
+	}
+	n = dp_spec_function_format(fn, buf, size);
+	if (n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - n, "+0x%" PRIx64, vaddr - fn->start);
 }
 
 static int check_boundary(const struct dp_function *fn, const char *what, uint64_t vaddr,
@@ -209,40 +225,101 @@ static int no_function(struct dp_object *obj, const char *path, const char *name
 			  hint[0] ? hint : " (none has a close name: nm lists the file's symbols)");
 }
 
+/* The functions a C++ or Rust name means as written, or a pattern (plain
+ * or not) matches when no name is exactly it. */
+static int names_collect(struct dp_object *obj, const char *path,
+			 const struct dp_location *loc, struct fn_set *set, struct dp_err *err)
+{
+	const struct dp_function *fn;
+	int ret = 0;
+
+	if (loc->source) {
+		fn = dp_object_function_by_name(obj, loc->symbol);
+		ret = fn ? fn_set_add(set, fn) : spec_names_exact(obj, loc->symbol, set);
+	}
+	if (!ret && !set->n && loc->pattern)
+		ret = spec_names_match(obj, loc->symbol, set);
+	if (ret)
+		return dp_err_set(err, ret, "cannot analyse %s: %s", path, strerror(-ret));
+	fn_set_finish(set);
+	return 0;
+}
+
 int dp_spec_functions_match(struct dp_object *obj, const char *path,
 			    const struct dp_location *loc, const struct dp_function ***out,
 			    size_t *nout, struct dp_err *err)
 {
-	const struct dp_function *fns, **m;
-	size_t n, k = 0;
+	struct fn_set set = { 0 };
+	const struct dp_function *fn;
 	int ret;
 
 	*out = NULL;
 	*nout = 0;
-	ret = dp_object_functions(obj, &fns, &n);
+	/* One function: a symbol, an address, a name with an offset. */
+	if (!loc->pattern && (!loc->source || loc->has_offset)) {
+		ret = dp_spec_function_entry(obj, path, loc, &fn, err);
+		if (ret)
+			return ret;
+		*out = malloc(sizeof(**out));
+		if (!*out)
+			return dp_err_set(err, -ENOMEM, "out of memory");
+		(*out)[0] = fn;
+		*nout = 1;
+		return 0;
+	}
+	ret = names_collect(obj, path, loc, &set, err);
 	if (ret)
-		return dp_err_set(err, ret, "cannot analyse %s: %s", path, strerror(-ret));
-	m = calloc(n ? n : 1, sizeof(*m));
-	if (!m)
-		return dp_err_set(err, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++) {
-		const struct dp_function *fn = &fns[i];
-
-		if (!fn->name || strstr(fn->name, ".cold") || fnmatch(loc->symbol, fn->name, 0))
-			continue;
-		/* Functions come by start: an alias follows its twin. */
-		if (k && m[k - 1]->start == fn->start)
-			continue;
-		m[k++] = fn;
+		return ret;
+	if (!set.n) {
+		free(set.v);
+		if (!loc->pattern)
+			return no_function(obj, path, loc->symbol, err);
+		return dp_err_set(err, -ENOENT, "no function of %s matches '%s' (lttng list -u "
+				  "--path %s --functions lists them)", path, loc->symbol, path);
 	}
-	if (!k) {
-		free(m);
-		return dp_err_set(err, -ENOENT, "no function of %s matches '%s' (nm lists the "
-				  "file's symbols)", path, loc->symbol);
-	}
-	*out = m;
-	*nout = k;
+	*out = set.v;
+	*nout = set.n;
 	return 0;
+}
+
+/* "'shop::Cart::add' names 2 functions of P: a, b: ..." */
+static int ambiguous(const char *path, const struct dp_location *loc, const struct fn_set *set,
+		     struct dp_err *err)
+{
+	char list[DP_ERR_MAX / 2], one[DP_SPEC_SYMBOL_MAX + 64];
+	size_t used = 0;
+
+	list[0] = '\0';
+	for (size_t i = 0; i < set->n && used + 1 < sizeof(list); i++) {
+		spec_names_format(set, i, one, sizeof(one));
+		used += snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", one);
+	}
+	return dp_err_set(err, -EINVAL, "'%s' names %zu functions of %s: %s; give one with its "
+			  "parameter list, or its symbol, or use --function for all",
+			  loc->symbol, set->n, path, list);
+}
+
+/* The one function a C++ or Rust name means. */
+static int source_find(struct dp_object *obj, const char *path, const struct dp_location *loc,
+		       const struct dp_function **fnp, struct dp_err *err)
+{
+	struct fn_set set = { 0 };
+	int ret = names_collect(obj, path, loc, &set, err);
+
+	if (ret)
+		return ret;
+	if (set.n == 1)
+		*fnp = set.v[0];
+	else if (set.n > 1 && !loc->pattern)
+		ret = ambiguous(path, loc, &set, err);
+	else if (loc->pattern)
+		ret = dp_err_set(err, -EINVAL, "'%s' is a pattern: it names functions for "
+				 "--function, not one place (give a name, NAME+OFFSET or an "
+				 "address)", loc->symbol);
+	else
+		ret = no_function(obj, path, loc->symbol, err);
+	free(set.v);
+	return ret;
 }
 
 int dp_spec_function_find(struct dp_object *obj, const char *path,
@@ -253,6 +330,8 @@ int dp_spec_function_find(struct dp_object *obj, const char *path,
 	const struct dp_function *fn;
 	int e;
 
+	if (loc->source)
+		return source_find(obj, path, loc, fnp, err);
 	if (loc->pattern)
 		return dp_err_set(err, -EINVAL, "'%s' is a pattern: it names functions for "
 				  "--function, not one place (give a symbol, SYMBOL+OFFSET or an "
@@ -332,4 +411,24 @@ int dp_spec_function_entry(struct dp_object *obj, const char *path,
 	}
 	*fnp = fn;
 	return 0;
+}
+
+bool dp_spec_return_leaves(struct dp_object *obj, const struct dp_function *fn,
+			   const struct dp_ret_site *r)
+{
+	const struct dp_function *to;
+	const uint8_t *b;
+	struct dp_insn in;
+	size_t len;
+
+	if (r->kind != DP_RET_TAIL_JCC && r->kind != DP_RET_TAIL_JMP)
+		return true;
+	b = dp_elf_code(dp_object_elf(obj), r->addr, r->len);
+	if (!fn->name || !b || dp_insn_decode(b, r->len, &in) || !(in.attr & DP_ATTR_REL))
+		return true;
+	to = dp_object_function_at(obj, dp_insn_target(&in, r->addr));
+	len = strlen(fn->name);
+	/* gcc names the cold part of f "f.cold" (and "f.part.0.cold"...). */
+	return !to || !to->name || strncmp(to->name, fn->name, len) ||
+	       !strstr(to->name + len, ".cold");
 }

@@ -71,6 +71,109 @@ int dp_spec_number(const char *s, uint64_t *out, struct dp_err *err)
 	return 0;
 }
 
+/*
+ * A name as its author wrote it (C++, Rust): a scope ("::"), a parameter or
+ * template argument list, a destructor or an operator.  No C symbol has
+ * any of these, so C names keep their strict grammar below.
+ */
+static bool source_name(const char *s)
+{
+	return strstr(s, "::") || strpbrk(s, "(<~") ||
+	       (!strncmp(s, "operator", 8) && !ident_char(s[8]));
+}
+
+/*
+ * Whether a source name is a pattern: '?' anywhere, '*' and '[' unless the
+ * name's own (operator*, operator->*, operator[], new[], a pointer type
+ * after a type inside a parameter list: "f(char*)").  Resolution tries a
+ * pattern as an exact name first, so an odd case still means itself.
+ */
+static bool source_wildcards(const char *s)
+{
+	int depth = 0;
+	char prev = '\0';
+
+	for (const char *p = s; *p; p++) {
+		if (!strncmp(p, "operator", 8) && strchr("*[-", p[8]) && p[8]) {
+			/* operator*, operator*=, operator[], operator->*, operator-- */
+			p += 8;
+			while (p[1] && strchr("*[]->=", p[1]))
+				p++;
+			prev = *p;
+			continue;
+		}
+		if (*p == '(')
+			depth++;
+		else if (*p == ')' && depth)
+			depth--;
+		if (*p == '?' || (*p == '[' && p[1] != ']') ||
+		    (*p == '*' && !(depth && (ident_char(prev) || strchr("*&>) ", prev)))))
+			return true;
+		if (*p != ' ' || prev == '\0')
+			prev = *p;
+	}
+	return false;
+}
+
+/* The trailing "+OFFSET" of a source name, or NULL: a '+' then a digit,
+ * and nothing after that closes a list ("operator+=", "f<1+2>" have none). */
+static const char *source_offset(const char *s)
+{
+	const char *plus = strrchr(s, '+');
+
+	if (!plus || plus[1] < '0' || plus[1] > '9' || strpbrk(plus, ")>] "))
+		return NULL;
+	return plus;
+}
+
+static int offset_parse(const char *s, const char *plus, struct dp_location *loc,
+			struct dp_err *err)
+{
+	struct dp_err nerr;
+	int ret;
+
+	if (!plus)
+		return 0;
+	ret = dp_spec_number(plus + 1, &loc->offset, &nerr);
+	if (ret)
+		return dp_err_set(err, ret, "bad offset in '%s': %s", s, nerr.msg);
+	loc->has_offset = true;
+	return 0;
+}
+
+static int symbol_copy(const char *s, size_t len, struct dp_location *loc, struct dp_err *err)
+{
+	if (len >= sizeof(loc->symbol))
+		return dp_err_set(err, -ENAMETOOLONG, "'%.40s...': %s longer than %zu bytes", s,
+				  loc->pattern ? "pattern" : "symbol name",
+				  sizeof(loc->symbol) - 1);
+	memcpy(loc->symbol, s, len);
+	loc->symbol[len] = '\0';
+	return 0;
+}
+
+/* "shop::Cart::add(int)+0x4", "std::vector<int>::*", "shop::Cart::operator+=". */
+static int source_parse(const char *s, struct dp_location *loc, struct dp_err *err)
+{
+	const char *plus = source_offset(s);
+	size_t len = plus ? (size_t)(plus - s) : strlen(s);
+	int ret;
+
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return dp_err_set(err, -EINVAL, "'%s': a function name holds no control "
+					  "characters", s);
+	loc->source = true;
+	ret = symbol_copy(s, len, loc, err);
+	if (ret)
+		return ret;
+	loc->pattern = source_wildcards(loc->symbol);
+	if (loc->pattern && plus)
+		return dp_err_set(err, -EINVAL, "'%s': a pattern names whole functions and takes "
+				  "no offset", s);
+	return offset_parse(s, plus, loc, err);
+}
+
 int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_err *err)
 {
 	const char *plus;
@@ -90,6 +193,8 @@ int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_err
 		return ret;
 	}
 	loc->kind = DP_LOC_SYMBOL;
+	if (source_name(s))
+		return source_parse(s, loc, err);
 	/* A pattern of function names (fnmatch(3)) takes no offset, and its
 	 * own characters besides a symbol's. */
 	loc->pattern = strpbrk(s, "*?[") != NULL;
@@ -110,26 +215,15 @@ int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_err
 		if (!symbol_char(s[i]))
 			return dp_err_set(err, -EINVAL, "'%s': '%c' cannot be part of a %s", s,
 					  s[i], loc->pattern ? "pattern of function names" :
-					  "symbol name (expected ADDR, SYMBOL or SYMBOL+OFFSET)");
+					  "symbol name (expected ADDR, SYMBOL or SYMBOL+OFFSET; "
+					  "C++ and Rust names as NAMESPACE::NAME)");
 	}
-	if (len >= sizeof(loc->symbol))
-		return dp_err_set(err, -ENAMETOOLONG, "'%.40s...': %s longer than %zu bytes", s,
-				  loc->pattern ? "pattern" : "symbol name",
-				  sizeof(loc->symbol) - 1);
-	memcpy(loc->symbol, s, len);
-	loc->symbol[len] = '\0';
-	if (plus) {
-		struct dp_err nerr;
-
-		if (strchr(plus + 1, '+'))
-			return dp_err_set(err, -EINVAL, "'%s': one offset at most (SYMBOL+OFFSET)",
-					  s);
-		ret = dp_spec_number(plus + 1, &loc->offset, &nerr);
-		if (ret)
-			return dp_err_set(err, ret, "bad offset in '%s': %s", s, nerr.msg);
-		loc->has_offset = true;
-	}
-	return 0;
+	ret = symbol_copy(s, len, loc, err);
+	if (ret)
+		return ret;
+	if (plus && strchr(plus + 1, '+'))
+		return dp_err_set(err, -EINVAL, "'%s': one offset at most (SYMBOL+OFFSET)", s);
+	return offset_parse(s, plus, loc, err);
 }
 
 int dp_spec_location_format(const struct dp_location *loc, char *buf, size_t size)
@@ -153,7 +247,8 @@ int dp_spec_userspace_probe_parse(const char *s, char *path, size_t path_size,
 	if (strncmp(s, "elf:", 4) != 0)
 		return dp_err_set(err, -EINVAL, "'%s': expected elf:PATH:SYMBOL", s);
 	s += 4;
-	colon = strrchr(s, ':');
+	/* The first colon after the path: a C++ or Rust name has its own. */
+	colon = strchr(s, ':');
 	if (!colon || colon == s || !colon[1])
 		return dp_err_set(err, -EINVAL, "'elf:%s': expected elf:PATH:SYMBOL", s);
 	len = colon - s;
@@ -220,10 +315,128 @@ int dp_spec_event_name(const char *name, const char *suffix, char *out, size_t s
 	return 0;
 }
 
+/* Builds a C identifier out of words: separators collapse into one '_'. */
+struct ident_buf {
+	char v[4 * DP_SPEC_SYMBOL_MAX];
+	size_t len;
+	bool sep;		/* a separator is due before the next character */
+};
+
+static void ident_put(struct ident_buf *b, char c)
+{
+	if (b->len + 2 >= sizeof(b->v))
+		return;
+	if (b->sep && b->len)
+		b->v[b->len++] = '_';
+	b->sep = false;
+	b->v[b->len++] = c;
+	b->v[b->len] = '\0';
+}
+
+static void ident_word(struct ident_buf *b, const char *w)
+{
+	b->sep = true;
+	for (; *w; w++)
+		ident_put(b, *w);
+	b->sep = true;
+}
+
+/* The word of an operator's symbol, or NULL. */
+static const char *operator_word(char c)
+{
+	static const char *const words[][2] = {
+		{ "+", "plus" }, { "-", "minus" }, { "*", "star" }, { "/", "slash" },
+		{ "%", "percent" }, { "^", "caret" }, { "&", "amp" }, { "|", "bar" },
+		{ "~", "tilde" }, { "!", "not" }, { "=", "eq" }, { "<", "lt" },
+		{ ">", "gt" }, { ",", "comma" },
+	};
+
+	for (size_t i = 0; c && i < sizeof(words) / sizeof(words[0]); i++)
+		if (words[i][0][0] == c)
+			return words[i][1];
+	return NULL;
+}
+
+/* "operator" and its symbols as words; returns what follows them. */
+static const char *operator_put(struct ident_buf *b, const char *p)
+{
+	ident_word(b, "operator");
+	p += 8;
+	while (*p == ' ')
+		p++;
+	if ((p[0] == '(' && p[1] == ')') || (p[0] == '[' && p[1] == ']')) {
+		ident_word(b, p[0] == '(' ? "call" : "index");
+		return p + 2;
+	}
+	for (; operator_word(*p); p++)
+		ident_word(b, operator_word(*p));
+	return p;
+}
+
+/* FNV-1a: a short, stable tag for names cut to fit. */
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* The room a NAME has in "dynprobe:NAME_return". */
+#define SOURCE_EVENT_ROOM (DP_SPEC_EVENT_MAX - 1 - sizeof(DP_SPEC_PROVIDER_DEFAULT) - \
+			   sizeof("_return") + 1)
+
+static int source_event_name(const struct dp_location *loc, char *out, size_t size)
+{
+	struct ident_buf b = { .len = 0 };
+	size_t room = size - 1 < SOURCE_EVENT_ROOM ? size - 1 : SOURCE_EVENT_ROOM;
+	char tail[32];
+
+	for (const char *p = loc->symbol; *p;) {
+		bool word_start = p == loc->symbol || !ident_char(p[-1]);
+
+		if (word_start && !strncmp(p, "operator", 8) && !ident_char(p[8])) {
+			p = operator_put(&b, p);
+		} else if (*p == '~') {
+			ident_word(&b, "dtor");
+			p++;
+		} else if (p[0] == '(' && p[1] == ')') {
+			ident_word(&b, "void");
+			p += 2;
+		} else {
+			if (ident_char(*p))
+				ident_put(&b, *p);
+			else
+				b.sep = true;
+			p++;
+		}
+	}
+	if (loc->offset) {
+		snprintf(tail, sizeof(tail), "%" PRIx64, loc->offset);
+		ident_word(&b, tail);
+	}
+	if (!b.len)
+		ident_word(&b, "function");
+	if (b.len > room) {
+		/* Cut, and tagged with the whole name's hash. */
+		snprintf(tail, sizeof(tail), "_%08" PRIx32, name_hash(loc->symbol));
+		b.len = room - strlen(tail);
+		memcpy(b.v + b.len, tail, strlen(tail) + 1);
+		b.len += strlen(tail);
+	}
+	if (size < 2 || b.len + 1 + !ident_start(b.v[0]) > size)
+		return -ENAMETOOLONG;
+	snprintf(out, size, "%s%s", ident_start(b.v[0]) ? "" : "_", b.v);
+	return 0;
+}
+
 int dp_spec_location_event_name(const struct dp_location *loc, char *out, size_t size)
 {
 	int n;
 
+	if (loc->source && !loc->pattern)
+		return source_event_name(loc, out, size);
 	if (loc->pattern) {
 		/* Its name characters alone: "dp_fn_1???" -> "dp_fn_1". */
 		size_t k = 0;

@@ -7,8 +7,18 @@
  *   location   ADDR | SYMBOL | SYMBOL+OFFSET | PATTERN
  *              numbers: octal 0NNN, decimal, hex 0xNNN (no sign);
  *              ADDR is a virtual address of the ELF file (as nm prints it);
- *              PATTERN, a shell pattern (* ? [...]) of function names, for
- *              --function only: every function it matches
+ *              SYMBOL, a symbol (C, or mangled C++/Rust) or a C++ or Rust
+ *              name as written: "shop::Cart::add" (every overload, every
+ *              constructor variant), "shop::Cart::add(int)" (one), a
+ *              template's arguments, "operator+=", "~Cart"; a name with
+ *              "::", "(", "<", "~" or "operator" is such a name, any other
+ *              takes C symbol characters only.  The offset of a name is
+ *              its last "+NUMBER" ("operator+=" has none).
+ *              PATTERN, a shell pattern (* ? [...]) of function names,
+ *              matched against symbols and demangled names, for
+ *              --function only: every function it matches.  A C++ name
+ *              that exactly names functions means them even when it
+ *              holds * or [ (operator*, f(char*))
  *   event      NAME -> dynprobe:NAME; PROVIDER:EVENT is kept;
  *              --function gives NAME_entry and NAME_return
  *   context    regs | reg:NAME | TYPE:NAME:ADDR | string:NAME:ADDR[:MAX] |
@@ -33,7 +43,7 @@
 #include "err.h"
 #include "spec/ctx.h"
 
-#define DP_SPEC_SYMBOL_MAX 256
+#define DP_SPEC_SYMBOL_MAX 512		/* as DP_CLIENT_LOCATION_MAX */
 #define DP_SPEC_EVENT_MAX 128		/* provider:event, with its suffix */
 #define DP_SPEC_PROVIDER_DEFAULT "dynprobe"
 
@@ -56,6 +66,8 @@ struct dp_location {
 	uint64_t offset;			/* DP_LOC_SYMBOL */
 	bool has_offset;			/* "foo+0" was written as such */
 	bool pattern;				/* symbol is a shell pattern */
+	bool source;				/* symbol is a C++ or Rust name as written
+						 * ("shop::Cart::add(int)"), not a symbol */
 };
 
 /* Parses ADDR | SYMBOL | SYMBOL+OFFSET | PATTERN.  -EINVAL or -ERANGE. */
@@ -66,7 +78,8 @@ int dp_spec_location_format(const struct dp_location *loc, char *buf, size_t siz
 
 /*
  * LTTng's own spelling of a userspace probe, "elf:PATH:SYMBOL" (SYMBOL may
- * carry +OFFSET here).  PATH is copied into path (-ENAMETOOLONG if it does
+ * carry +OFFSET here).  The first two colons separate: PATH holds none,
+ * SYMBOL may ("elf:/bin/app:shop::Cart::add").  PATH is copied into path (-ENAMETOOLONG if it does
  * not fit).  "sdt:..." is refused (-ENOTSUP): dynamic probes go on code.
  */
 int dp_spec_userspace_probe_parse(const char *s, char *path, size_t path_size,
@@ -87,7 +100,12 @@ int dp_spec_event_name(const char *name, const char *suffix, char *out, size_t s
  * offset in hex after an underscore ("foo_6" for foo+0x6), or "addr_401136".
  * Characters a C identifier does not allow become '_'.  A pattern keeps
  * only its identifier characters ("dp_fn_1???" -> "dp_fn_1", "*" ->
- * "functions").
+ * "functions").  A C++ or Rust name: its words joined by '_', runs of
+ * other characters one '_' ("shop::Cart::add" -> "shop_Cart_add",
+ * "shop::Cart::add(int)" -> "shop_Cart_add_int", "f()" -> "f_void"),
+ * '~' as "dtor_", an operator's symbols as words ("operator+=" ->
+ * "operator_plus_eq"); past DP_SPEC_EVENT_MAX, cut and ended with 8 hex
+ * digits of a hash of the whole name, so distinct names stay distinct.
  */
 int dp_spec_location_event_name(const struct dp_location *loc, char *out, size_t size);
 
@@ -108,10 +126,14 @@ int dp_spec_location_resolve(struct dp_object *obj, const char *path,
 			     const struct dp_function **fn, struct dp_err *err);
 
 /*
- * The functions a PATTERN location matches, by name, each once (aliases of
- * one function count once), ascending by address, without the .cold parts
- * of functions: *fns is malloc'd (free() it), *n at least 1.  -ENOENT when
- * none matches (the message says so), -ENOMEM, or the analysis' -errno.
+ * The functions a --function location names, each once (aliases of one
+ * function count once), ascending by address, without the .cold parts of
+ * functions: every function a PATTERN matches; every function a C++ or
+ * Rust name means (all overloads of "shop::Cart::add", all variants of a
+ * constructor); or the one function of a symbol, an address or a name
+ * with an offset, as dp_spec_function_entry.  *fns is malloc'd (free()
+ * it), *n at least 1.  -ENOENT when none matches (the message says so,
+ * with close names), -ENOMEM, or the errors of dp_spec_function_entry.
  */
 int dp_spec_functions_match(struct dp_object *obj, const char *path,
 			    const struct dp_location *loc, const struct dp_function ***fns,
@@ -122,7 +144,8 @@ int dp_spec_functions_match(struct dp_object *obj, const char *path,
  * (any address inside it will do; a symbol's offset is not looked at).
  * -ENOENT (no such function, or an address outside every function: the
  * message suggests close names, or says the address is not code), -EINVAL
- * (a symbol that is data, not code), or the analysis' -errno.
+ * (a symbol that is data, not code; a C++ name that means several
+ * functions: the message lists them), or the analysis' -errno.
  */
 int dp_spec_function_find(struct dp_object *obj, const char *path,
 			  const struct dp_location *loc, const struct dp_function **fn,
@@ -144,7 +167,20 @@ int dp_spec_function_entry(struct dp_object *obj, const char *path,
  */
 int dp_spec_symbol_find(struct dp_object *obj, const char *name, uint64_t *value, bool *code);
 
-/* How users see a function: its name, or "the function at 0xADDR". */
+/*
+ * Whether a return site of fn (one of fn->rets) leaves it: not a jump into
+ * fn's own .cold part (gcc's hot/cold split), where fn goes on: a probe on
+ * such a conditional jump would fire on every pass, taken or not, and a
+ * throw from the cold part is no return.  --function puts return probes
+ * only on the sites that leave (a return from inside the .cold part itself
+ * is not probed: rare, gcc moves unlikely paths there).
+ */
+struct dp_ret_site;
+bool dp_spec_return_leaves(struct dp_object *obj, const struct dp_function *fn,
+			   const struct dp_ret_site *r);
+
+/* How users see a function: its name (C++ and Rust names demangled, with
+ * their parameter lists), or "the function at 0xADDR". */
 int dp_spec_function_format(const struct dp_function *fn, char *buf, size_t size);
 
 #endif /* DP_SPEC_H */
