@@ -429,6 +429,6 @@ bool dp_spec_return_leaves(struct dp_object *obj, const struct dp_function *fn,
 	to = dp_object_function_at(obj, dp_insn_target(&in, r->addr));
 	len = strlen(fn->name);
 	/* gcc names the cold part of f "f.cold" (and "f.part.0.cold"...). */
-	return !to || !to->name || strncmp(to->name, fn->name, len) ||
+	return !to || !to->name || strncmp(to->name, fn->name, len) || to->name[len] != '.' ||
 	       !strstr(to->name + len, ".cold");
 }
