@@ -14,6 +14,8 @@ packages=(
 	libzydis-dev babeltrace2 systemtap-sdt-dev valgrind libssl3 libstdc++6 gawk
 	# the patch-everything test runs these (tests/engine)
 	gzip sqlite3 libsqlite3-0 openssl zlib1g-dev
+	# a Rust program probed by its names (tests/cli/test-rust.sh)
+	rustc
 	# --mi xml and saved sessions checked with an XML parser (tests/cli)
 	libxml2-utils xsltproc
 	# the private session daemon harness (tests/utils/sessiond.sh): unshare

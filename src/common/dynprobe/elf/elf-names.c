@@ -29,6 +29,59 @@ static bool maybe_mangled(const char *sym)
 	return sym && sym[0] == '_' && (sym[1] == 'Z' || sym[1] == 'R');
 }
 
+/* The matching '>' of the '<' at s[0], or 0. */
+static size_t angle_close(const char *s)
+{
+	int depth = 0;
+
+	for (size_t i = 0; s[i]; i++) {
+		if (s[i] == '<')
+			depth++;
+		else if (s[i] == '>' && --depth == 0)
+			return i;
+	}
+	return 0;
+}
+
+/*
+ * Rust's v0 mangling demangles an inherent method as "<path::T>::m" and
+ * keeps a generic function's arguments ("path::f::<u64>"); the legacy
+ * mangling (its hash dropped) gives "path::T::m" and "path::f".  A v0 name
+ * is spelled the legacy way, so that what users type means the same in
+ * either; the generic arguments stay in the full name only (like C++
+ * parameters: without them, a name means every instance).  Trait
+ * implementations ("<T as Trait>::m") read the same in both and stay.
+ */
+static void rust_tidy(char *s, bool base)
+{
+	size_t len = strlen(s), close = s[0] == '<' ? angle_close(s) : 0;
+
+	if (close && !memmem(s, close, " as ", 4) && !strncmp(s + close + 1, "::", 2)) {
+		memmove(s + close, s + close + 1, len - close);
+		memmove(s, s + 1, len - 1);
+		len -= 2;
+		s[len] = '\0';
+	}
+	if (base && len > 3 && s[len - 1] == '>') {
+		int depth = 0;
+
+		for (size_t i = len; i-- > 2;) {
+			if (s[i] == '>') {
+				depth++;
+			} else if (s[i] == '<' && --depth == 0) {
+				if (s[i - 1] == ':' && s[i - 2] == ':')
+					s[i - 2] = '\0';
+				break;
+			}
+		}
+	}
+}
+
+static bool is_rust_v0(const char *sym)
+{
+	return sym[0] == '_' && sym[1] == 'R';
+}
+
 int dp_elf_demangle(const char *sym, char *buf, size_t size)
 {
 	char *d;
@@ -39,6 +92,8 @@ int dp_elf_demangle(const char *sym, char *buf, size_t size)
 	d = cplus_demangle(sym, FULL_FLAGS);
 	if (!d)
 		return -EINVAL;
+	if (is_rust_v0(sym))
+		rust_tidy(d, false);
 	len = strlen(d);
 	if (len >= size) {
 		free(d);
@@ -100,6 +155,10 @@ static int names_build(struct dp_elf *elf, struct elf_names *names)
 			free((char *)e->full);
 			e->full = NULL;
 			continue;
+		}
+		if (is_rust_v0(syms[i].name)) {
+			rust_tidy((char *)e->full, false);
+			rust_tidy((char *)e->base, true);
 		}
 		e->symbol = syms[i].name;
 		e->start = syms[i].start;
