@@ -28,7 +28,7 @@ step configure ./configure --quiet
 step make make -j"$jobs"
 
 echo "== make check"
-make -j"$jobs" check >"$log/check.log" 2>&1
+make -k -j"$jobs" check >"$log/check.log" 2>&1
 status=$?
 
 # Every TAP result of the test scripts under $1 counts.
