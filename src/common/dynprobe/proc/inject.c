@@ -232,6 +232,7 @@ static int catch_slice(struct dp_proc *p, const struct dp_maps *maps, int ms, pi
 		t->stop = DP_STOP_NONE;
 		t->signal = 0;
 	}
+	dp__hold_ends(p);
 	while (!ctx.host && dp__now_ns() < deadline && !p->gone) {
 		if (!dp__pump(p)) {
 			struct timespec ts = { 0, 100000 };
