@@ -50,18 +50,18 @@ __attribute__((noinline)) uint64_t busy_work(uint64_t x)
 	return h;
 }
 
-static void compute_once(void)
+__attribute__((noinline)) static void compute_once(void)
 {
-	for (uint64_t x = 0; x < 1000; x++)
+	for (uint64_t x = 0; x < 20000; x++)
 		if (busy_work(x & 63) != expected[x & 63])
 			atomic_fetch_add(&errors, 1);
 }
 
-static void allocate_once(void)
+__attribute__((noinline)) static void allocate_once(void)
 {
 	static unsigned int seed = 1;
 
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 2000; i++) {
 		size_t len = 2048 + rand_r(&seed) % 8192;
 		unsigned char *b = malloc(len), c = (unsigned char)i;
 
