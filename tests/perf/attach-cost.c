@@ -3,7 +3,10 @@
  * hold every thread of a process with 1, 8 and 64 busy threads, to detach,
  * to run a remote mmap, and to load the agent (the real one when it has been
  * built, else the process-control tests' library); for each, the longest
- * time the target's threads all stayed held.
+ * time the target's threads all stayed held.  Then the time to load it into
+ * busy processes, where no thread sleeps in a blocking call (the host is a
+ * thread stopped in user code, found by unwinding its stack), against the
+ * same load with a thread asleep in read(), measured in the same run.
  *
  *   attach-cost [LIBRARY.so]
  */
@@ -12,6 +15,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +73,10 @@ static int count_threads(pid_t pid)
 	return n;
 }
 
-/* A child with `busy` spinning threads (the main one among them) and one asleep in read(). */
+/*
+ * A child with `busy` spinning threads (the main one among them) and one
+ * asleep in read(), or none asleep when keep is NULL.
+ */
 static pid_t start_target(int busy, int *keep)
 {
 	int fds[2];
@@ -84,14 +91,18 @@ static pid_t start_target(int busy, int *keep)
 
 		close(fds[1]);
 		rd = fds[0];
-		pthread_create(&t, NULL, sleep_in_read, &rd);
+		if (keep)
+			pthread_create(&t, NULL, sleep_in_read, &rd);
 		for (int i = 1; i < busy; i++)
 			pthread_create(&t, NULL, spin, NULL);
 		spin(NULL);
 	}
 	close(fds[0]);
-	*keep = fds[1];
-	while (count_threads(child) < busy + 1)
+	if (keep)
+		*keep = fds[1];
+	else
+		close(fds[1]);
+	while (count_threads(child) < busy + (keep != NULL))
 		usleep(1000);
 	return child;
 }
@@ -100,7 +111,8 @@ static void stop_target(pid_t pid, int keep)
 {
 	int status;
 
-	close(keep);
+	if (keep >= 0)
+		close(keep);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 }
@@ -120,6 +132,63 @@ static void add(struct stat_ns *s, uint64_t v)
 static double avg_us(const struct stat_ns *s)
 {
 	return s->n ? s->sum / 1e3 / s->n : 0;
+}
+
+/* One load into a fresh target; 0 and *r, or -1 (printed). */
+static int load_once(const char *lib, int busy, bool sleeper, struct dp_inject_result *r)
+{
+	struct dp_err err = DP_ERR_INIT;
+	int keep = -1, ret;
+	pid_t pid = start_target(busy, sleeper ? &keep : NULL);
+
+	usleep(20000);
+	ret = dp_inject_agent(pid, lib, NULL, r, &err);
+	if (ret)
+		fprintf(stderr, "load (%d busy, %s): %s\n", busy, sleeper ? "a sleeper" : "none asleep",
+			err.msg);
+	if (sleeper)
+		stop_target(pid, keep);
+	else
+		stop_target(pid, -1);
+	return ret ? -1 : 0;
+}
+
+/* Loading into busy targets vs. targets with a thread asleep, interleaved. */
+static void busy_loads(const char *lib)
+{
+	static const int sizes[] = { 1, 8 };
+	const int rounds = 10;
+
+	printf("\nloading into a process, %d fresh processes a case, the cases interleaved "
+	       "(ms, avg / max):\n\n| busy threads | host | find a host | all threads held | "
+	       "total | stacks walked a load |\n|---|---|---|---|---|---|\n", rounds);
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		struct stat_ns f[2] = { { 0 } }, h[2] = { { 0 } }, t[2] = { { 0 } };
+		uint64_t walked = 0;
+		int failed[2] = { 0, 0 };
+
+		for (int i = 0; i < rounds; i++)
+			for (int c = 0; c < 2; c++) {
+				struct dp_inject_result r;
+
+				if (load_once(lib, sizes[k], c == 0, &r)) {
+					failed[c]++;
+					continue;
+				}
+				add(&f[c], r.find_ns);
+				add(&h[c], r.held_ns);
+				add(&t[c], r.total_ns);
+				walked += c ? r.stacks_walked : 0;
+			}
+		for (int c = 0; c < 2; c++)
+			printf("| %d | %s%s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.1f |\n",
+			       sizes[k], c ? "none asleep: stopped in user code, stack unwound"
+					   : "a thread asleep in read()",
+			       failed[c] ? " (some loads failed)" : "", avg_us(&f[c]) / 1e3,
+			       f[c].max / 1e6, avg_us(&h[c]) / 1e3, h[c].max / 1e6,
+			       avg_us(&t[c]) / 1e3, t[c].max / 1e6,
+			       c && t[1].n ? (double)walked / t[1].n : 0.0);
+	}
 }
 
 int main(int argc, char **argv)
@@ -192,5 +261,7 @@ int main(int argc, char **argv)
 		stop_target(pid, keep);
 	}
 	printf("\nlongest time all threads stayed held: %.3f ms\n", worst_held / 1e6);
+	if (lib[0])
+		busy_loads(lib);
 	return 0;
 }

@@ -25,6 +25,7 @@
 #include "proc/proc-status.h"
 #include "proc/ptrace-internal.h"
 #include "proc/remote.h"
+#include "proc/stack.h"
 
 #define PAGE 4096
 
@@ -203,12 +204,13 @@ static bool catch_cb(struct dp_proc *p, pid_t tid, void *arg)
 }
 
 /*
- * No thread sleeps at a safe point: let them run under PTRACE_SYSCALL and
- * take the first that enters a sleeping call, before the call runs.  The
- * call is cancelled (orig_rax -1) and the thread left at the syscall
- * instruction with its number in rax, to issue it again when it resumes.
+ * No thread sleeps at a safe point: let them run under PTRACE_SYSCALL for
+ * up to ms and take the first that enters a sleeping call, before the call
+ * runs.  The call is cancelled (orig_rax -1) and the thread left at the
+ * syscall instruction with its number in rax, to issue it again when it
+ * resumes.  Every thread is held again after; *host is 0 when none entered.
  */
-static int catch_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid_t *host)
+static int catch_slice(struct dp_proc *p, const struct dp_maps *maps, int ms, pid_t *host)
 {
 	struct catch_ctx ctx = { maps, 0 };
 	uint64_t deadline = dp__now_ns() + (uint64_t)ms * 1000000ull;
@@ -230,6 +232,7 @@ static int catch_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid
 		t->stop = DP_STOP_NONE;
 		t->signal = 0;
 	}
+	dp__hold_ends(p);
 	while (!ctx.host && dp__now_ns() < deadline && !p->gone) {
 		if (!dp__pump(p)) {
 			struct timespec ts = { 0, 100000 };
@@ -243,12 +246,9 @@ static int catch_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid
 	ret = dp_proc_stop(p);
 	if (ret)
 		return ret;
+	*host = 0;
 	if (!ctx.host)
-		return dp_err_set(&p->err, -DP_INJECT_ENOHOST, "no thread of pid %d sleeps in, or "
-				  "entered within %d ms, a blocking system call (read, poll, "
-				  "epoll_wait, nanosleep...), the only points known to hold no C "
-				  "library lock: the agent cannot be loaded safely now; start the "
-				  "program with LD_PRELOAD of the agent instead", (int)p->pid, ms);
+		return 0;
 	t = dp__thread(p, ctx.host);
 	if (!t)
 		return dp_err_set(&p->err, -ESRCH, "thread %d of pid %d exited", (int)ctx.host,
@@ -284,6 +284,114 @@ static int catch_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid
 	return ret;
 }
 
+/* The threads looked at while searching for a host in user code. */
+struct quiet {
+	struct dp_stack_walker *w;
+	bool no_walker;			/* libdw could not be set up: catch only */
+	unsigned int looks, in_libc;
+	bool found;			/* last is the host's stack */
+	struct dp_stack *last;		/* the last stack refused, and why */
+	struct dp_err why;
+};
+
+/*
+ * A thread held in user code whose stack shows no C library frame but its
+ * start frames (stack.h): it holds no C library lock, so pthread_create()
+ * may run on it.  *host is 0 when no thread is at such a point now.
+ */
+static int find_quiet(struct dp_proc *p, struct quiet *q, pid_t *host)
+{
+	*host = 0;
+	if (q->no_walker)
+		return 0;
+	if (!q->w && dp_stack_walker_new(p->pid, &q->w, &q->why)) {
+		q->no_walker = true;
+		return 0;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		pid_t tid = p->t[i].tid;
+
+		if (p->t[i].stop != DP_STOP_INTERRUPT || dp_stack_walk(q->w, p, tid, q->last))
+			continue;
+		q->looks++;
+		if (!dp_stack_lock_free(q->last, tid == p->pid, &q->why)) {
+			*host = tid;
+			q->found = true;
+			return 0;
+		}
+		q->in_libc += strstr(q->why.msg, "inside the C library") != NULL;
+	}
+	return 0;
+}
+
+static int refuse_busy(struct dp_proc *p, const struct quiet *q, int ms)
+{
+	char frames[400] = "";
+
+	if (q->no_walker)
+		return dp_err_set(&p->err, -DP_INJECT_ENOHOST, "no thread of pid %d sleeps in, or "
+				  "entered within %d ms, a blocking system call (read, poll, "
+				  "epoll_wait, nanosleep...), and its stacks cannot be walked (%s): "
+				  "the agent cannot be loaded safely now; start the program with "
+				  "LD_PRELOAD of the agent instead", (int)p->pid, ms, q->why.msg);
+	if (q->last->n) {
+		dp_stack_name(q->w, q->last);
+		dp_stack_format(q->last, frames, sizeof(frames));
+	}
+	return dp_err_set(&p->err, -DP_INJECT_ENOHOST, "no thread of pid %d sleeps in a blocking "
+			  "system call (read, poll, nanosleep...) or stopped outside the C library "
+			  "within %d ms (%u stacks walked, %u inside the C library); the last, "
+			  "thread %d: %s [%s]: the agent cannot be loaded safely now; start the "
+			  "program with LD_PRELOAD of the agent instead", (int)p->pid, ms, q->looks,
+			  q->in_libc, (int)q->last->tid, q->why.msg, frames);
+}
+
+/*
+ * A host thread for pthread_create(), when none sleeps in a blocking call:
+ * a thread stopped where it holds no C library lock, else let the threads
+ * run a few milliseconds (catching one that enters a blocking call
+ * meanwhile) and look again, until ms have passed.  The run lengths vary,
+ * so that a program whose loop has a period is not always stopped in the
+ * same phase of it.
+ */
+static int wait_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid_t *host,
+		     struct dp_inject_result *r)
+{
+	uint64_t now = dp__now_ns(), deadline = now + (uint64_t)ms * 1000000ull;
+	unsigned int seed = (unsigned int)now ^ (unsigned int)p->pid;
+	struct quiet q = { .why = DP_ERR_INIT };
+	int ret;
+
+	q.last = calloc(1, sizeof(*q.last));
+	if (!q.last)
+		return dp_err_set(&p->err, -ENOMEM, "out of memory");
+	for (;;) {
+		ret = find_quiet(p, &q, host);
+		if (ret || *host)
+			break;
+		now = dp__now_ns();
+		if (now >= deadline)
+			break;
+		{
+			int left = (int)((deadline - now) / 1000000ull) + 1;
+			int slice = 1 + rand_r(&seed) % 8;
+
+			ret = catch_slice(p, maps, slice < left ? slice : left, host);
+		}
+		if (ret || *host)
+			break;
+	}
+	if (!ret && !*host)
+		ret = refuse_busy(p, &q, ms);
+	r->stacks_walked = q.looks;
+	r->stacks_refused = q.looks - q.found;
+	if (q.found && q.last->n)
+		snprintf(r->host_frame, sizeof(r->host_frame), "%s", q.last->f[0].where);
+	dp_stack_walker_free(q.w);
+	free(q.last);
+	return ret;
+}
+
 int dp_proc_dynsym(pid_t pid, const char *lib, const char *sym, uint64_t *addr)
 {
 	struct dp_maps maps;
@@ -311,22 +419,23 @@ static uint64_t get64(const uint8_t *page, unsigned int off)
 
 struct syms {
 	uint64_t dlopen, dlerror, getenv, setenv, unsetenv, self, detach, munmap, create;
+	uint64_t errno_loc;
 };
 
 static int resolve(pid_t pid, const struct dp_maps *maps, struct syms *s, struct dp_err *err)
 {
 	static const char *const libc_names[] = {
 		"dlopen", "dlerror", "getenv", "setenv", "unsetenv", "pthread_self",
-		"pthread_detach", "munmap", "pthread_create",
+		"pthread_detach", "munmap", "pthread_create", "__errno_location",
 	};
-	uint64_t a[9];
+	uint64_t a[10];
 	int ret;
 
 	if (!dp_maps_find_object(maps, "libc.so.6"))
 		return dp_err_set(err, -DP_INJECT_ENOLIBC,
 			     "pid %d does not use glibc (no libc.so.6 is mapped): the agent can "
 			     "only be loaded into glibc programs", (int)pid);
-	ret = dp_maps_dynsyms(pid, maps, "libc.so.6", libc_names, 9, a);
+	ret = dp_maps_dynsyms(pid, maps, "libc.so.6", libc_names, 10, a);
 	if (ret && ret != -ENOENT)
 		return dp_err_set(err, ret, "cannot read the symbols of libc.so.6 of pid %d: %s",
 			     (int)pid, ret == -ESTALE ? "the file on disk is no longer the one "
@@ -348,7 +457,7 @@ static int resolve(pid_t pid, const struct dp_maps *maps, struct syms *s, struct
 			a[8] = b[2];
 		}
 	}
-	for (int i = 0; i < 9; i++)
+	for (int i = 0; i < 10; i++)
 		if (!a[i])
 			return dp_err_set(err, -DP_INJECT_ENOLIBC,
 				     "pid %d has no %s: its glibc is older than 2.34 and it does "
@@ -364,6 +473,7 @@ static int resolve(pid_t pid, const struct dp_maps *maps, struct syms *s, struct
 	s->detach = a[6];
 	s->munmap = a[7];
 	s->create = a[8];
+	s->errno_loc = a[9];
 	return 0;
 }
 
@@ -436,6 +546,26 @@ static int write_pages(struct dp_proc *p, uint64_t data, uint64_t code, const st
 	return ret;
 }
 
+/*
+ * The host's errno, read before pthread_create() runs on it and written back
+ * after: a host stopped in user code may be about to read it, and nothing
+ * promises that a successful pthread_create() leaves it alone.
+ */
+static int errno_find(struct dp_proc *p, pid_t host, const struct syms *s, uint64_t code,
+		      int timeout_ms, uint64_t *at, int32_t *val)
+{
+	struct dp_remote_call call = {
+		.fn = s->errno_loc,
+		.trap = code + STUB_TRAP,
+		.timeout_ms = timeout_ms,
+	};
+	int ret = dp_remote_call(p, host, &call, at);
+
+	if (!ret)
+		ret = dp_proc_read(p, *at, val, sizeof(*val));
+	return ret;
+}
+
 /* Polls the data page through our own descriptor until the new thread reports. */
 static int wait_report(int fd, uint64_t data, int timeout_ms, uint8_t *page)
 {
@@ -468,6 +598,8 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 	uint8_t page[PAGE];
 	bool created = false;
 	pid_t host = 0;
+	uint64_t errno_at = 0;
+	int32_t errno_val = 0;
 	int ret, fd = -1;
 
 	memset(&r, 0, sizeof(r));
@@ -520,7 +652,8 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 		goto fail;
 	host = find_host(p, &maps);
 	if (!host)
-		ret = catch_host(p, &maps, o.catch_ms, &host);
+		ret = wait_host(p, &maps, o.catch_ms, &host, &r);
+	r.find_ns = dp__now_ns() - t0;
 	if (!ret)
 		ret = dp_remote_mmap(p, host, 0, PAGE, PROT_READ | PROT_WRITE,
 				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &data);
@@ -539,6 +672,8 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 			ret = dp_err_set(&p->err, -errno, "cannot open %s: %s", mem,
 					 strerror(errno));
 	}
+	if (!ret)
+		ret = errno_find(p, host, &s, code, o.call_timeout_ms, &errno_at, &errno_val);
 	if (!ret) {
 		struct dp_remote_call call = {
 			.fn = s.create,
@@ -558,6 +693,8 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 		} else if (!ret) {
 			created = true;
 		}
+		if (ret != -ETIMEDOUT && ret != -ESRCH && ret != -DP_PROC_EEXEC)
+			dp_proc_write(p, errno_at, &errno_val, sizeof(errno_val));
 	}
 	if (ret && !created && p->attached) {
 		if (code)

@@ -10,15 +10,22 @@
  *      outside the dynamic loader (read, poll, epoll_wait, nanosleep, accept,
  *      ...; never futex or write).  glibc holds no malloc, thread-stack, TLS
  *      or loader lock across such calls, so pthread_create() can run on it.
- *      When no thread sleeps so, the threads run under PTRACE_SYSCALL for a
- *      moment and the first one that enters such a call becomes the host,
- *      before the call is made (it is issued again afterwards);
+ *      Else a thread stopped in user code whose stack, unwound with CFI
+ *      from here (stack.h), holds no frame of glibc but the thread's start
+ *      frames: it holds no C library lock either (a busy program).  Else
+ *      the threads run under PTRACE_SYSCALL for a few milliseconds, the
+ *      first one that enters such a call becoming the host before the call
+ *      is made (it is issued again afterwards), then every thread is
+ *      stopped and looked at again, until catch_ms have passed; refused
+ *      then, with the last stack seen and why it was not safe;
  *   3. map one data page (read-write) and one code page (read-execute, its
  *      bytes written through /proc/PID/mem: never writable and executable at
  *      once) with remote mmap;
  *   4. call pthread_create() on the host (remote.h) while every other thread
  *      runs, so a lock held elsewhere is released, not waited on forever;
- *      the host goes back into its system call as it was;
+ *      the host goes back into its system call, or to the instruction it
+ *      was stopped at, as it was (registers, vector state, signal mask,
+ *      errno);
  *   5. detach: the process runs freely while the new thread blocks its
  *      signals, detaches itself, sets the variable of the options (if any)
  *      when the environment lacks it, calls dlopen(), copies dlerror() on
@@ -70,7 +77,7 @@ struct dp_inject_opts {
 	 * for the load when the environment lacks it, then unset.  NULL: none. */
 	const char *env_name, *env_value;
 	int load_timeout_ms;		/* wait for dlopen to finish (default 10000) */
-	int catch_ms;			/* wait for a thread to enter a blocking call */
+	int catch_ms;			/* search for a host thread (default 1000) */
 	int call_timeout_ms;		/* pthread_create() on the host */
 };
 
@@ -82,6 +89,11 @@ struct dp_inject_result {
 	uint32_t nholds;		/* how many stops there were */
 	uint64_t total_ns;		/* the whole injection */
 	uint64_t load_ns;		/* from the detach to the new thread's report */
+	uint64_t find_ns;		/* from the start to a host found */
+	uint32_t stacks_walked;		/* stacks unwound looking for a host */
+	uint32_t stacks_refused;	/* of which not at a lock-free point */
+	char host_frame[96];		/* where the host was stopped in user code,
+					 * "object+0xoff" ("": in a blocking call) */
 };
 
 /* Defaults for the fields above (no variable). */

@@ -87,4 +87,7 @@ int dp__settle(struct dp_proc *p, pid_t tid);
 
 uint64_t dp__now_ns(void);
 
+/* The threads run again (not through dp_proc_resume): the hold is over. */
+void dp__hold_ends(struct dp_proc *p);
+
 #endif /* DP_PROC_PTRACE_INTERNAL_H */

@@ -378,7 +378,7 @@ static void hold_begins(struct dp_proc *p)
 		p->hold_start = dp__now_ns();
 }
 
-static void hold_ends(struct dp_proc *p)
+void dp__hold_ends(struct dp_proc *p)
 {
 	if (p->hold_start) {
 		uint64_t d = dp__now_ns() - p->hold_start;
@@ -454,7 +454,7 @@ int dp_proc_resume(struct dp_proc *p)
 		else
 			t->flags |= T_WANT_RUN;
 	}
-	hold_ends(p);
+	dp__hold_ends(p);
 	return 0;
 }
 
@@ -672,7 +672,7 @@ int dp_proc_detach(struct dp_proc *p)
 	ret = wait_held(p, p->timeout_ms * 5);
 	if (ret == -ESRCH || ret == -DP_PROC_EEXEC)
 		ret = 0;
-	hold_ends(p);
+	dp__hold_ends(p);
 	if (detach_held(p) && !ret)
 		ret = dp_err_set(&p->err, -EBUSY, "some threads of pid %d could not be detached",
 				       (int)p->pid);

@@ -1,0 +1,69 @@
+#!/bin/bash
+# Probing busy processes by pid: programs where no thread ever sleeps in a
+# blocking system call (one computing thread, four, one inside malloc/free
+# nearly all the time, python3 in a loop of json work) get the agent
+# injected from a thread stopped outside the C library, their events are
+# recorded, and each program prints and exits as it would have.
+. "$top_srcdir/tests/utils/tap.sh"
+. "$top_srcdir/tests/utils/sessiond.sh"
+dp_isolate "$0" "$@"
+. "$top_srcdir/tests/daemon/common.sh"
+trap dpd_cleanup EXIT
+
+BUSY=$abs_top_builddir/tests/procctl/busy-target
+make -s -C "$abs_top_builddir/tests/procctl" busy-target >/dev/null 2>&1 ||
+	tap_bail "cannot build $BUSY"
+
+start_sessiond || tap_bail "no session daemon"
+start_dynprobed || tap_bail "no lttng-dynprobed: $(cat "$DP_TMP/dynprobed.start")"
+dp_lttng create s --output="$DP_TMP/trace" >/dev/null &&
+	dp_lttng enable-event -u 'dynprobe:*' >/dev/null && dp_lttng start >/dev/null ||
+	tap_bail "no session"
+
+# probe_busy NAME FUNCTION PATH DONE-LINE COMMAND...: probes FUNCTION of
+# PATH in the running COMMAND, waits for its events and for its end.
+probe_busy() {
+	local name=$1 fn=$2 path=$3 done=$4 pid st
+	shift 4
+	start_target "$name" "$@" || tap_bail "$name does not start"
+	pid=$TARGET_PID
+	dpctl enable s channel0 "$name" function "$fn" "$path" -p "$pid" &&
+		grep -q liblttng-ust-dynprobe "/proc/$pid/maps"
+	tap_ok $? "$name (pid $pid): the agent is injected, $fn probed: $(head -n1 "$DP_TMP/out")"
+	grep -m1 "process $pid: agent injected" "$DP_TMP/dynprobed.log" | sed 's/^/# /'
+	wait_events s "$DP_TMP/trace" "dynprobe:${name}_entry"
+	tap_ok $? "$name: events recorded ($(grep -c "^dynprobe:${name}_entry:" "$DP_TMP/events"))"
+	dp_lttng start s >/dev/null
+	wait "$pid"
+	st=$?
+	[ $st -eq 0 ] && [ "$(tail -n1 "$DP_TMP/$name.out")" = "$done" ]
+	tap_ok $? "$name: exits as it would have (status $st, \"$(tail -n1 "$DP_TMP/$name.out")\")"
+}
+
+probe_busy spin compute_once "$BUSY" "done errors=0" "$BUSY" spin 5
+probe_busy threads compute_once "$BUSY" "done errors=0" "$BUSY" threads 5 4
+probe_busy mallocs allocate_once "$BUSY" "done errors=0" "$BUSY" malloc 5
+
+if ! command -v python3 >/dev/null; then
+	tap_ok 0 "# SKIP python3 is not installed"
+else
+	script='import json, time
+print("ready", flush=True)
+doc = {"a": [1, 2.5, "x" * 40, None, True], "b": {"c": list(range(3000))}}
+end = time.monotonic() + 5
+n = 0
+while time.monotonic() < end:
+    s = json.dumps(doc)
+    assert json.loads(s) == doc
+    n += 1
+print("done", "ok" if n > 10 else "slow")'
+	# str.join ends each json.dumps: PyUnicode_Join, in libpython or the
+	# interpreter itself.
+	libpy=$(python3 -c 'import sysconfig, os; print(os.path.join(sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME")))')
+	[ -e "$libpy" ] || libpy=$(readlink -f "$(command -v python3)")
+	probe_busy python PyUnicode_Join "$libpy" "done ok" python3 -c "$script"
+fi
+
+stop_dynprobed
+tap_ok $? "SIGTERM: the daemon exits"
+tap_done

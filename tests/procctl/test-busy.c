@@ -1,0 +1,223 @@
+/*
+ * Loading a library into programs that never sleep in a blocking system
+ * call (busy-target, python3): the host thread is one stopped in user code
+ * whose stack holds no C library frame but its start frames.  A single
+ * computing thread, several, a thread that spends nearly all its time
+ * inside malloc/free (stops there are refused and the search goes on; the
+ * load never runs there), python3 in a loop of json work; each program's
+ * output and exit are unchanged.  A program that computes inside a callback
+ * of dl_iterate_phdr() (the loader lock held) is refused within the time
+ * given, with the frames seen, and is unharmed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc/inject.h"
+#include "procctl-util.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/procctl-busy-XXXXXX";
+static char out_path[PATH_MAX], env_out[PATH_MAX + 32], probe[PATH_MAX];
+
+struct busy {
+	pid_t pid;
+	int out;
+};
+
+/* Starts argv with PROCCTL_PROBE_OUT set, its stdout in a pipe; waits for "ready". */
+static int busy_start(struct busy *b, char *const argv[])
+{
+	struct target t;
+	char line[256];
+	int fds[2];
+
+	if (pipe(fds))
+		return -1;
+	b->pid = fork();
+	if (b->pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		putenv(env_out);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	b->out = fds[0];
+	memset(&t, 0, sizeof(t));
+	t.out = b->out;
+	return target_line(&t, line, sizeof(line), 10000) || strncmp(line, "ready", 5) ? -1 : 0;
+}
+
+/* Its last line and exit status (-1: did not end in time, killed). */
+static int busy_end(struct busy *b, char *last, size_t len, int timeout_ms)
+{
+	struct target t;
+	char line[256];
+	int status = 0;
+	int64_t deadline = util_now_ms() + timeout_ms;
+
+	memset(&t, 0, sizeof(t));
+	t.out = b->out;
+	last[0] = '\0';
+	while (target_line(&t, line, sizeof(line), (int)(deadline - util_now_ms())) == 0)
+		snprintf(last, len, "%s", line);
+	close(b->out);
+	while (waitpid(b->pid, &status, WNOHANG) == 0) {
+		if (util_now_ms() > deadline) {
+			kill(b->pid, SIGKILL);
+			waitpid(b->pid, &status, 0);
+			return -1;
+		}
+		util_sleep_ms(10);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static bool loaded(pid_t pid)
+{
+	FILE *f = fopen(out_path, "r");
+	char want[64], buf[512];
+	bool found = false;
+
+	if (!f)
+		return false;
+	snprintf(want, sizeof(want), "loaded pid=%d ", (int)pid);
+	while (fgets(buf, sizeof(buf), f))
+		found |= !strncmp(buf, want, strlen(want));
+	fclose(f);
+	return found;
+}
+
+static void diag_result(const struct dp_inject_result *r)
+{
+	tap_diag("host %d at %s; %u stacks walked, %u refused; host found in %.2f ms, "
+		 "held %.2f ms, total %.2f ms", (int)r->host,
+		 r->host_frame[0] ? r->host_frame : "(a blocking call)", r->stacks_walked,
+		 r->stacks_refused, r->find_ns / 1e6, r->held_ns / 1e6, r->total_ns / 1e6);
+}
+
+/* Loads the probe library into argv's process; the program must end as usual. */
+static void load_into(const char *what, char *const argv[], const char *done,
+		      struct dp_inject_result *r)
+{
+	struct dp_err err = DP_ERR_INIT;
+	struct busy b;
+	char last[256];
+	int ret, st;
+
+	memset(r, 0, sizeof(*r));
+	if (!tap_ok(busy_start(&b, argv) == 0, "%s starts", what))
+		return;
+	util_sleep_ms(100);
+	ret = dp_inject_agent(b.pid, probe, NULL, r, &err);
+	tap_ok(ret == 0 && loaded(b.pid), "the library is loaded into %s (%d: %s)", what, ret,
+	       err.msg);
+	diag_result(r);
+	tap_ok(r->host_frame[0] && !strstr(r->host_frame, "libc.so") &&
+	       !strstr(r->host_frame, "ld-linux"),
+	       "from a thread stopped in user code, outside the C library (%s)", r->host_frame);
+	st = busy_end(&b, last, sizeof(last), 15000);
+	tap_ok(st == 0 && !strcmp(last, done), "%s ends as it would have: exit %d, \"%s\"", what,
+	       st, last);
+}
+
+static void test_busy_c(void)
+{
+	char *spin[] = { "./busy-target", "spin", "1.5", NULL };
+	char *threads[] = { "./busy-target", "threads", "1.5", "4", NULL };
+	char *mallocs[] = { "./busy-target", "malloc", "1.5", NULL };
+	struct dp_inject_result r;
+	unsigned int refused = 0;
+
+	load_into("a single computing thread", spin, "done errors=0", &r);
+	load_into("four computing threads", threads, "done errors=0", &r);
+	/* The first stop lands inside malloc nearly always; a few tries make it sure. */
+	for (int i = 0; i < 5 && !refused; i++) {
+		load_into("a thread inside malloc/free most of its time", mallocs,
+			  "done errors=0", &r);
+		refused += r.stacks_refused;
+	}
+	tap_ok(refused > 0, "stops inside malloc/free were refused and the search went on "
+	       "(%u refused)", refused);
+}
+
+static void test_python(void)
+{
+	char *py[] = { "python3", "-c",
+		"import json, time, sys\n"
+		"print('ready', flush=True)\n"
+		"doc = {'a': [1, 2.5, 'x' * 40, None, True], 'b': {'c': list(range(50))}}\n"
+		"end = time.monotonic() + 2\n"
+		"n = 0\n"
+		"while time.monotonic() < end:\n"
+		"    s = json.dumps(doc)\n"
+		"    assert json.loads(s) == doc\n"
+		"    n += 1\n"
+		"print('done', 'ok' if n > 100 else 'slow')\n", NULL };
+	struct dp_inject_result r;
+
+	if (system("python3 -c pass 2>/dev/null")) {
+		tap_ok(true, "# SKIP python3 is not installed");
+		return;
+	}
+	load_into("python3 in a loop of json work", py, "done ok", &r);
+}
+
+static void test_refused(void)
+{
+	char *locked[] = { "./busy-target", "locked", "1.5", NULL };
+	struct dp_inject_opts o;
+	struct dp_inject_result r;
+	struct dp_err err = DP_ERR_INIT;
+	struct busy b;
+	char last[256];
+	int64_t t0;
+	int ret, st;
+
+	if (!tap_ok(busy_start(&b, locked) == 0,
+		    "a program computing inside dl_iterate_phdr (the loader lock held) starts"))
+		return;
+	dp_inject_opts_init(&o);
+	o.catch_ms = 300;
+	t0 = util_now_ms();
+	ret = dp_inject_agent(b.pid, probe, &o, &r, &err);
+	tap_ok(ret == -DP_INJECT_ENOHOST && strstr(err.msg, "inside the C library") &&
+	       strstr(err.msg, "libc.so.6") && strstr(err.msg, "LD_PRELOAD") &&
+	       util_now_ms() - t0 < 2000,
+	       "refused after %" PRId64 " ms, saying which frames it saw (%d: %s)",
+	       util_now_ms() - t0, ret, err.msg);
+	tap_ok(!loaded(b.pid), "nothing was loaded");
+	st = busy_end(&b, last, sizeof(last), 15000);
+	tap_ok(st == 0 && !strcmp(last, "done errors=0"),
+	       "the program ends as it would have: exit %d, \"%s\"", st, last);
+}
+
+int main(void)
+{
+	char cmd[PATH_MAX + 16];
+
+	alarm(300);
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(out_path, sizeof(out_path), "%s/loaded.txt", dir);
+	snprintf(env_out, sizeof(env_out), "PROCCTL_PROBE_OUT=%s", out_path);
+	util_abspath(".libs/libprocctl-probe.so", probe);
+
+	test_busy_c();
+	test_python();
+	test_refused();
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		tap_diag("could not remove %s", dir);
+	return tap_done();
+}
