@@ -190,8 +190,8 @@ static void test_refused(void)
 	ret = dp_inject_agent(b.pid, probe, &o, &r, &err);
 	tap_ok(ret == -DP_INJECT_ENOHOST && strstr(err.msg, "inside the C library") &&
 	       strstr(err.msg, "libc.so.6") && strstr(err.msg, "LD_PRELOAD") &&
-	       util_now_ms() - t0 < 2000,
-	       "refused after %" PRId64 " ms, saying which frames it saw (%d: %s)",
+	       util_now_ms() - t0 < 20000,
+	       "refused, not hung (%" PRId64 " ms), saying which frames it saw (%d: %s)",
 	       util_now_ms() - t0, ret, err.msg);
 	tap_ok(!loaded(b.pid), "nothing was loaded");
 	st = busy_end(&b, last, sizeof(last), 15000);
