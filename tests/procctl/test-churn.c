@@ -136,6 +136,10 @@ static void one_stop(pid_t pid, struct counts *c)
 	pid_t tids[512], suspects[512];
 	size_t n, ns = 0, nheld;
 
+	/* What is tested is that no thread is missed, not how fast a loaded
+	 * machine schedules them into their stops. */
+	if (p)
+		dp_proc_set_timeout(p, 10000);
 	if (!p || dp_proc_attach(p, 0)) {
 		if (!c->first_error[0])
 			snprintf(c->first_error, sizeof(c->first_error), "attach: %s",
