@@ -7,9 +7,10 @@
 # input: unknown names (close ones suggested), objects without notes, and
 # copies of sdt-target with corrupt notes or a prelink-style base shift.
 . "$top_srcdir/tests/utils/tap.sh"
+. "$top_srcdir/tests/utils/sessiond.sh"
 . "$top_srcdir/tests/cli/cli.sh"
-DP_TMP=$(mktemp -d) || tap_bail "mktemp"
-trap 'rm -rf "$DP_TMP"' EXIT
+# Private namespaces: no daemon of another test in sight (check_refused).
+dp_isolate "$0" "$@"
 
 # "PROVIDER NAME ADDRESS ARGS" per site, sorted: from our listing...
 our_sites() {

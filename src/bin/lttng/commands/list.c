@@ -111,6 +111,44 @@ static void format_bytes(const uint8_t *b, size_t len, char *buf, size_t size)
 		snprintf(buf + n, size - n, " ..");
 }
 
+/* How a probe at addr would be installed, counted and printed as the
+ * PROBE column ("jump", "int3: reason", "refused: reason"). */
+static void print_placement(struct dp_object *obj, uint64_t addr, unsigned counts[3])
+{
+	struct dp_patch patch;
+	int r = dp_plan_site(obj, addr, &patch);
+
+	if (r) {
+		printf("error: %s\n", strerror(-r));
+		return;
+	}
+	dp_plan_refuse_unsafe_traps(obj, &patch, 1);
+	counts[patch.method < 3 ? patch.method : DP_SITE_REFUSED]++;
+	if (patch.method == DP_SITE_JUMP)
+		printf("jump\n");
+	else
+		printf("%s: %s\n", dp_site_method_str(patch.method), dp_reason_str(patch.reason));
+}
+
+/* path made absolute and opened: 0, or -1 once said why. */
+static int object_open(const char *upath, char **path, struct dp_object **obj)
+{
+	struct dp_err err = DP_ERR_INIT;
+
+	*obj = NULL;
+	*path = dp_abs_path(upath, &err);
+	if (!*path) {
+		dp_err_print(&err);
+		return -1;
+	}
+	*obj = dp_object_open(*path);
+	if (!*obj) {
+		dp_err("%s: %s", *path, dp_elf_strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* --mi xml: one instruction as a <dp:site>; method < 0: not planned
  * (error r). */
 static void mi_site(uint64_t off, uint64_t addr, const char *bytes, const char *insn,
@@ -180,18 +218,7 @@ static int function_sites(struct dp_object *obj, const char *path,
 		}
 		printf("  %-8s  0x%-10" PRIx64 "  %-*s  %-12s  ", offs, addr, BYTES_WIDTH, bytes,
 		       r ? "(undecoded)" : insn.mnemonic ? insn.mnemonic : "?");
-		r = dp_plan_site(obj, addr, &patch);
-		if (r) {
-			printf("error: %s\n", strerror(-r));
-			continue;
-		}
-		dp_plan_refuse_unsafe_traps(obj, &patch, 1);
-		counts[patch.method < 3 ? patch.method : DP_SITE_REFUSED]++;
-		if (patch.method == DP_SITE_JUMP)
-			printf("jump\n");
-		else
-			printf("%s: %s\n", dp_site_method_str(patch.method),
-			       dp_reason_str(patch.reason));
+		print_placement(obj, addr, counts);
 	}
 	if (mi) {
 		printf("</dp:sites></dp:function>");
@@ -211,24 +238,16 @@ static int function_sites(struct dp_object *obj, const char *path,
 
 static int list_sites(struct dp_cli *cli, const char *upath, const char *function)
 {
-	struct dp_err err;
-	char *path = dp_abs_path(upath, &err);
-	struct dp_object *obj = NULL;
+	char *path;
+	struct dp_object *obj;
 	const struct dp_function **fns = NULL;
 	unsigned counts[3] = { 0 };
 	size_t n = 0;
 	int ret = DP_CMD_ERROR;
 	bool mi = dp_mi_xml(cli);
 
-	if (!path) {
-		dp_err_print(&err);
-		return DP_CMD_ERROR;
-	}
-	obj = dp_object_open(path);
-	if (!obj) {
-		dp_err("%s: %s", path, dp_elf_strerror(errno));
+	if (object_open(upath, &path, &obj))
 		goto out;
-	}
 	if (find_functions(obj, path, function, &fns, &n))
 		goto out;
 	if (mi) {
@@ -352,28 +371,15 @@ static void sdt_site(struct dp_object *obj, const struct dp_sdt_probe *p, unsign
 	char bytes[BYTES_WIDTH + 1], arg[160];
 	const uint8_t *code = NULL;
 	struct dp_sdt_args args;
-	struct dp_patch patch;
 	struct dp_err err = DP_ERR_INIT;
 	size_t len = BYTES_SHOWN;
-	int r;
 
 	while (len && !(code = dp_elf_code(elf, p->pc, len)))
 		len--;
 	format_bytes(code, code ? len : 0, bytes, sizeof(bytes));
 	printf("    0x%-10" PRIx64 "  %-*s  %-9s  ", p->pc, BYTES_WIDTH, code ? bytes : "(no code)",
 	       code ? sdt_site_form(code, len) : "");
-	r = dp_plan_site(obj, p->pc, &patch);
-	if (r) {
-		printf("error: %s\n", strerror(-r));
-	} else {
-		dp_plan_refuse_unsafe_traps(obj, &patch, 1);
-		counts[patch.method < 3 ? patch.method : DP_SITE_REFUSED]++;
-		if (patch.method == DP_SITE_JUMP)
-			printf("jump\n");
-		else
-			printf("%s: %s\n", dp_site_method_str(patch.method),
-			       dp_reason_str(patch.reason));
-	}
+	print_placement(obj, p->pc, counts);
 	if (p->semaphore)
 		printf("      semaphore 0x%" PRIx64 "\n", p->semaphore);
 	printf("      arguments: %s\n", p->args[0] ? p->args : "(none)");
@@ -391,23 +397,16 @@ static void sdt_site(struct dp_object *obj, const struct dp_sdt_probe *p, unsign
 static int list_sdt(const char *upath, const char *pattern)
 {
 	struct dp_err err = DP_ERR_INIT;
-	char *path = dp_abs_path(upath, &err);
-	struct dp_object *obj = NULL;
+	char *path;
+	struct dp_object *obj;
 	struct dp_sdt_probe *probes = NULL;
 	const struct dp_sdt_probe **m = NULL;
 	size_t n = 0, nm = 0, nprobes = 0, nprov = 0;
 	unsigned counts[3] = { 0 };
 	int ret = DP_CMD_ERROR;
 
-	if (!path) {
-		dp_err_print(&err);
-		return DP_CMD_ERROR;
-	}
-	obj = dp_object_open(path);
-	if (!obj) {
-		dp_err("%s: %s", path, dp_elf_strerror(errno));
+	if (object_open(upath, &path, &obj))
 		goto out;
-	}
 	if (dp_elf_sdt_probes(dp_object_elf(obj), &probes, &n, &err) ||
 	    dp_spec_sdt_match(probes, n, pattern, &m, &nm, &err)) {
 		dp_err_print(&err);
