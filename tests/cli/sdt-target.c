@@ -9,6 +9,7 @@
 #include <sys/sdt.h>
 
 long sdt_counter = 42;
+int sdt_sem_run(int n);
 
 static inline __attribute__((always_inline)) void step(int i)
 {
@@ -46,6 +47,7 @@ int main(int argc, char **argv)
 	STAP_PROBE2(sdt_other, global, sdt_counter, &sdt_counter);
 	caller_a(argc);
 	caller_b(argc);
+	sdt_sem_run(argc);
 	printf("%s done\n", name);
 	return 0;
 }

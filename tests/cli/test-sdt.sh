@@ -12,21 +12,23 @@
 # Private namespaces: no daemon of another test in sight (check_refused).
 dp_isolate "$0" "$@"
 
-# "PROVIDER NAME ADDRESS ARGS" per site, sorted: from our listing...
+# "PROVIDER NAME ADDRESS SEMAPHORE ARGS" per site, sorted: from our listing...
 our_sites() {
 	awk '/^  [^ ]+:[^ ]+$/ { split($1, pn, ":") }
-	     /^    0x/ { addr = $1 }
+	     /^    0x/ { addr = $1; sem = "0x0" }
+	     /^      semaphore / { sem = $2 }
 	     /^      arguments: / { a = substr($0, 18); if (a == "(none)") a = ""
-			print pn[1], pn[2], addr, a }' | sed 's/ $//' | sort
+			print pn[1], pn[2], addr, sem, a }' | sed 's/ $//' | sort
 }
 # ... and from readelf -n, moved by SHIFT (a prelink's).
 readelf_sites() {
 	readelf -n "$1" | awk -v shift="${2:-0}" '
 		/^    Provider: / { p = $2 }
 		/^    Name: / { n = $2 }
-		/^    Location: / { sub(",", "", $2); loc = strtonum($2) + strtonum(shift) }
+		/^    Location: / { sub(",", "", $2); loc = strtonum($2) + strtonum(shift)
+			sem = strtonum($6); if (sem) sem += strtonum(shift) }
 		/^    Arguments:/ { a = $0; sub(/^    Arguments: ?/, "", a)
-			printf "%s %s 0x%x %s\n", p, n, loc, a }' | sed 's/ $//' | sort
+			printf "%s %s 0x%x 0x%x %s\n", p, n, loc, sem, a }' | sed 's/ $//' | sort
 }
 
 # Little-endian integers in a file: le_read FILE OFF BYTES, le_write FILE
@@ -53,11 +55,13 @@ for build in sdt-target sdt-target-nopie; do
 	our_sites <<<"$out" >"$DP_TMP/ours"
 	readelf_sites "$obj" >"$DP_TMP/readelf"
 	[ -s "$DP_TMP/readelf" ] && diff "$DP_TMP/readelf" "$DP_TMP/ours" >"$DP_TMP/diff"
-	tap_ok $? "$build: every site of readelf -n, its provider, name, address and arguments"
+	tap_ok $? "$build: every site of readelf -n, its provider, name, address, semaphore and arguments"
+	grep -q '^      semaphore 0x' <<<"$out"
+	tap_ok $? "$build: sdt_sem:work's semaphore shown"
 	[ -s "$DP_TMP/diff" ] && tap_diag_file "$DP_TMP/diff"
 	n=$(wc -l <"$DP_TMP/readelf")
-	grep -q "^SDT probes: 9 in 2 providers, $n sites in .*$build: " <<<"$out"
-	tap_ok $? "$build: the summary counts 9 probes in 2 providers and $n sites"
+	grep -q "^SDT probes: 10 in 3 providers, $n sites in .*$build: " <<<"$out"
+	tap_ok $? "$build: the summary counts 10 probes in 3 providers and $n sites"
 	[ "$(grep -c '^    0x.*  nop  ' <<<"$out")" -eq "$n" ]
 	tap_ok $? "$build: every site is the nop <sys/sdt.h> writes"
 	[ "$(grep -c '^    0x.*  nop  .*  jump$' <<<"$out")" -eq "$n" ]
@@ -66,7 +70,7 @@ for build in sdt-target sdt-target-nopie; do
 		grep -q '^      arg0: int32 \$1$' <<<"$out" &&
 		grep -q '^      arg1: int32 \$-2$' <<<"$out" &&
 		grep -q '^      arg2: double \[rsp' <<<"$out" &&
-		grep -q '^      arg1: uint64 rsi$' <<<"$out"
+		grep -A6 '^  sdt_target:four$' <<<"$out" | grep -Eq '^      arg1: uint64 (r[a-z0-9]+|\[.*\])$'
 	tap_ok $? "$build: constants, negative ones, a double, a pointer and a global via %rip"
 	ok=0
 	for t in int8 int16 int32 int64 uint8 uint64; do
@@ -140,7 +144,7 @@ cp "$obj" "$DP_TMP/trunc" && le_write "$DP_TMP/trunc" $((off + size - 4)) 4 0 &&
 tap_ok $? "a changed last argument string is still read (within its desc)"
 
 # Prelinked: every note records a base 0x1000 below .stapsdt.base, so the
-# sites moved up by 0x1000.
+# sites and the semaphore moved up by 0x1000.
 cp "$obj" "$DP_TMP/prelinked"
 pos=0
 while [ $pos -lt "$size" ]; do
@@ -153,7 +157,7 @@ done
 "$LTTNG" list -u --path "$DP_TMP/prelinked" --sdt | our_sites >"$DP_TMP/ours"
 readelf_sites "$obj" 0x1000 >"$DP_TMP/readelf"
 diff "$DP_TMP/readelf" "$DP_TMP/ours" >"$DP_TMP/diff"
-tap_ok $? "a base shift (prelink): every site moved by .stapsdt.base - base"
+tap_ok $? "a base shift (prelink): every site and semaphore moved by .stapsdt.base - base"
 [ -s "$DP_TMP/diff" ] && tap_diag_file "$DP_TMP/diff"
 
 # glibc's own probes (libc:memory_*, libc:setjmp, rtld:*) when its build has
