@@ -8,6 +8,9 @@
  *       or those PATTERN or a C++/Rust name matches) by the names their
  *       authors wrote, demangled, with their addresses and sizes; with -v,
  *       their symbols too (as perf probe -F).  No daemon either.
+ *   list -u --path PATH --sdt [PROVIDER:NAME]   the statically defined
+ *       probes (<sys/sdt.h>) of PATH by provider and name: each site's
+ *       address, bytes and placement, its argument spec and what it means.
  *   list -u, list SESSION   the stock listing, then the dynamic events
  *       (lttng-dynprobed's, when it runs): specs and sites per process.
  * Everything else is the stock list.
@@ -25,6 +28,7 @@
 #include "elf/elf.h"
 #include "patch/analysis.h"
 #include "patch/plan.h"
+#include "spec/sdt.h"
 #include "x86/insn.h"
 
 enum {
@@ -33,6 +37,7 @@ enum {
 	OPT_SYSCALL,
 	OPT_SITES,
 	OPT_FUNCTIONS,
+	OPT_SDT,
 };
 
 static struct poptOption options[] = {
@@ -44,6 +49,7 @@ static struct poptOption options[] = {
 	DP_OPT_INCLUDE(dp_opt_path),
 	{ "sites", 0, POPT_ARG_STRING, NULL, OPT_SITES, NULL, NULL },
 	{ "functions", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, NULL, OPT_FUNCTIONS, NULL, NULL },
+	{ "sdt", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, NULL, OPT_SDT, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_help),
 	DP_OPT_INCLUDE(dp_opt_list_options),
 	POPT_TABLEEND
@@ -103,6 +109,44 @@ static void format_bytes(const uint8_t *b, size_t len, char *buf, size_t size)
 		n += snprintf(buf + n, size - n, "%s%02x", i ? " " : "", b[i]);
 	if (len > BYTES_SHOWN && n < size)
 		snprintf(buf + n, size - n, " ..");
+}
+
+/* How a probe at addr would be installed, counted and printed as the
+ * PROBE column ("jump", "int3: reason", "refused: reason"). */
+static void print_placement(struct dp_object *obj, uint64_t addr, unsigned counts[3])
+{
+	struct dp_patch patch;
+	int r = dp_plan_site(obj, addr, &patch);
+
+	if (r) {
+		printf("error: %s\n", strerror(-r));
+		return;
+	}
+	dp_plan_refuse_unsafe_traps(obj, &patch, 1);
+	counts[patch.method < 3 ? patch.method : DP_SITE_REFUSED]++;
+	if (patch.method == DP_SITE_JUMP)
+		printf("jump\n");
+	else
+		printf("%s: %s\n", dp_site_method_str(patch.method), dp_reason_str(patch.reason));
+}
+
+/* path made absolute and opened: 0, or -1 once said why. */
+static int object_open(const char *upath, char **path, struct dp_object **obj)
+{
+	struct dp_err err = DP_ERR_INIT;
+
+	*obj = NULL;
+	*path = dp_abs_path(upath, &err);
+	if (!*path) {
+		dp_err_print(&err);
+		return -1;
+	}
+	*obj = dp_object_open(*path);
+	if (!*obj) {
+		dp_err("%s: %s", *path, dp_elf_strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* --mi xml: one instruction as a <dp:site>; method < 0: not planned
@@ -174,18 +218,7 @@ static int function_sites(struct dp_object *obj, const char *path,
 		}
 		printf("  %-8s  0x%-10" PRIx64 "  %-*s  %-12s  ", offs, addr, BYTES_WIDTH, bytes,
 		       r ? "(undecoded)" : insn.mnemonic ? insn.mnemonic : "?");
-		r = dp_plan_site(obj, addr, &patch);
-		if (r) {
-			printf("error: %s\n", strerror(-r));
-			continue;
-		}
-		dp_plan_refuse_unsafe_traps(obj, &patch, 1);
-		counts[patch.method < 3 ? patch.method : DP_SITE_REFUSED]++;
-		if (patch.method == DP_SITE_JUMP)
-			printf("jump\n");
-		else
-			printf("%s: %s\n", dp_site_method_str(patch.method),
-			       dp_reason_str(patch.reason));
+		print_placement(obj, addr, counts);
 	}
 	if (mi) {
 		printf("</dp:sites></dp:function>");
@@ -205,24 +238,16 @@ static int function_sites(struct dp_object *obj, const char *path,
 
 static int list_sites(struct dp_cli *cli, const char *upath, const char *function)
 {
-	struct dp_err err;
-	char *path = dp_abs_path(upath, &err);
-	struct dp_object *obj = NULL;
+	char *path;
+	struct dp_object *obj;
 	const struct dp_function **fns = NULL;
 	unsigned counts[3] = { 0 };
 	size_t n = 0;
 	int ret = DP_CMD_ERROR;
 	bool mi = dp_mi_xml(cli);
 
-	if (!path) {
-		dp_err_print(&err);
-		return DP_CMD_ERROR;
-	}
-	obj = dp_object_open(path);
-	if (!obj) {
-		dp_err("%s: %s", path, dp_elf_strerror(errno));
+	if (object_open(upath, &path, &obj))
 		goto out;
-	}
 	if (find_functions(obj, path, function, &fns, &n))
 		goto out;
 	if (mi) {
@@ -309,6 +334,106 @@ static int list_functions(struct dp_cli *cli, const char *upath, const char *pat
 	ret = DP_CMD_SUCCESS;
 out:
 	free(fns);
+	dp_object_close(obj);
+	free(path);
+	return ret;
+}
+
+/* Provider, then name, then address: how --sdt groups sites. */
+static int sdt_cmp(const void *a, const void *b)
+{
+	const struct dp_sdt_probe *x = *(const struct dp_sdt_probe *const *)a;
+	const struct dp_sdt_probe *y = *(const struct dp_sdt_probe *const *)b;
+	int c = strcmp(x->provider, y->provider);
+
+	if (!c)
+		c = strcmp(x->name, y->name);
+	return c ? c : x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+/* What the bytes of a site are: the nop <sys/sdt.h> writes, the newer
+ * nop; nop5, or something else (a patched or odd file). */
+static const char *sdt_site_form(const uint8_t *b, size_t len)
+{
+	static const uint8_t nop_nop5[] = { 0x90, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+	if (len >= sizeof(nop_nop5) && !memcmp(b, nop_nop5, sizeof(nop_nop5)))
+		return "nop; nop5";
+	if (len && b[0] == 0x90)
+		return "nop";
+	return "not a nop";
+}
+
+/* One site: address, bytes, form and placement; its arguments below. */
+static void sdt_site(struct dp_object *obj, const struct dp_sdt_probe *p, unsigned counts[3])
+{
+	struct dp_elf *elf = dp_object_elf(obj);
+	char bytes[BYTES_WIDTH + 1], arg[160];
+	const uint8_t *code = NULL;
+	struct dp_sdt_args args;
+	struct dp_err err = DP_ERR_INIT;
+	size_t len = BYTES_SHOWN;
+
+	while (len && !(code = dp_elf_code(elf, p->pc, len)))
+		len--;
+	format_bytes(code, code ? len : 0, bytes, sizeof(bytes));
+	printf("    0x%-10" PRIx64 "  %-*s  %-9s  ", p->pc, BYTES_WIDTH, code ? bytes : "(no code)",
+	       code ? sdt_site_form(code, len) : "");
+	print_placement(obj, p->pc, counts);
+	if (p->semaphore)
+		printf("      semaphore 0x%" PRIx64 "\n", p->semaphore);
+	printf("      arguments: %s\n", p->args[0] ? p->args : "(none)");
+	if (dp_spec_sdt_args_parse(p->args, &args, &err)) {
+		printf("      error: %s\n", dp_err_str(&err));
+		return;
+	}
+	for (unsigned i = 0; i < args.n; i++) {
+		dp_spec_sdt_arg_format(&args.v[i], arg, sizeof(arg));
+		printf("      arg%u: %s\n", i, arg);
+	}
+}
+
+/* The SDT probes --sdt PATTERN names, by provider and name. */
+static int list_sdt(const char *upath, const char *pattern)
+{
+	struct dp_err err = DP_ERR_INIT;
+	char *path;
+	struct dp_object *obj;
+	struct dp_sdt_probe *probes = NULL;
+	const struct dp_sdt_probe **m = NULL;
+	size_t n = 0, nm = 0, nprobes = 0, nprov = 0;
+	unsigned counts[3] = { 0 };
+	int ret = DP_CMD_ERROR;
+
+	if (object_open(upath, &path, &obj))
+		goto out;
+	if (dp_elf_sdt_probes(dp_object_elf(obj), &probes, &n, &err) ||
+	    dp_spec_sdt_match(probes, n, pattern, &m, &nm, &err)) {
+		dp_err_print(&err);
+		goto out;
+	}
+	qsort(m, nm, sizeof(*m), sdt_cmp);
+	printf("  %-12s  %-*s  %-9s  %s\n", "ADDRESS", BYTES_WIDTH, "BYTES", "SITE", "PROBE");
+	for (size_t i = 0; i < nm; i++) {
+		bool new_prov = !i || strcmp(m[i]->provider, m[i - 1]->provider);
+
+		if (new_prov) {
+			printf("\nProvider %s\n", m[i]->provider);
+			nprov++;
+		}
+		if (new_prov || strcmp(m[i]->name, m[i - 1]->name)) {
+			printf("  %s:%s\n", m[i]->provider, m[i]->name);
+			nprobes++;
+		}
+		sdt_site(obj, m[i], counts);
+	}
+	printf("\nSDT probes: %zu in %zu provider%s, %zu site%s in %s: %u by jump, %u by int3, "
+	       "%u refused\n", nprobes, nprov, nprov == 1 ? "" : "s", nm, nm == 1 ? "" : "s",
+	       path, counts[DP_SITE_JUMP], counts[DP_SITE_INT3], counts[DP_SITE_REFUSED]);
+	ret = DP_CMD_SUCCESS;
+out:
+	free(m);
+	free(probes);
 	dp_object_close(obj);
 	free(path);
 	return ret;
@@ -423,14 +548,14 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
 	int opt = dp_opts_parse(&o, pc), ret = DP_CMD_PASS, fd;
 	const char *path = o.arg[DP_OPT_PATH], *sites = o.arg[OPT_SITES];
-	bool functions = o.set[OPT_FUNCTIONS];
+	bool functions = o.set[OPT_FUNCTIONS], sdt = o.set[OPT_SDT];
 	/* Options of listings that show no dynamic event. */
 	bool other = o.set[DP_OPT_OTHER_DOMAIN] || o.set[OPT_DOMAIN] || o.set[OPT_FIELDS] ||
 		     o.set[OPT_SYSCALL];
 	const char **args;
 
 	if (opt < -1) {
-		if (path || sites || functions) {
+		if (path || sites || functions || sdt) {
 			dp_err("%s: %s", poptBadOption(pc, POPT_BADOPTION_NOALIAS), poptStrerror(opt));
 			ret = DP_CMD_ERROR;
 		}
@@ -445,13 +570,28 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 		goto out;
 	}
 	args = poptGetArgs(pc);
+	if (sdt) {
+		ret = DP_CMD_ERROR;
+		if (!path)
+			dp_err("--sdt needs --path PATH (the executable or shared library)");
+		else if (sites || functions)
+			dp_err("--sdt, --sites and --functions go one at a time");
+		else if (other || o.arg[DP_OPT_CHANNEL] || (args && args[0]))
+			dp_err("--sdt goes with -u and --path only: lttng list -u --path PATH "
+			       "--sdt [PROVIDER:NAME]");
+		else if (cli->mi)
+			dp_err("the machine interface (--mi) does not cover --sdt: run without it");
+		else
+			ret = list_sdt(path, o.arg[OPT_SDT] ? o.arg[OPT_SDT] : "*:*");
+		goto out;
+	}
 	if (path || sites || functions) {
 		ret = DP_CMD_ERROR;
 		if (!path || (!sites == !functions)) {
 			dp_err(!path ? "%s needs --path PATH (the executable or shared library)" :
 			       sites ? "--sites and --functions go one at a time" :
-			       "--path lists nothing alone: add --sites FUNCTION or --functions "
-			       "[PATTERN]", sites ? "--sites FUNCTION" : "--functions");
+			       "--path lists nothing alone: add --sites FUNCTION, --functions "
+			       "[PATTERN] or --sdt [PROVIDER:NAME]", sites ? "--sites FUNCTION" : "--functions");
 		} else if (functions && (other || o.arg[DP_OPT_CHANNEL] || (args && args[0]))) {
 			dp_err("--functions goes with -u and --path only: lttng list -u --path PATH "
 			       "--functions [PATTERN]");

@@ -5,7 +5,8 @@
  * or ET_DYN) and answers what function analysis needs before any process is
  * touched: which functions the file holds and where they start and end, the
  * bytes of their code, the object's type and its build-id, and the names
- * of C++ and Rust functions as their authors wrote them (demangled).
+ * of C++ and Rust functions as their authors wrote them (demangled), and
+ * the statically defined probes (SDT) its notes describe.
  *
  * Function bounds come from .symtab and .dynsym (STT_FUNC, STT_GNU_IFUNC with
  * a size, inside an executable section) and, for code no symbol describes
@@ -23,6 +24,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "err.h"
 
 struct dp_elf;
 struct Elf;
@@ -125,6 +128,35 @@ int dp_elf_names(struct dp_elf *elf, const struct dp_elf_name **names, size_t *n
  * sym is no C++ or Rust mangled name, -ENAMETOOLONG when buf is too small.
  */
 int dp_elf_demangle(const char *sym, char *buf, size_t size);
+
+/*
+ * Statically defined probes (elf-sdt.c): one entry per site of a
+ * .note.stapsdt note (owner "stapsdt", type 3), as <sys/sdt.h> and
+ * `dtrace -G` emit them, in note order.  One provider:name may have many
+ * sites, each with its own argument spec.
+ *
+ * pc and semaphore are link-time addresses (as nm prints them), already
+ * moved by the shift between .stapsdt.base's address and the base the note
+ * recorded (non-zero when the object was prelinked); the load bias is the
+ * caller's.  The strings point into the mapped file (valid until
+ * dp_elf_close); *probes is malloc'd: free() it.
+ *
+ * 0; -ENOENT when the object has no SDT note; -ELIBBAD for a corrupt note
+ * (a header, name or desc past its section, a desc shorter than its 24
+ * bytes of addresses, a string not NUL-terminated within its desc, an
+ * empty provider or name), refused whole, with the note's offset and the
+ * reason in err; -ENOMEM.
+ */
+struct dp_sdt_probe {
+	const char *provider;	/* "libc" */
+	const char *name;	/* "memory_malloc_retry" */
+	const char *args;	/* "8@%rbp -4@%edi", "" for none */
+	uint64_t pc;		/* the site: a nop, or nop; nop5 */
+	uint64_t base;		/* .stapsdt.base's address at link time, as recorded */
+	uint64_t semaphore;	/* the 2-byte counter's address, 0 for none */
+};
+int dp_elf_sdt_probes(struct dp_elf *elf, struct dp_sdt_probe **probes, size_t *n,
+		      struct dp_err *err);
 
 /* The libelf handle, for readers of the same file (DWARF, notes). */
 struct Elf *dp_elf_handle(struct dp_elf *elf);

@@ -11,6 +11,7 @@
 #include "spec/chars.h"
 #include "spec/ctx.h"
 #include "spec/spec.h"
+#include "spec/spec-internal.h"
 
 /* The longest NAME of a memory context: "_NAME_error" must fit too. */
 #define MEM_NAME_MAX (DP_FIELD_NAME_MAX - 1 - 7)
@@ -514,4 +515,23 @@ int dp_ctx_format(const struct dp_ctx *ctx, char *buf, size_t size)
 		return snprintf(buf, size, "string:%s:%s", ctx->name, addr);
 	}
 	return snprintf(buf, size, "?");
+}
+
+/* ---- for SDT argument specs (sdt.c): the same register names ---------- */
+
+bool spec_reg_lookup(const char *s, size_t len, uint8_t *reg, uint8_t *width, uint8_t *shift)
+{
+	struct reg_name r;
+
+	if (!reg_lookup(s, len, true, &r))
+		return false;
+	*reg = r.reg;
+	*width = r.width;
+	*shift = r.shift;
+	return true;
+}
+
+const char *spec_reg_name(unsigned reg)
+{
+	return base_name(reg);
 }

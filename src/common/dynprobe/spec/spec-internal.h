@@ -1,12 +1,15 @@
 /*
  * What spec-resolve.c and spec-names.c share (not part of the folder's
- * contract): the functions C++ and Rust names mean in an object.
+ * contract): the functions C++ and Rust names mean in an object; and what
+ * sdt.c borrows from ctx.c (register names) and spec-resolve.c (close
+ * names for suggestions).
  */
 #ifndef DP_SPEC_INTERNAL_H
 #define DP_SPEC_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct dp_object;
 struct dp_function;
@@ -49,5 +52,22 @@ void spec_names_format(const struct fn_set *set, size_t i, char *buf, size_t siz
  * parameter list. */
 typedef void (*spec_name_visit)(void *arg, const char *compare, const char *shown);
 void spec_names_each(struct dp_object *obj, spec_name_visit visit, void *arg);
+
+/*
+ * A register name of s[0..len) (ctx.c's: rax..r15 and their 32-, 16- and
+ * 8-bit views, rip, rflags...): its number (enum dp_ctx_reg), the width
+ * the name reads and the bit it starts at (8 for ah..bh).
+ */
+bool spec_reg_lookup(const char *s, size_t len, uint8_t *reg, uint8_t *width, uint8_t *shift);
+
+/* The 64-bit name of a register number (0..15, DP_CTX_REG_RIP). */
+const char *spec_reg_name(unsigned reg);
+
+/*
+ * Writes " (did you mean 'a', 'b'?)" into buf for the names close to name
+ * among those each(visit, visit_arg, arg) visits, "" when none is.
+ */
+typedef void (*spec_name_each)(spec_name_visit visit, void *visit_arg, void *arg);
+void spec_suggest(const char *name, spec_name_each each, void *arg, char *buf, size_t size);
 
 #endif /* DP_SPEC_INTERNAL_H */

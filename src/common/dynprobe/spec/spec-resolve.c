@@ -108,16 +108,14 @@ static void close_visit(void *arg, const char *cand, const char *shown)
 	}
 }
 
-/* Appends " (did you mean 'a', 'b'?)" for names close to `name`: symbols,
- * and C++ and Rust names as written. */
-static void suggest(struct dp_object *obj, const char *name, char *buf, size_t size)
+void spec_suggest(const char *name, spec_name_each each, void *arg, char *buf, size_t size)
 {
 	struct close_names c = { .name = name, .len = strlen(name) };
 	int used;
 
 	c.bound = c.len < 4 ? 1 : c.len < 8 ? 2 : 3;
 	buf[0] = '\0';
-	spec_names_each(obj, close_visit, &c);
+	each(close_visit, &c, arg);
 	if (!c.n)
 		return;
 	used = snprintf(buf, size, " (did you mean");
@@ -125,6 +123,18 @@ static void suggest(struct dp_object *obj, const char *name, char *buf, size_t s
 		used += snprintf(buf + used, size - used, "%s '%s'", k ? "," : "", c.best[k]);
 	if (used > 0 && (size_t)used < size)
 		snprintf(buf + used, size - used, "?)");
+}
+
+static void names_each(spec_name_visit visit, void *visit_arg, void *obj)
+{
+	spec_names_each(obj, visit, visit_arg);
+}
+
+/* Appends " (did you mean 'a', 'b'?)" for names close to `name`: symbols,
+ * and C++ and Rust names as written. */
+static void suggest(struct dp_object *obj, const char *name, char *buf, size_t size)
+{
+	spec_suggest(name, names_each, obj, buf, size);
 }
 
 /* "foo+0x4" or "0x401134" for an address inside fn. */

@@ -28,6 +28,8 @@
  * Contexts have their own header, spec/ctx.h (included here): the one
  * parser of their grammar, which the CLI runs to check what users type and
  * lttng-dynprobed runs again with the symbols of the probed object.
+ * Statically defined probes (SDT) have theirs, spec/sdt.h: their notes'
+ * argument specs and PROVIDER:NAME patterns.
  *
  * Every function returning int gives 0 or -errno and, on failure, a one-line
  * message in err->msg for users: what was wrong and what would be right,
