@@ -10,27 +10,38 @@
  * not set up yet: the return address is at [rsp] and rbp is still the
  * caller's.
  *
- * The CFI walk uses libunwind's local unwinder, started from a ucontext built
+ * The CFI walk (the default) reads the tables cfi-tables.c compiled from
+ * each object's .eh_frame when the probe was defined: per frame, one binary
+ * search for the object, one for its row, and fault-safe reads of the return
+ * address (and rbp when the frame saved it).  No lock, no allocation, no
+ * signal masking.  It is right without frame pointers, through PLT entries
+ * and through signal frames (their row says the interrupted registers are in
+ * the ucontext the kernel pushed); it stops where a table has no rule, at
+ * code loaded after the last definition, and when a frame is not above the
+ * one before.
+ *
+ * The libunwind walk starts libunwind's local unwinder from a ucontext built
  * from the saved registers and flagged as a signal frame: rip is the exact
  * instruction (a probe site), not a return address, so its unwind row must be
  * looked up at rip itself and not rip - 1 (at a function's entry that would
- * be the previous function's).  It works without frame pointers.
+ * be the previous function's).  The reference the tests compare with.
  *
  * Cost (tests/perf/probe-cost.sh, this VM, ns added to a hit without
  * payload, recording the addresses included): the frame-pointer walk ~30
- * for 8 frames and ~45 for 16 (~2 per frame); the CFI walk ~2,900 and
- * ~5,900 (~390 per frame).  libunwind blocks every
+ * for 8 frames and ~45 for 16 (~2 per frame); the CFI walk COST_CFI; the
+ * libunwind walk ~2,900 and ~5,900 (~390 per frame): libunwind blocks every
  * signal around each unwind-table lookup and around its cache lock (two
  * sigprocmask system calls each, ~125 ns apiece here), whatever the caching
- * policy.  Hence the frame-pointer walk as the default
- * (context.h); `backtrace:cfi` is for code built without frame pointers.
+ * policy.
  */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <string.h>
 #include <ucontext.h>
 
+#include "cfi-tables.h"
 #include "hit.h"
+#include "spec/ctx.h"
 
 /* Canonical user addresses, above the null page. */
 static bool code_address(uint64_t a)
@@ -38,7 +49,7 @@ static bool code_address(uint64_t a)
 	return a >= 4096 && a < (1ull << 47);
 }
 
-unsigned dpa_bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth)
+static unsigned bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth)
 {
 	uint64_t fp = regs->rbp, floor = regs->rsp, frame[2];
 	unsigned n = 0;
@@ -66,15 +77,11 @@ unsigned dpa_bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, uns
 	return n;
 }
 
-struct cfi_scratch {
+struct unw_scratch {
 	unw_context_t uc;
 	unw_cursor_t cursor;
 };
 
-size_t dpa_bt_cfi_scratch(void)
-{
-	return sizeof(struct cfi_scratch);
-}
 
 static void regs_to_ucontext(const struct dp_regs *r, ucontext_t *uc)
 {
@@ -88,9 +95,10 @@ static void regs_to_ucontext(const struct dp_regs *r, ucontext_t *uc)
 	g[REG_RIP] = r->rip; g[REG_EFL] = r->rflags;
 }
 
-unsigned dpa_bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth, void *scratch)
+static unsigned bt_libunwind(const struct dp_regs *regs, uint64_t *out, unsigned depth,
+			     void *scratch)
 {
-	struct cfi_scratch *s = scratch;
+	struct unw_scratch *s = scratch;
 	uint64_t prev_sp = regs->rsp;
 	unsigned n = 0;
 
@@ -132,4 +140,112 @@ void dpa_bt_setup(void)
 	 * inside malloc would then deadlock.
 	 */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_GLOBAL);
+}
+
+/* ---- the CFI walk ----------------------------------------------------- */
+
+/* Where the kernel's rt_sigframe puts the interrupted registers: rsp points
+ * at its ucontext once the handler returned into __restore_rt, and
+ * uc_mcontext.gregs lies at offset 40 (REG_RBP 10, REG_RSP 15, REG_RIP 16). */
+#define UC_GREGS 40
+#define UC_RBP (UC_GREGS + 8 * 10)
+#define UC_RSP (UC_GREGS + 8 * 15)
+#define UC_RIP (UC_GREGS + 8 * 16)
+
+static const struct dp_cfi_row *cfi_row(const struct dpa_cfi_set *set, uint64_t pc)
+{
+	size_t i = DP_BOUND(set->v, set->n, lo, pc, DP_BOUND_UPPER);
+
+	if (!i || pc >= set->v[i - 1].hi)
+		return NULL;
+	return dp_cfi_lookup(set->v[i - 1].t, pc);
+}
+
+static bool read_word(const struct dp_regs *regs, uint64_t addr, uint64_t *v)
+{
+	return !(addr & 7) && !dpa_mem_read(regs, NULL, v, addr, sizeof(*v));
+}
+
+static unsigned bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth)
+{
+	const struct dpa_cfi_set *set = dpa_cfi_current();
+	uint64_t pc = regs->rip, sp = regs->rsp, bp = regs->rbp;
+	bool exact = true, bp_known = true;
+	unsigned n = 0;
+
+	if (!depth)
+		return 0;
+	out[n++] = pc;
+	while (n < depth && set) {
+		/* A return address is after its call: its row is the call's. */
+		uint64_t at = exact ? pc : pc - 1, cfa, ra;
+		const struct dp_cfi_row *row = cfi_row(set, at);
+
+		if (!row)
+			break;
+		switch (row->kind) {
+		case DP_CFI_RSP:
+			cfa = sp + (int64_t)row->cfa_off;
+			break;
+		case DP_CFI_PLT:
+			cfa = sp + (int64_t)row->cfa_off + ((at & 15) >= row->arg ? 8 : 0);
+			break;
+		case DP_CFI_RBP:
+			if (!bp_known)
+				return n;
+			cfa = bp + (int64_t)row->cfa_off;
+			break;
+		case DP_CFI_SIGNAL:
+			/* The interrupted code may run on another stack: no
+			 * ordering check across a signal frame. */
+			if (!read_word(regs, sp + UC_RIP, &pc) || !read_word(regs, sp + UC_RBP, &bp) ||
+			    !read_word(regs, sp + UC_RSP, &sp) || !code_address(pc))
+				return n;
+			bp_known = true;
+			exact = true;
+			out[n++] = pc;
+			continue;
+		default:	/* STOP, END */
+			return n;
+		}
+		/* Each frame lies above the one before: a wrong table cannot
+		 * make the walk loop or wander down the stack. */
+		if (cfa <= sp || !read_word(regs, cfa + (int64_t)row->ra_off, &ra) ||
+		    !code_address(ra))
+			break;
+		if (row->rbp_off == DP_CFI_RBP_LOST)
+			bp_known = false;
+		else if (row->rbp_off)
+			bp_known = read_word(regs, cfa + (int64_t)row->rbp_off, &bp);
+		out[n++] = ra;
+		pc = ra;
+		sp = cfa;
+		exact = false;
+	}
+	return n;
+}
+
+/* ---- by walker -------------------------------------------------------- */
+
+size_t dpa_bt_prepare(unsigned walker)
+{
+	if (walker == DP_BT_CFI) {
+		/* Without memory for the tables, walks stop at the first frame. */
+		dpa_cfi_refresh();
+		return 0;
+	}
+	return walker == DP_BT_LIBUNWIND ? sizeof(struct unw_scratch) : 0;
+}
+
+unsigned dpa_bt_walk(unsigned walker, const struct dp_regs *regs, bool at_entry, uint64_t *out,
+		     unsigned depth, void *scratch)
+{
+	switch (walker) {
+	case DP_BT_CFI:
+		return bt_cfi(regs, out, depth);
+	case DP_BT_LIBUNWIND:
+		return bt_libunwind(regs, out, depth, scratch);
+	default:
+		return bt_fp(regs, at_entry, out, depth);
+	}
 }
