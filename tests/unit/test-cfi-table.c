@@ -5,7 +5,8 @@
  * table's row must say what dwarf_cfi_addrframe says there: the same CFA
  * rule, return address and rbp slots, or STOP exactly where libdw's rule is
  * one a row cannot hold.  Both are piecewise constant, so the walk visits
- * every point where either changes (dwarf_frame_info gives libdw's ranges).
+ * every point where either changes (dwarf_frame_info gives libdw's ranges),
+ * and checks the table's own lookup (its block index) at each end of them.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -145,6 +146,9 @@ static void check_file(const char *path)
 			uint64_t lend;
 
 			oracle(cfi, pc, &want, &lend);
+			if (dp_cfi_lookup(&t, pc) != &t.rows[i] && bad++ < 10)
+				printf("# %s 0x%llx: the lookup finds row %td, not %zu\n", path,
+				       (unsigned long long)pc, dp_cfi_lookup(&t, pc) - t.rows, i);
 			got.pc = 0;
 			if (got.kind == DP_CFI_SIGNAL || got.kind == DP_CFI_END || got.kind == DP_CFI_STOP)
 				got.cfa_off = got.ra_off = got.rbp_off = got.arg = 0;
@@ -156,6 +160,10 @@ static void check_file(const char *path)
 				       want.rbp_off, want.arg);
 			if (lend <= pc || lend > end)
 				lend = end;
+			/* The lookup at the range's last byte too. */
+			if (dp_cfi_lookup(&t, lend - 1) != &t.rows[i] && bad++ < 10)
+				printf("# %s 0x%llx: the lookup misses row %zu\n", path,
+				       (unsigned long long)lend - 1, i);
 			addresses += lend - pc;
 			stops += got.kind == DP_CFI_STOP ? lend - pc : 0;
 			kinds[got.kind]++;

@@ -109,7 +109,7 @@ static const struct dpa_cfi_obj *old_find(const struct dpa_cfi_set *old, uint64_
 					  uint64_t bias)
 {
 	for (size_t i = 0; old && i < old->n; i++)
-		if (old->v[i].hdr == hdr && old->v[i].t->base == bias)
+		if (old->v[i].hdr == hdr && old->v[i].t.base == bias)
 			return &old->v[i];
 	return NULL;
 }
@@ -133,23 +133,21 @@ static int gather_one(struct dl_phdr_info *info, size_t size, void *arg)
 	if (have) {
 		obj = *have;
 	} else {
-		struct dp_cfi_table *t = malloc(sizeof(*t));
 		struct dp_err err = DP_ERR_INIT;
 
-		if (!t)
-			return g->err = -ENOMEM;
 		/* The loader's lock is held: the object stays mapped while it
 		 * is read. */
 		if (eh_frame_span(info, hdr, hdr + eh->p_memsz, &start, &end) ||
 		    dp_cfi_compile((const void *)(uintptr_t)start, end - start, start,
-				   info->dlpi_addr, t, &err) || !t->n) {
-			free(t);
+				   info->dlpi_addr, &obj.t, &err))
 			return 0;	/* no table: walks stop in this object */
+		if (!obj.t.n) {
+			dp_cfi_table_release(&obj.t);
+			return 0;
 		}
 		obj.hdr = hdr;
-		obj.t = t;
-		obj.lo = t->base + t->rows[0].pc;
-		obj.hi = t->base + t->rows[t->n - 1].pc;
+		obj.lo = obj.t.base + obj.t.rows[0].pc;
+		obj.hi = obj.t.base + obj.t.rows[obj.t.n - 1].pc;
 	}
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 64;

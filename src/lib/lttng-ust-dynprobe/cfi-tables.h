@@ -13,7 +13,7 @@
 struct dpa_cfi_obj {
 	uint64_t lo, hi;
 	uint64_t hdr;			/* its .eh_frame_hdr: what names it */
-	const struct dp_cfi_table *t;
+	struct dp_cfi_table t;		/* a copy: one pointer less to chase per frame */
 };
 
 /* Objects sorted by lo.  Never freed once published. */

@@ -152,34 +152,80 @@ void dpa_bt_setup(void)
 #define UC_RSP (UC_GREGS + 8 * 15)
 #define UC_RIP (UC_GREGS + 8 * 16)
 
-static const struct dp_cfi_row *cfi_row(const struct dpa_cfi_set *set, uint64_t pc)
+/*
+ * The object holding pc: the previous frame's (*hint) when it does, which
+ * most frames' is; else by the branch-free search of cfi-table.h.  Then its
+ * row.
+ */
+static const struct dp_cfi_row *cfi_row(const struct dpa_cfi_set *set, uint64_t pc,
+					const struct dpa_cfi_obj **hint)
 {
-	size_t i = DP_BOUND(set->v, set->n, lo, pc, DP_BOUND_UPPER);
+	const struct dpa_cfi_obj *o = *hint;
+	size_t n = set->n;
 
-	if (!i || pc >= set->v[i - 1].hi)
-		return NULL;
-	return dp_cfi_lookup(set->v[i - 1].t, pc);
+	if (!o || pc < o->lo || pc >= o->hi) {
+		o = set->v;
+		if (!n || pc < o->lo)
+			return NULL;
+		while (n > 1) {
+			size_t half = n / 2;
+
+			o = o[half].lo <= pc ? o + half : o;
+			n -= half;
+		}
+		if (pc >= o->hi)
+			return NULL;
+		*hint = o;
+	}
+	return dp_cfi_lookup_in(&o->t, pc);
 }
 
-static bool read_word(const struct dp_regs *regs, uint64_t addr, uint64_t *v)
+/* The part of the thread's stack a walk reads directly (dpa_mem_on_stack's
+ * bounds, looked up once per walk); anything else goes through
+ * dpa_mem_read. */
+struct stack_span {
+	uint64_t lo, hi;
+};
+
+static void stack_span_get(const struct dp_regs *regs, struct stack_span *s)
 {
-	return !(addr & 7) && !dpa_mem_read(regs, NULL, v, addr, sizeof(*v));
+	s->lo = s->hi = 0;
+	if (dpa_mem_on_stack(regs, regs->rsp, 8)) {
+		s->lo = regs->rsp - 128 > dpa_self.stack_lo ? regs->rsp - 128 : dpa_self.stack_lo;
+		s->hi = dpa_self.stack_hi;
+	}
+}
+
+__attribute__((always_inline))
+static inline bool read_word(const struct dp_regs *regs, const struct stack_span *s,
+			     uint64_t addr, uint64_t *v)
+{
+	if (addr & 7)
+		return false;
+	if (addr >= s->lo && addr < s->hi && s->hi - addr >= sizeof(*v)) {
+		*v = *(const uint64_t *)(uintptr_t)addr;
+		return true;
+	}
+	return !dpa_mem_read(regs, NULL, v, addr, sizeof(*v));
 }
 
 static unsigned bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth)
 {
 	const struct dpa_cfi_set *set = dpa_cfi_current();
+	const struct dpa_cfi_obj *hint = NULL;
 	uint64_t pc = regs->rip, sp = regs->rsp, bp = regs->rbp;
 	bool exact = true, bp_known = true;
+	struct stack_span span;
 	unsigned n = 0;
 
 	if (!depth)
 		return 0;
 	out[n++] = pc;
+	stack_span_get(regs, &span);
 	while (n < depth && set) {
 		/* A return address is after its call: its row is the call's. */
 		uint64_t at = exact ? pc : pc - 1, cfa, ra;
-		const struct dp_cfi_row *row = cfi_row(set, at);
+		const struct dp_cfi_row *row = cfi_row(set, at, &hint);
 
 		if (!row)
 			break;
@@ -198,8 +244,9 @@ static unsigned bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth
 		case DP_CFI_SIGNAL:
 			/* The interrupted code may run on another stack: no
 			 * ordering check across a signal frame. */
-			if (!read_word(regs, sp + UC_RIP, &pc) || !read_word(regs, sp + UC_RBP, &bp) ||
-			    !read_word(regs, sp + UC_RSP, &sp) || !code_address(pc))
+			if (!read_word(regs, &span, sp + UC_RIP, &pc) ||
+			    !read_word(regs, &span, sp + UC_RBP, &bp) ||
+			    !read_word(regs, &span, sp + UC_RSP, &sp) || !code_address(pc))
 				return n;
 			bp_known = true;
 			exact = true;
@@ -210,13 +257,13 @@ static unsigned bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth
 		}
 		/* Each frame lies above the one before: a wrong table cannot
 		 * make the walk loop or wander down the stack. */
-		if (cfa <= sp || !read_word(regs, cfa + (int64_t)row->ra_off, &ra) ||
+		if (cfa <= sp || !read_word(regs, &span, cfa + (int64_t)row->ra_off, &ra) ||
 		    !code_address(ra))
 			break;
 		if (row->rbp_off == DP_CFI_RBP_LOST)
 			bp_known = false;
 		else if (row->rbp_off)
-			bp_known = read_word(regs, cfa + (int64_t)row->rbp_off, &bp);
+			bp_known = read_word(regs, &span, cfa + (int64_t)row->rbp_off, &bp);
 		out[n++] = ra;
 		pc = ra;
 		sp = cfa;

@@ -541,6 +541,27 @@ static void rows_finish(struct rows *rows)
 	rows->n = n;
 }
 
+/* The block index of cfi-table.h, over rows already sorted. */
+static int blocks_index(struct dp_cfi_table *t, struct dp_err *err)
+{
+	uint32_t first = t->rows[0].pc, span = t->rows[t->n - 1].pc - first;
+	size_t r = 0;
+
+	t->nblocks = ((size_t)span >> DP_CFI_BLOCK_SHIFT) + 1;
+	t->blocks = malloc((t->nblocks + 1) * sizeof(*t->blocks));
+	if (!t->blocks)
+		return dp_err_set(err, -ENOMEM, "out of memory");
+	for (size_t b = 0; b < t->nblocks; b++) {
+		uint64_t at = first + ((uint64_t)b << DP_CFI_BLOCK_SHIFT);
+
+		while (r + 1 < t->n && t->rows[r + 1].pc <= at)
+			r++;
+		t->blocks[b] = (uint32_t)r;
+	}
+	t->blocks[t->nblocks] = (uint32_t)(t->n - 1);
+	return 0;
+}
+
 int dp_cfi_compile(const void *data, size_t len, uint64_t vaddr, uint64_t base,
 		   struct dp_cfi_table *t, struct dp_err *err)
 {
@@ -593,19 +614,20 @@ next:
 		rows_finish(&rows);
 		t->rows = rows.v;
 		t->n = rows.n;
+		if ((ret = blocks_index(t, err)))
+			goto out;
 		return 0;
 	}
 out:
 	free(rows.v);
-	if (!ret) {
-		t->rows = NULL;
-		t->n = 0;
-	}
+	t->rows = NULL;
+	t->n = 0;
 	return ret;
 }
 
 void dp_cfi_table_release(struct dp_cfi_table *t)
 {
 	free(t->rows);
+	free(t->blocks);
 	memset(t, 0, sizeof(*t));
 }

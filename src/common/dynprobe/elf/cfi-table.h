@@ -24,7 +24,6 @@
 #include <stdint.h>
 
 #include "err.h"
-#include "sorted.h"
 
 enum dp_cfi_kind {
 	DP_CFI_STOP,		/* no rule known here: the walk ends */
@@ -48,10 +47,19 @@ struct dp_cfi_row {
 	uint8_t arg;		/* DP_CFI_PLT: the threshold */
 };
 
-/* Rows sorted by pc, the last one a STOP row past the last FDE. */
+/*
+ * Rows sorted by pc, the last one a STOP row past the last FDE; and an index
+ * by blocks of 64 bytes from the first row's pc (as ORC's lookup table,
+ * finer: about one row per block, 4 bytes of index per 64 bytes of code): blocks[i] is the row covering the block's first byte, so that a
+ * lookup searches only the few rows of one block, not all of them: a binary
+ * search over a whole libc table missed the cache at each step.
+ */
+#define DP_CFI_BLOCK_SHIFT 6
 struct dp_cfi_table {
 	struct dp_cfi_row *rows;
 	size_t n;
+	uint32_t *blocks;	/* nblocks + 1 entries */
+	size_t nblocks;
 	uint64_t base;		/* what row pcs are relative to */
 	size_t fdes, fdes_failed;	/* FDEs compiled, and those left STOP */
 };
@@ -68,16 +76,44 @@ int dp_cfi_compile(const void *data, size_t len, uint64_t vaddr, uint64_t base,
 		   struct dp_cfi_table *t, struct dp_err *err);
 void dp_cfi_table_release(struct dp_cfi_table *t);
 
-/* The row covering pc (absolute), or NULL outside the table.  No locks, no
- * allocation: the stack walk's lookup. */
+/*
+ * Among n >= 1 rows whose first one starts at or below pc, the last one that
+ * does.  Without branches on the data (the compiler makes the step a
+ * conditional move): sorted.h's loop mispredicted about every other step,
+ * and that, not the memory, was most of a stack walk's time.
+ */
+static inline const struct dp_cfi_row *dp_cfi_last_at_or_below(const struct dp_cfi_row *r,
+								size_t n, uint32_t pc)
+{
+	while (n > 1) {
+		size_t half = n / 2;
+
+		r = r[half].pc <= pc ? r + half : r;
+		n -= half;
+	}
+	return r;
+}
+
+/* The row covering pc (absolute), which the caller knows lies in the table:
+ * [base + rows[0].pc, base + rows[n - 1].pc).  No locks, no allocation: the
+ * stack walk's lookup. */
+static inline const struct dp_cfi_row *dp_cfi_lookup_in(const struct dp_cfi_table *t,
+							 uint64_t pc)
+{
+	uint32_t rel = (uint32_t)(pc - t->base);
+	size_t b = (rel - t->rows[0].pc) >> DP_CFI_BLOCK_SHIFT;
+	uint32_t first = t->blocks[b];
+
+	/* blocks[nblocks] is a sentinel: the last row. */
+	return dp_cfi_last_at_or_below(t->rows + first, t->blocks[b + 1] + 1 - first, rel);
+}
+
+/* The row covering pc (absolute), or NULL outside the table. */
 static inline const struct dp_cfi_row *dp_cfi_lookup(const struct dp_cfi_table *t, uint64_t pc)
 {
-	size_t i;
-
 	if (!t->n || pc < t->base + t->rows[0].pc || pc - t->base >= t->rows[t->n - 1].pc)
 		return NULL;
-	i = DP_BOUND(t->rows, t->n, pc, (uint32_t)(pc - t->base), DP_BOUND_UPPER);
-	return &t->rows[i - 1];
+	return dp_cfi_lookup_in(t, pc);
 }
 
 #endif /* DP_ELF_CFI_TABLE_H */
