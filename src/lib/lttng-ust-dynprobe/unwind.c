@@ -26,13 +26,15 @@
  * looked up at rip itself and not rip - 1 (at a function's entry that would
  * be the previous function's).  The reference the tests compare with.
  *
- * Cost (tests/perf/probe-cost.sh, this VM, ns added to a hit without
- * payload, recording the addresses included): the frame-pointer walk ~30
- * for 8 frames and ~45 for 16 (~2 per frame); the CFI walk COST_CFI; the
- * libunwind walk ~2,900 and ~5,900 (~390 per frame): libunwind blocks every
- * signal around each unwind-table lookup and around its cache lock (two
- * sigprocmask system calls each, ~125 ns apiece here), whatever the caching
- * policy.
+ * Cost (tests/perf/probe-cost.sh, this VM, ns per hit, 20 frames deep,
+ * recording the addresses included): no payload ~115; the frame-pointer
+ * walk ~156 for 8 frames and ~176 for 16; the CFI walk ~232 and ~321
+ * (~13 per frame: a chain of dependent loads, object, block index, row, the
+ * return address; the first version, a plain binary search over all rows,
+ * cost ~550 for 16, most of it in mispredicted branches); the libunwind walk
+ * ~4,100 and ~8,500 (~500 per frame): libunwind blocks every signal around
+ * each unwind-table lookup and around its cache lock (two sigprocmask system
+ * calls each, ~125 ns apiece here), whatever the caching policy.
  */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>

@@ -581,8 +581,10 @@ int dp_cfi_compile(const void *data, size_t len, uint64_t vaddr, uint64_t base,
 		uint64_t id;
 
 		ret = entry_bounds(&r, &next);
-		if (ret == 1)
+		if (ret == 1) {
+			ret = 0;
 			break;
+		}
 		if (ret || dp_ehread_fixed(&r, 4, false, &id)) {
 			ret = dp_err_set(err, -EINVAL, "truncated .eh_frame entry at offset 0x%zx",
 					 (size_t)(p - sec));
