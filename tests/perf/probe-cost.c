@@ -63,6 +63,8 @@ TARGET(t_fp8, 9)
 TARGET(t_fp16, 10)
 TARGET(t_cfi8, 11)
 TARGET(t_cfi16, 12)
+TARGET(t_unw8, 14)
+TARGET(t_unw16, 15)
 
 __attribute__((noinline)) uint64_t t_static(uint64_t v);
 uint64_t t_static(uint64_t v)
@@ -235,8 +237,10 @@ int main(int argc, char **argv)
 		{ "jump, regs (18 fields)", t_regs, iters, 0 },
 		{ "jump, backtrace:8:fp", t_fp8, iters, 0 },
 		{ "jump, backtrace:16:fp", t_fp16, iters, 0 },
-		{ "jump, backtrace:8:cfi", t_cfi8, iters / 4, 0 },
-		{ "jump, backtrace:16:cfi", t_cfi16, iters / 4, 0 },
+		{ "jump, backtrace:8:cfi", t_cfi8, iters, 0 },
+		{ "jump, backtrace:16:cfi", t_cfi16, iters, 0 },
+		{ "jump, backtrace:8:libunwind", t_unw8, iters / 4, 0 },
+		{ "jump, backtrace:16:libunwind", t_unw16, iters / 4, 0 },
 		{ "int3, reg:rdi", t_int3, iters / 100, 0 },
 	};
 	size_t nrows = sizeof(rows) / sizeof(rows[0]);
@@ -266,6 +270,8 @@ int main(int argc, char **argv)
 	ret |= probe_on(t_fp16, "cost_fp16", "backtrace:16:fp");
 	ret |= probe_on(t_cfi8, "cost_cfi8", "backtrace:8:cfi");
 	ret |= probe_on(t_cfi16, "cost_cfi16", "backtrace:16:cfi");
+	ret |= probe_on(t_unw8, "cost_unw8", "backtrace:8:libunwind");
+	ret |= probe_on(t_unw16, "cost_unw16", "backtrace:16:libunwind");
 	ret |= probe_on(t_int3, "cost_int3", "reg:rdi");
 	if (ret) {
 		fprintf(stderr, "probe-cost: installing the probes failed\n");

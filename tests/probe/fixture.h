@@ -65,5 +65,15 @@ long nf_level1(long x);
 long nf_level2(long x);
 long nf_level3(long x);
 extern void *nf_ra[4];
+/* nf_deep(n, x) calls itself n times, then nf_leaf: x + 1 + n. */
+long nf_deep(long n, long x);
+long nf_leaf(long x);
+/* A signal handler (installed by nf_signal_main) and what raises its signal. */
+void nf_on_signal(int sig);
+long nf_signal_main(long x);
+/* A PLT entry's shape and CFI expression (16-aligned): the push of its
+ * relocation index ends at nf_plt_like_pushed, offset 11. */
+void nf_plt_like(void);
+extern const char nf_plt_like_pushed[];
 
 #endif /* DP_TESTS_PROBE_FIXTURE_H */

@@ -86,6 +86,13 @@ static void event(const char *name, ...)
 	fputc('\n', expect);
 }
 
+/* The backtraces of the first events a and b are the same, min addresses
+ * long at least. */
+static void same_stack(const char *a, const char *b, unsigned min)
+{
+	fprintf(expect, "S %s %s %u\n", a, b, min);
+}
+
 static void count(const char *name, unsigned n)
 {
 	fprintf(expect, "N %s %u\n", name, n);
@@ -453,6 +460,44 @@ static void scenario_frames(void)
 		count(f("dynprobe:%s", *n), 1);
 }
 
+/* Stacks through code without frame pointers, a signal frame and a PLT
+ * entry: the CFI tables' walk against libunwind's, on the same stacks. */
+static void scenario_stacks(void)
+{
+	static const struct {
+		const char *name;
+		const void *site;
+		unsigned min;	/* addresses at least: down to main and libc's start */
+	} sites[] = {
+		{ "nofp", (const void *)nf_leaf, 13 },
+		{ "signal", (const void *)nf_on_signal, 8 },
+		{ "plt", (const void *)nf_plt_like, 5 },
+		{ "plt_pushed", (const void *)nf_plt_like_pushed, 5 },
+	};
+	long r;
+
+	for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
+		unsigned methods[3] = { 0 };
+		uint64_t site = addr_of(sites[i].site);
+		const char *cfi = f("stack_%s_cfi", sites[i].name);
+		const char *unw = f("stack_%s_libunwind", sites[i].name);
+		struct dpa_probe *a = probe(site, cfi, 0, SPECS("backtrace:cfi:32"));
+		struct dpa_probe *b = probe(site, unw, 0, SPECS("backtrace:libunwind:32"));
+		struct point pts[2] = { { site, a }, { site, b } };
+
+		check(a && b && install(&self, pts, 2, methods),
+		      "stacks: two probes at %s installed (%u jump, %u int3)", sites[i].name,
+		      methods[DP_SITE_JUMP], methods[DP_SITE_INT3]);
+		same_stack(f("dynprobe:%s", cfi), f("dynprobe:%s", unw), sites[i].min);
+		count(f("dynprobe:%s", cfi), 1);
+	}
+	r = nf_deep(8, 1);
+	check(r == 1 + 1 + 8, "stacks: nf_deep returns what it returns unprobed (%ld)", r);
+	r = nf_signal_main(2);
+	check(r == 2 + SIGUSR2, "stacks: the signal handler ran once (%ld)", r);
+	nf_plt_like();
+}
+
 /* An int3 site: the entry of fx_int3, whose entry+2 is a branch target. */
 static void scenario_int3(void)
 {
@@ -672,6 +717,7 @@ static int run(const char *path)
 	scenario_regs("regs_jump", fx_regs_jump_site, fx_regs_jump, DP_SITE_JUMP);
 	scenario_regs("regs_int3", fx_regs_int3_site, fx_regs_int3, DP_SITE_INT3);
 	scenario_frames();
+	scenario_stacks();
 	scenario_int3();
 	scenario_plain();
 	scenario_threads();
@@ -743,6 +789,26 @@ static int check_trace(const char *expect_path, const char *text_path)
 			for (size_t i = 0; i < nlines; i++)
 				got += !strcmp(lines[i].name, name) && strstr(lines[i].text, buf + 2 + at);
 			tap_ok(got == want, "%u events %s with %s (%u)", want, name, buf + 2 + at, got);
+		} else if (buf[0] == 'S') {
+			char a[256], b[256];
+			const char *sa = NULL, *sb = NULL;
+			unsigned min, la = 0, lb = 0;
+
+			if (sscanf(buf + 2, "%255s %255s %u", a, b, &min) != 3)
+				continue;
+			for (size_t i = 0; i < nlines; i++) {
+				if (!sa && !strcmp(lines[i].name, a))
+					sa = strstr(lines[i].text, "_backtrace_length = ");
+				if (!sb && !strcmp(lines[i].name, b))
+					sb = strstr(lines[i].text, "_backtrace_length = ");
+			}
+			if (sa && sb)
+				sscanf(sa, "_backtrace_length = %u", &la), sscanf(sb, "_backtrace_length = %u", &lb);
+			if (!tap_ok(sa && sb && la >= min && !strcmp(sa, sb),
+				    "%s and %s: the same stack, %u addresses", a, b, la)) {
+				tap_diag("%s: %s", a, sa ? sa : "(no event)");
+				tap_diag("%s: %s", b, sb ? sb : "(no event)");
+			}
 		} else if (buf[0] == 'E') {
 			char *name = buf + 2, *parts = strchr(name, '\t'), *part, *save;
 			struct line *l = NULL;

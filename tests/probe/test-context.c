@@ -48,9 +48,10 @@ static const struct {
 	{ "string:name:rsi:64", "string:name:[rsi]:64" },
 	{ "string:name:*[rdi+24]:4096", "string:name:*[rdi+0x18]:4096" },
 	{ "string:buf_name:0x601060", "string:buf_name:[0x601060]" },
-	{ "backtrace", "backtrace:16:fp" },
+	{ "backtrace", "backtrace:16:cfi" },
 	{ "backtrace:cfi", "backtrace:16:cfi" },
-	{ "backtrace:32", "backtrace:32:fp" },
+	{ "backtrace:32", "backtrace:32:cfi" },
+	{ "backtrace:libunwind:8", "backtrace:8:libunwind" },
 	{ "backtrace:fp:8", "backtrace:8:fp" },
 	{ "backtrace:128:cfi", "backtrace:128:cfi" },
 };
@@ -61,7 +62,7 @@ static const char *const bad[] = {
 	"int:x:[rdi+8", "int:x:[rdi+8]+4", "int:x:*[rdi]junk", "int:x:0x1g", "int:x:09",
 	"int:x:99999999999999999999999", "int:x:rdi+0x", "int:x:rdi+", "int:x:eax+4",
 	"int:x:-8", "int:x:rdi:8", "string:s:rsi:0", "string:s:rsi:4097", "string:s:rsi:x",
-	"string:s", "backtrace:0", "backtrace:129", "backtrace:fp:cfi", "backtrace:8:8",
+	"string:s", "backtrace:0", "backtrace:129", "backtrace:fp:cfi", "backtrace:cfi:libunwind", "backtrace:8:8",
 	"backtrace:x", "backtrace:", "backtraces",
 	"int:a_name_of_fifty_seven_characters_is_too_long_for_a_fields:rdi",
 };

@@ -71,15 +71,16 @@ static uint64_t reg_value(const struct dp_regs *regs, unsigned reg)
 
 size_t dpa_ctx_scratch_size(const struct dp_ctx *ctx, size_t nctx)
 {
-	size_t total = dp_ctx_list_values_size(ctx, nctx);
+	size_t total = dp_ctx_list_values_size(ctx, nctx), walker = 0;
 
 	for (size_t i = 0; i < nctx; i++) {
-		if (ctx[i].kind == DP_CTX_BACKTRACE && ctx[i].walker == DP_BT_CFI) {
-			total += (dpa_bt_cfi_scratch() + 15) & ~(size_t)15;
-			break;
+		if (ctx[i].kind == DP_CTX_BACKTRACE) {
+			size_t need = dpa_bt_prepare(ctx[i].walker);
+
+			walker = need > walker ? need : walker;
 		}
 	}
-	return total;
+	return total + ((walker + 15) & ~(size_t)15);
 }
 
 /* ---- evaluation ------------------------------------------------------- */
@@ -166,11 +167,8 @@ unsigned dpa_ctx_eval(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ct
 			unsigned n;
 
 			off += dp_ctx_values_size(c);
-			if (c->walker == DP_BT_CFI)
-				n = dpa_bt_cfi(regs, bt, c->depth,
-					       scratch + dp_ctx_list_values_size(ctx, nctx));
-			else
-				n = dpa_bt_fp(regs, env->flags & DPA_CTX_AT_ENTRY, bt, c->depth);
+			n = dpa_bt_walk(c->walker, regs, env->flags & DPA_CTX_AT_ENTRY, bt, c->depth,
+					scratch + dp_ctx_list_values_size(ctx, nctx));
 			values[f].seq.ptr = bt;
 			values[f].seq.len = n;
 			f++;

@@ -20,7 +20,8 @@
 #include "spec/ctx.h"
 
 /* Per-thread scratch bytes dpa_ctx_eval needs for these contexts (their
- * strings and backtraces, the walker's state). */
+ * strings and backtraces, the walker's state).  From a probe's definition:
+ * it also sets up what their stack walkers need (dpa_bt_prepare). */
 size_t dpa_ctx_scratch_size(const struct dp_ctx *ctx, size_t nctx);
 
 /* dpa_ctx_env flags. */
@@ -43,7 +44,7 @@ struct dpa_ctx_env {
 /*
  * Computes the field values of the contexts at one hit: values[] gets
  * dp_ctx_layout's fields, in order; strings and backtraces point into the
- * scratch.  Never faults, never allocates, never takes a lock (the CFI
+ * scratch.  Never faults, never allocates, never takes a lock (the libunwind
  * walker aside: libunwind's own).  Returns how many memory contexts recorded
  * an error.
  */

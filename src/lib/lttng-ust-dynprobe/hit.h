@@ -91,15 +91,20 @@ void dpa_mem_after_fork(void);
 
 /* ---- unwind.c -------------------------------------------------------- */
 
-/* Bytes of scratch the CFI walker needs (libunwind's cursor and context). */
-size_t dpa_bt_cfi_scratch(void);
+/*
+ * At a probe's definition, for a backtrace by walker (enum dp_bt_walker):
+ * what the walker needs set up (the CFI tables of the objects loaded by now)
+ * and the bytes of scratch its walks need.  Never from a hit.
+ */
+size_t dpa_bt_prepare(unsigned walker);
 
 /*
- * Stack walks from the probed context: out[0] is regs->rip, then return
- * addresses, depth at most.  Return how many were stored.
+ * A stack walk from the probed context: out[0] is regs->rip, then return
+ * addresses, depth at most.  Returns how many were stored.  at_entry: rip is
+ * a function's first instruction (the frame-pointer walk needs to know).
  */
-unsigned dpa_bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth);
-unsigned dpa_bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth, void *scratch);
+unsigned dpa_bt_walk(unsigned walker, const struct dp_regs *regs, bool at_entry, uint64_t *out,
+		     unsigned depth, void *scratch);
 
 /* libunwind's setup, from the library constructor. */
 void dpa_bt_setup(void);

@@ -10,27 +10,40 @@
  * not set up yet: the return address is at [rsp] and rbp is still the
  * caller's.
  *
- * The CFI walk uses libunwind's local unwinder, started from a ucontext built
+ * The CFI walk (the default) reads the tables cfi-tables.c compiled from
+ * each object's .eh_frame when the probe was defined: per frame, one binary
+ * search for the object, one for its row, and fault-safe reads of the return
+ * address (and rbp when the frame saved it).  No lock, no allocation, no
+ * signal masking.  It is right without frame pointers, through PLT entries
+ * and through signal frames (their row says the interrupted registers are in
+ * the ucontext the kernel pushed); it stops where a table has no rule, at
+ * code loaded after the last definition, and when a frame is not above the
+ * one before.
+ *
+ * The libunwind walk starts libunwind's local unwinder from a ucontext built
  * from the saved registers and flagged as a signal frame: rip is the exact
  * instruction (a probe site), not a return address, so its unwind row must be
  * looked up at rip itself and not rip - 1 (at a function's entry that would
- * be the previous function's).  It works without frame pointers.
+ * be the previous function's).  The reference the tests compare with.
  *
- * Cost (tests/perf/probe-cost.sh, this VM, ns added to a hit without
- * payload, recording the addresses included): the frame-pointer walk ~30
- * for 8 frames and ~45 for 16 (~2 per frame); the CFI walk ~2,900 and
- * ~5,900 (~390 per frame).  libunwind blocks every
- * signal around each unwind-table lookup and around its cache lock (two
- * sigprocmask system calls each, ~125 ns apiece here), whatever the caching
- * policy.  Hence the frame-pointer walk as the default
- * (context.h); `backtrace:cfi` is for code built without frame pointers.
+ * Cost (tests/perf/probe-cost.sh, this VM, ns per hit, 20 frames deep,
+ * recording the addresses included): no payload ~115; the frame-pointer
+ * walk ~156 for 8 frames and ~176 for 16; the CFI walk ~232 and ~321
+ * (~13 per frame: a chain of dependent loads, object, block index, row, the
+ * return address; the first version, a plain binary search over all rows,
+ * cost ~550 for 16, most of it in mispredicted branches); the libunwind walk
+ * ~4,100 and ~8,500 (~500 per frame): libunwind blocks every signal around
+ * each unwind-table lookup and around its cache lock (two sigprocmask system
+ * calls each, ~125 ns apiece here), whatever the caching policy.
  */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <string.h>
 #include <ucontext.h>
 
+#include "cfi-tables.h"
 #include "hit.h"
+#include "spec/ctx.h"
 
 /* Canonical user addresses, above the null page. */
 static bool code_address(uint64_t a)
@@ -38,7 +51,7 @@ static bool code_address(uint64_t a)
 	return a >= 4096 && a < (1ull << 47);
 }
 
-unsigned dpa_bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth)
+static unsigned bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth)
 {
 	uint64_t fp = regs->rbp, floor = regs->rsp, frame[2];
 	unsigned n = 0;
@@ -66,15 +79,11 @@ unsigned dpa_bt_fp(const struct dp_regs *regs, bool at_entry, uint64_t *out, uns
 	return n;
 }
 
-struct cfi_scratch {
+struct unw_scratch {
 	unw_context_t uc;
 	unw_cursor_t cursor;
 };
 
-size_t dpa_bt_cfi_scratch(void)
-{
-	return sizeof(struct cfi_scratch);
-}
 
 static void regs_to_ucontext(const struct dp_regs *r, ucontext_t *uc)
 {
@@ -88,9 +97,10 @@ static void regs_to_ucontext(const struct dp_regs *r, ucontext_t *uc)
 	g[REG_RIP] = r->rip; g[REG_EFL] = r->rflags;
 }
 
-unsigned dpa_bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth, void *scratch)
+static unsigned bt_libunwind(const struct dp_regs *regs, uint64_t *out, unsigned depth,
+			     void *scratch)
 {
-	struct cfi_scratch *s = scratch;
+	struct unw_scratch *s = scratch;
 	uint64_t prev_sp = regs->rsp;
 	unsigned n = 0;
 
@@ -132,4 +142,159 @@ void dpa_bt_setup(void)
 	 * inside malloc would then deadlock.
 	 */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_GLOBAL);
+}
+
+/* ---- the CFI walk ----------------------------------------------------- */
+
+/* Where the kernel's rt_sigframe puts the interrupted registers: rsp points
+ * at its ucontext once the handler returned into __restore_rt, and
+ * uc_mcontext.gregs lies at offset 40 (REG_RBP 10, REG_RSP 15, REG_RIP 16). */
+#define UC_GREGS 40
+#define UC_RBP (UC_GREGS + 8 * 10)
+#define UC_RSP (UC_GREGS + 8 * 15)
+#define UC_RIP (UC_GREGS + 8 * 16)
+
+/*
+ * The object holding pc: the previous frame's (*hint) when it does, which
+ * most frames' is; else by the branch-free search of cfi-table.h.  Then its
+ * row.
+ */
+static const struct dp_cfi_row *cfi_row(const struct dpa_cfi_set *set, uint64_t pc,
+					const struct dpa_cfi_obj **hint)
+{
+	const struct dpa_cfi_obj *o = *hint;
+	size_t n = set->n;
+
+	if (!o || pc < o->lo || pc >= o->hi) {
+		o = set->v;
+		if (!n || pc < o->lo)
+			return NULL;
+		while (n > 1) {
+			size_t half = n / 2;
+
+			o = o[half].lo <= pc ? o + half : o;
+			n -= half;
+		}
+		if (pc >= o->hi)
+			return NULL;
+		*hint = o;
+	}
+	return dp_cfi_lookup_in(&o->t, pc);
+}
+
+/* The part of the thread's stack a walk reads directly (dpa_mem_on_stack's
+ * bounds, looked up once per walk); anything else goes through
+ * dpa_mem_read. */
+struct stack_span {
+	uint64_t lo, hi;
+};
+
+static void stack_span_get(const struct dp_regs *regs, struct stack_span *s)
+{
+	s->lo = s->hi = 0;
+	if (dpa_mem_on_stack(regs, regs->rsp, 8)) {
+		s->lo = regs->rsp - 128 > dpa_self.stack_lo ? regs->rsp - 128 : dpa_self.stack_lo;
+		s->hi = dpa_self.stack_hi;
+	}
+}
+
+__attribute__((always_inline))
+static inline bool read_word(const struct dp_regs *regs, const struct stack_span *s,
+			     uint64_t addr, uint64_t *v)
+{
+	if (addr & 7)
+		return false;
+	if (addr >= s->lo && addr < s->hi && s->hi - addr >= sizeof(*v)) {
+		*v = *(const uint64_t *)(uintptr_t)addr;
+		return true;
+	}
+	return !dpa_mem_read(regs, NULL, v, addr, sizeof(*v));
+}
+
+static unsigned bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth)
+{
+	const struct dpa_cfi_set *set = dpa_cfi_current();
+	const struct dpa_cfi_obj *hint = NULL;
+	uint64_t pc = regs->rip, sp = regs->rsp, bp = regs->rbp;
+	bool exact = true, bp_known = true;
+	struct stack_span span;
+	unsigned n = 0;
+
+	if (!depth)
+		return 0;
+	out[n++] = pc;
+	stack_span_get(regs, &span);
+	while (n < depth && set) {
+		/* A return address is after its call: its row is the call's. */
+		uint64_t at = exact ? pc : pc - 1, cfa, ra;
+		const struct dp_cfi_row *row = cfi_row(set, at, &hint);
+
+		if (!row)
+			break;
+		switch (row->kind) {
+		case DP_CFI_RSP:
+			cfa = sp + (int64_t)row->cfa_off;
+			break;
+		case DP_CFI_PLT:
+			cfa = sp + (int64_t)row->cfa_off + ((at & 15) >= row->arg ? 8 : 0);
+			break;
+		case DP_CFI_RBP:
+			if (!bp_known)
+				return n;
+			cfa = bp + (int64_t)row->cfa_off;
+			break;
+		case DP_CFI_SIGNAL:
+			/* The interrupted code may run on another stack: no
+			 * ordering check across a signal frame. */
+			if (!read_word(regs, &span, sp + UC_RIP, &pc) ||
+			    !read_word(regs, &span, sp + UC_RBP, &bp) ||
+			    !read_word(regs, &span, sp + UC_RSP, &sp) || !code_address(pc))
+				return n;
+			bp_known = true;
+			exact = true;
+			out[n++] = pc;
+			continue;
+		default:	/* STOP, END */
+			return n;
+		}
+		/* Each frame lies above the one before: a wrong table cannot
+		 * make the walk loop or wander down the stack. */
+		if (cfa <= sp || !read_word(regs, &span, cfa + (int64_t)row->ra_off, &ra) ||
+		    !code_address(ra))
+			break;
+		if (row->rbp_off == DP_CFI_RBP_LOST)
+			bp_known = false;
+		else if (row->rbp_off)
+			bp_known = read_word(regs, &span, cfa + (int64_t)row->rbp_off, &bp);
+		out[n++] = ra;
+		pc = ra;
+		sp = cfa;
+		exact = false;
+	}
+	return n;
+}
+
+/* ---- by walker -------------------------------------------------------- */
+
+size_t dpa_bt_prepare(unsigned walker)
+{
+	if (walker == DP_BT_CFI) {
+		/* Without memory for the tables, walks stop at the first frame. */
+		dpa_cfi_refresh();
+		return 0;
+	}
+	return walker == DP_BT_LIBUNWIND ? sizeof(struct unw_scratch) : 0;
+}
+
+unsigned dpa_bt_walk(unsigned walker, const struct dp_regs *regs, bool at_entry, uint64_t *out,
+		     unsigned depth, void *scratch)
+{
+	switch (walker) {
+	case DP_BT_CFI:
+		return bt_cfi(regs, out, depth);
+	case DP_BT_LIBUNWIND:
+		return bt_libunwind(regs, out, depth, scratch);
+	default:
+		return bt_fp(regs, at_entry, out, depth);
+	}
 }

@@ -1,8 +1,7 @@
 /*
- * A bounded reader for .eh_frame and .gcc_except_table data: LEB128, fixed
- * little-endian fields, and pointers in their DW_EH_PE encodings.  Every
- * read checks the bound; errors are -EINVAL (truncated) or -ENOTSUP (an
- * encoding that means nothing in a file not yet loaded).
+ * .eh_frame and .gcc_except_table of an ELF file through libelf/libdw: the
+ * section, and its CIEs parsed once each.  The byte reader itself (LEB128,
+ * DW_EH_PE pointers) is ehbytes.h, free of libelf and libdw.
  */
 #ifndef DP_ELF_EHREAD_H
 #define DP_ELF_EHREAD_H
@@ -13,30 +12,13 @@
 
 #include <elfutils/libdw.h>
 
-struct dp_ehread {
-	const uint8_t *p, *end;
-	uint64_t vaddr;		/* the address p is loaded at: pc-relative base */
-};
+#include "elf/ehbytes.h"
 
 /*
  * The .eh_frame section of e: its data (*data) and address (*addr) for the
  * CFI walks (dwarf_next_cfi), or false when e has none with bytes.
  */
 bool dp_eh_frame_find(Elf *e, Elf_Data **data, uint64_t *addr);
-
-void dp_ehread_skip(struct dp_ehread *r, size_t n);
-int dp_ehread_u8(struct dp_ehread *r, uint8_t *v);
-int dp_ehread_leb(struct dp_ehread *r, bool is_signed, uint64_t *v);
-int dp_ehread_fixed(struct dp_ehread *r, unsigned size, bool is_signed, uint64_t *v);
-/* A value in the format (low nibble) of a DW_EH_PE encoding. */
-int dp_ehread_format(struct dp_ehread *r, uint8_t enc, uint64_t *v);
-/*
- * A pointer in a DW_EH_PE encoding.  Only absolute and pc-relative values
- * mean something in a file not yet loaded: the other bases (text, data,
- * function) are not defined for .eh_frame on x86-64, an indirect pointer's
- * slot is filled by the dynamic linker, and omit (0xff) has no value.
- */
-int dp_ehread_pointer(struct dp_ehread *r, uint8_t enc, uint64_t *v);
 
 /* What an FDE needs from its CIE (the data of a 'z' augmentation). */
 struct dp_eh_cie {

@@ -84,7 +84,7 @@ static enum dp_proto_err check_ctx(const struct dp_ctx *c)
 	 * check (dp_ctx_layout), with a message. */
 	if (c->kind > DP_CTX_RETVAL || c->reg >= DP_CTX_REG__COUNT || !size_ok(c->width) ||
 	    c->shift >= 64 || c->type.type > DP_FT_DOUBLE || !size_ok(c->type.size) ||
-	    !base_ok || c->addr.deref > 1 || c->walker > DP_BT_CFI)
+	    !base_ok || c->addr.deref > 1 || c->walker > DP_BT_WALKER_LAST)
 		return DP_PROTO_ERR_VALUE;
 	if (c->maxlen > DP_CTX_STRING_MAX || c->depth > DP_CTX_BT_MAX)
 		return DP_PROTO_ERR_BOUNDS;

@@ -94,7 +94,7 @@ static bool ctx_valid(const struct dp_ctx *c)
 		       c->type.size == 4 || c->type.size == 8);
 	case DP_CTX_BACKTRACE:
 		return c->depth >= 1 && c->depth <= DP_CTX_BT_MAX &&
-		       (c->walker == DP_BT_FP || c->walker == DP_BT_CFI);
+		       c->walker <= DP_BT_WALKER_LAST;
 	}
 	return false;
 }

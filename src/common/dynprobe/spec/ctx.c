@@ -287,7 +287,11 @@ static int check_field(const char *s, size_t len, size_t max, struct dp_err *err
 	return 0;
 }
 
-/* [:DEPTH][:fp|:cfi], in either order. */
+static const char *const walker_names[] = {
+	[DP_BT_FP] = "fp", [DP_BT_CFI] = "cfi", [DP_BT_LIBUNWIND] = "libunwind",
+};
+
+/* [:DEPTH][:fp|:cfi|:libunwind], in either order. */
 static int parse_backtrace(const char *p, struct dp_ctx *out, struct dp_err *err)
 {
 	bool depth = false, walker = false;
@@ -304,15 +308,21 @@ static int parse_backtrace(const char *p, struct dp_ctx *out, struct dp_err *err
 		struct dp_err nerr;
 
 		p += len;
-		if (name_is(part, len, "fp") || name_is(part, len, "cfi")) {
+		unsigned w = 0;
+
+		while (w <= DP_BT_WALKER_LAST && !name_is(part, len, walker_names[w]))
+			w++;
+		if (w <= DP_BT_WALKER_LAST) {
 			if (walker)
-				return dp_err_set(err, -EINVAL, "one walker at most (fp or cfi)");
-			out->walker = len == 2 ? DP_BT_FP : DP_BT_CFI;
+				return dp_err_set(err, -EINVAL,
+						  "one walker at most (fp, cfi or libunwind)");
+			out->walker = (uint8_t)w;
 			walker = true;
 			continue;
 		}
 		if (depth || len >= sizeof(buf))
-			return dp_err_set(err, -EINVAL, "expected backtrace[:DEPTH][:fp|:cfi]");
+			return dp_err_set(err, -EINVAL,
+					  "expected backtrace[:DEPTH][:fp|:cfi|:libunwind]");
 		memcpy(buf, part, len);
 		buf[len] = '\0';
 		if (dp_spec_number(buf, &v, &nerr))
@@ -323,7 +333,7 @@ static int parse_backtrace(const char *p, struct dp_ctx *out, struct dp_err *err
 		depth = true;
 	}
 	if (*p)
-		return dp_err_set(err, -EINVAL, "expected backtrace[:DEPTH][:fp|:cfi]");
+		return dp_err_set(err, -EINVAL, "expected backtrace[:DEPTH][:fp|:cfi|:libunwind]");
 	return 0;
 }
 
@@ -504,7 +514,7 @@ int dp_ctx_format(const struct dp_ctx *ctx, char *buf, size_t size)
 		return snprintf(buf, size, "reg:%s", ctx->name);
 	case DP_CTX_BACKTRACE:
 		return snprintf(buf, size, "backtrace:%u:%s", ctx->depth,
-				ctx->walker == DP_BT_CFI ? "cfi" : "fp");
+				walker_names[ctx->walker <= DP_BT_WALKER_LAST ? ctx->walker : 0]);
 	case DP_CTX_MEM:
 		format_addr(&ctx->addr, addr, sizeof(addr));
 		return snprintf(buf, size, "%s:%s:%s", type_spelling(&ctx->type), ctx->name, addr);

@@ -18,7 +18,7 @@
  *                         hex8 ... hex64, hex (hex64)
  *   string:NAME:ADDR[:MAX]  a NUL-terminated string in memory, at most MAX
  *                         bytes (default 256, at most 4096)
- *   backtrace[:DEPTH][:fp|:cfi]  the probed instruction's address, then the
+ *   backtrace[:DEPTH][:fp|:cfi|:libunwind]  the probed instruction's address, then the
  *                         return addresses of its callers (default depth 16,
  *                         at most 128; walker: see DP_BT_WALKER_DEFAULT)
  *   retval                rax as the signed 64-bit field "ret" (return sites)
@@ -87,13 +87,15 @@ struct dp_ctx_addr {
 
 enum dp_bt_walker {
 	DP_BT_FP,		/* the rbp chain: cheap, needs frame pointers */
-	DP_BT_CFI,		/* unwind tables (.eh_frame) through libunwind */
+	DP_BT_CFI,		/* .eh_frame compiled into the agent's own tables */
+	DP_BT_LIBUNWIND,	/* .eh_frame through libunwind: the reference */
 };
+#define DP_BT_WALKER_LAST DP_BT_LIBUNWIND
 
-/* The walker of a `backtrace` that names none, chosen on measurements: for 16
- * frames the frame-pointer walk adds ~45 ns to a hit, libunwind's CFI walk
- * ~5.9 us (the agent's unwind.c). */
-#define DP_BT_WALKER_DEFAULT DP_BT_FP
+/* The walker of a `backtrace` that names none: the CFI tables, right on code
+ * built without frame pointers, and measured within 2x of the frame-pointer
+ * walk (the agent's unwind.c has the figures). */
+#define DP_BT_WALKER_DEFAULT DP_BT_CFI
 
 #define DP_CTX_STRING_DEFAULT 256
 #define DP_CTX_STRING_MAX 4096

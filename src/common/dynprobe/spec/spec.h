@@ -22,7 +22,7 @@
  *   event      NAME -> dynprobe:NAME; PROVIDER:EVENT is kept;
  *              --function gives NAME_entry and NAME_return
  *   context    regs | reg:NAME | TYPE:NAME:ADDR | string:NAME:ADDR[:MAX] |
- *              backtrace[:DEPTH][:fp|:cfi] | retval: a dynamic context;
+ *              backtrace[:DEPTH][:fp|:cfi|:libunwind] | retval: a dynamic context;
  *              anything else is a standard LTTng context type
  *
  * Contexts have their own header, spec/ctx.h (included here): the one
