@@ -215,6 +215,35 @@ static int owner_probes(struct dpd_proc *p, struct dpd_work *w, struct dp_tramp_
 	return 0;
 }
 
+/* Whether the byte at addr belongs to a patch installed in p. */
+static bool patched_byte(const struct dpd_proc *p, uint64_t addr)
+{
+	for (uint32_t i = 0; i < p->nsites; i++) {
+		const struct dp_app_patch *ap = &p->sites[i].patch;
+
+		if (p->sites[i].installed &&
+		    ((addr >= ap->site && addr < ap->site + ap->len) ||
+		     (addr >= ap->hop && addr < ap->hop + ap->hop_len)))
+			return true;
+	}
+	return false;
+}
+
+/* Whether the n bytes at addr in p are `orig`, those of the patches a
+ * regrouping replaces aside (they are ours: they go in the same stop).
+ * 0, -ESTALE, or -errno when they cannot be read. */
+static int check_orig(const struct dpd_proc *p, const struct dpd_work *w, uint64_t addr,
+		      const uint8_t *orig, size_t n)
+{
+	uint8_t cur[DP_WINDOW_MAX_LEN];
+	int ret = dp_proc_mem_read(p->pid, addr, cur, n);
+
+	for (size_t i = 0; !ret && i < n; i++)
+		if (cur[i] != orig[i] && !(w->regroup && patched_byte(p, addr + i)))
+			ret = -ESTALE;
+	return ret;
+}
+
 /* Step 3 for one patch: 0, or -errno with msg when the agent failed us;
  * otherwise a patch that cannot be made is dropped (w->fail). */
 static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
@@ -222,7 +251,6 @@ static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
 	static enum dp_vec_save vec = (enum dp_vec_save)-1;
 	struct dp_app_patch *ap = &w->rec.patch;
 	struct dp_tramp_hook hooks[DP_APP_MAX_PATCH_PROBES];
-	uint8_t cur[DP_WINDOW_MAX_LEN];
 	const struct dpd_site *kept;
 	enum dp_reason why = DP_REASON_NONE;
 	struct dp_window win;
@@ -237,14 +265,9 @@ static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
 	 * code the program rewrote, is not ours to displace.  (A rebuilt
 	 * patch is ours, in place.) */
 	if (!w->replaces) {
-		ret = dp_proc_mem_read(p->pid, ap->site, cur, ap->len);
-		if (!ret && memcmp(cur, ap->orig, ap->len))
-			ret = -ESTALE;
-		if (!ret && ap->hop_len) {
-			ret = dp_proc_mem_read(p->pid, ap->hop, cur, ap->hop_len);
-			if (!ret && memcmp(cur, ap->hop_orig, ap->hop_len))
-				ret = -ESTALE;
-		}
+		ret = check_orig(p, w, ap->site, ap->orig, ap->len);
+		if (!ret && ap->hop_len)
+			ret = check_orig(p, w, ap->hop, ap->hop_orig, ap->hop_len);
 	}
 	if (ret) {
 		char text[DP_CLIENT_TEXT_MAX];
