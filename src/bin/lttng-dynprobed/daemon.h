@@ -13,6 +13,8 @@
  *   stage.c     a batch of patches made ready while the program runs:
  *               probes, trampolines, notes to the agent, reports
  *   write.c     a batch of patches written (and sites restored) in one stop
+ *   combine.c   probes whose windows meet: their points planned as one
+ *               batch, replacing the installed patches in one stop
  *   install.c   patching events into one process; installs pending at HELLO
  *   remove.c    taking events out of processes
  *   mappers.c   the processes an event given by path reaches
@@ -26,8 +28,9 @@
  *   main.c      -> sessions clients install remove agents state
  *   sessions.c  -> clients state
  *   clients.c   -> install remove mappers state resolve
- *   install.c   -> write stage agents state resolve
- *   remove.c    -> write stage agents state
+ *   install.c   -> combine write stage agents state resolve
+ *   remove.c    -> combine write stage agents state
+ *   combine.c   -> write stage agents state resolve
  *   mappers.c   -> resolve
  *   write.c     -> stage
  *   stage.c     -> agents state resolve
@@ -165,6 +168,17 @@ struct dpd_event {
 	struct dpd_point *points;
 	size_t nplan;
 	struct dp_patch *plan;		/* dp_plan_sites of the points */
+	/* Its shares of patches planned together with other events' points
+	 * (combine.c): kept until the event is freed, as sites point to them. */
+	struct dpd_share *shares;
+};
+
+/* An event's part of a patch planned for several events: the patch's
+ * window, its hooks for this event's points only (point_ids into its
+ * points). */
+struct dpd_share {
+	struct dpd_share *next;
+	struct dp_patch pl;
 };
 
 extern struct dpd_event *dpd_events;
@@ -172,6 +186,9 @@ extern struct dpd_event *dpd_events;
 struct dpd_event *dpd_event_find(const char *session, const char *channel, const char *event);
 /* The lttng name a point records. */
 const char *dpd_event_point_name(const struct dpd_event *ev, const struct dpd_point *pt);
+/* ev's share pl (interned: the same one for the same content), or NULL
+ * (-ENOMEM). */
+const struct dp_patch *dpd_event_share(struct dpd_event *ev, const struct dp_patch *pl);
 /* Frees an event unlinked from the list. */
 void dpd_event_free(struct dpd_event *ev);
 void dpd_event_unlink(struct dpd_event *ev);
@@ -301,6 +318,12 @@ void dpd_procs_reap(void);
 
 /* One patch to write: a new one, or an installed one rebuilt for another
  * set of owners. */
+/*
+ * A thread of pid that blocks SIGTRAP now (its tid, its name in comm), or 0:
+ * an int3 it hit would kill the process, so no int3 may be placed there.
+ */
+pid_t dpd_sigtrap_blocker(pid_t pid, char *comm, size_t len);
+
 struct dpd_work {
 	struct dpd_site rec;		/* what the process will hold, owners included */
 	/* Each owner's report when it joins now; NULL for one that owned the
@@ -310,6 +333,8 @@ struct dpd_work {
 	uint32_t old;
 	uint8_t *code;			/* a new trampoline to write, or NULL */
 	bool fail;			/* dropped: the joining owners' reports say why */
+	bool regroup;			/* a new window over bytes of patches it replaces
+					   (combine.c): those bytes are not checked */
 	bool noted;			/* noted to the agent already */
 };
 
@@ -341,13 +366,33 @@ int dpd_work_record(struct dpd_proc *p, const struct dpd_work *w);
 /* ---- write.c: step 6 ---- */
 
 /*
- * One stop of p's threads writes the works' patches, then restores the
- * sites `gone` (indexes in p->sites), marking them not installed.  0, or
- * -errno with msg when the threads could not be held (every work dropped)
- * or let go.
+ * One stop of p's threads restores the sites `gone` (indexes in p->sites),
+ * marking them not installed, then writes the works' patches (threads in
+ * bytes that change moved).  0, or -errno with msg when the threads could
+ * not be held (every work dropped) or let go, or, `all` set, when anything
+ * failed: then the process holds what it held before the stop.
  */
 int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uint32_t *gone,
-		    size_t ngone, struct dp_err *msg);
+		    size_t ngone, bool all, struct dp_err *msg);
+
+/* ---- combine.c ---- */
+
+/*
+ * Installs evs (all of one object, at load bias `bias` in p; evs[i]
+ * reported in rps[i]) together with the installed patches their windows
+ * meet without being the same: the points of every event concerned planned
+ * as one batch, the patches of that plan put in place of the installed ones
+ * in one stop.  All or nothing: 0, or -errno with msg and the process as it
+ * was.
+ */
+int dpd_combine_install(struct dpd_proc *p, struct dpd_event *const *evs, size_t nev,
+			uint64_t bias, struct dp_client_proc *const *rps, struct dp_err *msg);
+/* Takes ev out of its patches in p, the points of the other events there
+ * planned again without it, in one stop.  All or nothing, as above. */
+int dpd_combine_remove(struct dpd_proc *p, const struct dpd_event *ev, struct dp_err *msg);
+/* Whether a patch ev owns in p was planned together with other events'
+ * points (an owner holds a share, not its own plan's entry). */
+bool dpd_combined(const struct dpd_proc *p, const struct dpd_event *ev);
 
 /* ---- install.c ---- */
 
@@ -355,7 +400,8 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
  * Installs ev's plan in pid (injecting the agent when needed), filling rp's
  * sites.  A window another event's installed patch already has (the same
  * bytes, placed the same way) is shared: that patch is rebuilt with the
- * probes of both; a window that only overlaps one is refused.  0 or -errno
+ * probes of both; a window that only overlaps one (or one of another event
+ * of the request) has the points of them all planned together (combine.c).  0 or -errno
  * with rp->message.  Nothing stays half-done: a failure leaves the sites
  * installed before it, and rp says which.
  */

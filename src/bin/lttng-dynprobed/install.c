@@ -103,37 +103,6 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dp_err *msg)
 	return p;
 }
 
-/*
- * A thread of pid that blocks SIGTRAP now (its tid, its name in comm), or
- * 0: an int3 it hit would kill the process.  lttng-ust's threads ("...-ust")
- * block every signal but run only lttng-ust, liburcu and libc code, where
- * no int3 is ever placed (dp_plan_traps_unsafe).
- */
-static pid_t sigtrap_blocker(pid_t pid, char *comm, size_t len)
-{
-	pid_t *tids, found = 0;
-	size_t ntids;
-
-	if (dp_proc_tasks(pid, &tids, &ntids))
-		ntids = 0;
-	for (size_t i = 0; i < ntids && !found; i++) {
-		struct dp_proc_status st;
-		pid_t tid = tids[i];
-		size_t n;
-
-		if (dp_proc_status_read(pid, tid, &st))
-			continue;
-		n = strlen(st.name);
-		if ((n >= 4 && !strcmp(st.name + n - 4, "-ust")) ||
-		    !(st.sig_blocked & (1ull << (SIGTRAP - 1))))
-			continue;
-		snprintf(comm, len, "%s", st.name);
-		found = tid;
-	}
-	free(tids);
-	return found;
-}
-
 /* Whether every point of the patch may be left out (dpd_point.optional). */
 static bool optional_only(const struct dpd_event *ev, const struct dp_patch *pl)
 {
@@ -237,6 +206,42 @@ static void place(struct dpd_proc *p, struct dpd_work *ws, size_t *n, size_t oth
 	w->rec.owners[w->rec.nowners++] = *o;
 }
 
+/*
+ * Whether a window of evs meets an installed patch, or another event's
+ * window of the request, without being the same: then the points concerned
+ * are planned together (combine.c).  -1 when it does but evs are not all of
+ * one object (the windows are refused, as before).
+ */
+static int needs_combine(const struct dpd_proc *p, struct dpd_event *const *evs, size_t nev,
+			 const uint64_t *bias)
+{
+	bool meet = false, one_obj = true;
+
+	for (size_t e = 0; e < nev; e++) {
+		one_obj &= evs[e]->obj == evs[0]->obj;
+		for (size_t i = 0; i < evs[e]->nplan; i++) {
+			struct dp_app_patch ap, bp;
+
+			if (evs[e]->plan[i].method == DP_SITE_REFUSED)
+				continue;
+			dpd_patch_window(&evs[e]->plan[i], bias[e], &ap);
+			for (uint32_t k = 0; k < p->nsites; k++)
+				meet |= p->sites[k].installed &&
+					dpd_patches_meet(&p->sites[k].patch, &ap) &&
+					!dpd_same_window(&p->sites[k].patch, &ap);
+			for (size_t f = e + 1; f < nev; f++)
+				for (size_t j = 0; j < evs[f]->nplan; j++) {
+					if (evs[f]->plan[j].method == DP_SITE_REFUSED)
+						continue;
+					dpd_patch_window(&evs[f]->plan[j], bias[f], &bp);
+					meet |= dpd_patches_meet(&bp, &ap) &&
+						!dpd_same_window(&bp, &ap);
+				}
+		}
+	}
+	return !meet ? 0 : one_obj ? 1 : -1;
+}
+
 int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
 {
 	return dpd_install_many(&ev, 1, pid, &rp);
@@ -282,7 +287,13 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		ret = msg.code;
 		goto out;
 	}
-	blocker = sigtrap_blocker(pid, blocker_comm, sizeof(blocker_comm));
+	blocker = dpd_sigtrap_blocker(pid, blocker_comm, sizeof(blocker_comm));
+	if (needs_combine(p, evs, nev, bias) > 0) {
+		ret = dpd_combine_install(p, evs, nev, bias[0], rps, &msg);
+		if (!ret)
+			msg.msg[0] = '\0';
+		goto out;
+	}
 
 	ws = calloc(nplan ? nplan : 1, sizeof(*ws));
 	if (!ws) {
@@ -352,7 +363,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 			 (int)pid);
 		usleep((useconds_t)dpd_cfg.test_pause_ms * 1000);
 	}
-	ret = dpd_write_batch(p, ws, n, NULL, 0, &msg);
+	ret = dpd_write_batch(p, ws, n, NULL, 0, false, &msg);
 	if (ret)
 		goto undo;
 	for (size_t i = 0; i < n; i++) {

@@ -24,6 +24,37 @@ static void report_left(struct dp_client_proc *rp, const struct dp_app_patch *ap
 		rp->njump++;
 }
 
+/* Takes ev out of patches planned together with other events' points:
+ * those points planned again without its own (combine.c). */
+static int remove_combined(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp)
+{
+	struct dp_err msg = DP_ERR_INIT;
+	uint32_t njump, nint3;
+	pid_t pid = p->pid;
+	int ret;
+
+	dpd_proc_count_sites(p, ev, &njump, &nint3);
+	ret = dpd_combine_remove(p, ev, &msg);
+	if (ret == -DP_PROC_ENOPROC || (ret && !dpd_proc_find(pid))) {
+		p = dpd_proc_find(pid);
+		if (p)
+			dpd_proc_forget(p);
+		ret = -ESRCH;
+		dp_err_set(&msg, ret, "process %d exited", (int)pid);
+	}
+	if (ret)
+		dpd_err("remove from %d: %s", (int)pid, msg.msg);
+	if (rp) {
+		rp->status = ret;
+		snprintf(rp->message, sizeof(rp->message), "%s", ret ? msg.msg : "");
+		if (!ret) {
+			rp->njump += njump;
+			rp->nint3 += nint3;
+		}
+	}
+	return ret;
+}
+
 int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp)
 {
 	struct dp_err msg = DP_ERR_INIT;
@@ -35,6 +66,8 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 
 	if (rp)
 		rp->pid = (uint32_t)pid;
+	if (ev && dpd_combined(p, ev))
+		return remove_combined(ev, p, rp);
 	ws = calloc(p->nsites ? p->nsites : 1, sizeof(*ws));
 	gone = calloc(p->nsites ? p->nsites : 1, sizeof(*gone));
 	if (!ws || !gone) {
@@ -61,7 +94,7 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 	if (dpd_stage(p, ws, n, &msg))
 		dpd_info("process %d: the patches %s shares stay: %s", (int)pid, ev->names[0],
 			 msg.msg);
-	ret = dpd_write_batch(p, ws, n, gone, ngone, &msg);
+	ret = dpd_write_batch(p, ws, n, gone, ngone, false, &msg);
 	if (ret == -DP_PROC_ENOPROC) {
 		/* Gone: nothing to restore, and nothing to remember. */
 		if (rp) {

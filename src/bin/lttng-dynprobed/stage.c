@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,35 @@ static int owner_probes(struct dpd_proc *p, struct dpd_work *w, struct dp_tramp_
 	return 0;
 }
 
+/* Whether the byte at addr belongs to a patch installed in p. */
+static bool patched_byte(const struct dpd_proc *p, uint64_t addr)
+{
+	for (uint32_t i = 0; i < p->nsites; i++) {
+		const struct dp_app_patch *ap = &p->sites[i].patch;
+
+		if (p->sites[i].installed &&
+		    ((addr >= ap->site && addr < ap->site + ap->len) ||
+		     (addr >= ap->hop && addr < ap->hop + ap->hop_len)))
+			return true;
+	}
+	return false;
+}
+
+/* Whether the n bytes at addr in p are `orig`, those of the patches a
+ * regrouping replaces aside (they are ours: they go in the same stop).
+ * 0, -ESTALE, or -errno when they cannot be read. */
+static int check_orig(const struct dpd_proc *p, const struct dpd_work *w, uint64_t addr,
+		      const uint8_t *orig, size_t n)
+{
+	uint8_t cur[DP_WINDOW_MAX_LEN];
+	int ret = dp_proc_mem_read(p->pid, addr, cur, n);
+
+	for (size_t i = 0; !ret && i < n; i++)
+		if (cur[i] != orig[i] && !(w->regroup && patched_byte(p, addr + i)))
+			ret = -ESTALE;
+	return ret;
+}
+
 /* Step 3 for one patch: 0, or -errno with msg when the agent failed us;
  * otherwise a patch that cannot be made is dropped (w->fail). */
 static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
@@ -222,7 +252,6 @@ static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
 	static enum dp_vec_save vec = (enum dp_vec_save)-1;
 	struct dp_app_patch *ap = &w->rec.patch;
 	struct dp_tramp_hook hooks[DP_APP_MAX_PATCH_PROBES];
-	uint8_t cur[DP_WINDOW_MAX_LEN];
 	const struct dpd_site *kept;
 	enum dp_reason why = DP_REASON_NONE;
 	struct dp_window win;
@@ -237,14 +266,9 @@ static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
 	 * code the program rewrote, is not ours to displace.  (A rebuilt
 	 * patch is ours, in place.) */
 	if (!w->replaces) {
-		ret = dp_proc_mem_read(p->pid, ap->site, cur, ap->len);
-		if (!ret && memcmp(cur, ap->orig, ap->len))
-			ret = -ESTALE;
-		if (!ret && ap->hop_len) {
-			ret = dp_proc_mem_read(p->pid, ap->hop, cur, ap->hop_len);
-			if (!ret && memcmp(cur, ap->hop_orig, ap->hop_len))
-				ret = -ESTALE;
-		}
+		ret = check_orig(p, w, ap->site, ap->orig, ap->len);
+		if (!ret && ap->hop_len)
+			ret = check_orig(p, w, ap->hop, ap->hop_orig, ap->hop_len);
 	}
 	if (ret) {
 		char text[DP_CLIENT_TEXT_MAX];
@@ -418,4 +442,35 @@ void dpd_work_rebuild(struct dpd_work *w, const struct dpd_proc *p, uint32_t i)
 	w->rec.patch = p->sites[i].patch;
 	w->rec.nowners = p->sites[i].nowners;
 	memcpy(w->rec.owners, p->sites[i].owners, sizeof(w->rec.owners));
+}
+
+/*
+ * A thread of pid that blocks SIGTRAP now (its tid, its name in comm), or
+ * 0: an int3 it hit would kill the process.  lttng-ust's threads ("...-ust")
+ * block every signal but run only lttng-ust, liburcu and libc code, where
+ * no int3 is ever placed (dp_plan_traps_unsafe).
+ */
+pid_t dpd_sigtrap_blocker(pid_t pid, char *comm, size_t len)
+{
+	pid_t *tids, found = 0;
+	size_t ntids;
+
+	if (dp_proc_tasks(pid, &tids, &ntids))
+		ntids = 0;
+	for (size_t i = 0; i < ntids && !found; i++) {
+		struct dp_proc_status st;
+		pid_t tid = tids[i];
+		size_t n;
+
+		if (dp_proc_status_read(pid, tid, &st))
+			continue;
+		n = strlen(st.name);
+		if ((n >= 4 && !strcmp(st.name + n - 4, "-ust")) ||
+		    !(st.sig_blocked & (1ull << (SIGTRAP - 1))))
+			continue;
+		snprintf(comm, len, "%s", st.name);
+		found = tid;
+	}
+	free(tids);
+	return found;
 }

@@ -71,7 +71,43 @@ void dpd_event_free(struct dpd_event *ev)
 	free(ev->ctx);
 	free(ev->points);
 	free(ev->plan);
+	while (ev->shares) {
+		struct dpd_share *sh = ev->shares;
+
+		ev->shares = sh->next;
+		free(sh);
+	}
 	free(ev);
+}
+
+/* Whether two plan entries place the same hooks the same way. */
+static bool same_share(const struct dp_patch *a, const struct dp_patch *b)
+{
+	return a->method == b->method && a->win.addr == b->win.addr && a->win.len == b->win.len &&
+	       a->hop.addr == b->hop.addr && a->hop.len == b->hop.len &&
+	       a->npoints == b->npoints &&
+	       !memcmp(a->points, b->points, a->npoints * sizeof(a->points[0])) &&
+	       !memcmp(a->point_ids, b->point_ids, a->npoints * sizeof(a->point_ids[0]));
+}
+
+const struct dp_patch *dpd_event_share(struct dpd_event *ev, const struct dp_patch *pl)
+{
+	struct dpd_share *sh;
+
+	/* Its own plan's entry when the window and the hooks are those. */
+	for (size_t i = 0; i < ev->nplan; i++)
+		if (same_share(&ev->plan[i], pl))
+			return &ev->plan[i];
+	for (sh = ev->shares; sh; sh = sh->next)
+		if (same_share(&sh->pl, pl))
+			return &sh->pl;
+	sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return NULL;
+	sh->pl = *pl;
+	sh->next = ev->shares;
+	ev->shares = sh;
+	return &sh->pl;
 }
 
 /* What spec/ accepts, the agent (and lttng-ust) can register. */

@@ -113,6 +113,26 @@ static int restore_site(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
 	return ret;
 }
 
+/* Puts the patch of record s, threads held: threads inside its window
+ * moved to the matching relocated instruction first.  0 or -errno. */
+static int put_moving(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
+		      const struct dpd_site *s)
+{
+	const struct dp_app_patch *ap = &s->patch;
+
+	if (ap->method == DP_APP_METHOD_JUMP &&
+	    pc_within(pcs, npcs, ap->site + 1, ap->site + ap->len)) {
+		struct dp_pc_move map[DP_WINDOW_MAX_INSNS];
+		size_t nm = 0;
+
+		for (uint8_t k = 1; k < s->ninsns; k++)
+			map[nm++] = (struct dp_pc_move){ ap->site + s->off[k], s->insn_at[k] };
+		if (dp_proc_move_pcs(proc, ap->site + 1, ap->site + ap->len, map, nm, NULL))
+			return -EIO;
+	}
+	return put_patch(proc, ap, s->entry);
+}
+
 /*
  * Writes w's patch, threads held: threads inside a new window moved to the
  * matching relocated instruction (a patch in place has none there: its
@@ -122,22 +142,8 @@ static int restore_site(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
 static void write_patch(struct dp_proc *proc, struct dpd_proc *p, const uint64_t *pcs,
 			size_t npcs, struct dpd_work *w)
 {
-	const struct dp_app_patch *ap = &w->rec.patch;
-
-	if (!w->replaces && ap->method == DP_APP_METHOD_JUMP &&
-	    pc_within(pcs, npcs, ap->site, ap->site + ap->len)) {
-		struct dp_pc_move map[DP_WINDOW_MAX_INSNS];
-		size_t nm = 0;
-
-		map[nm++] = (struct dp_pc_move){ ap->site, ap->site };
-		for (uint8_t k = 1; k < w->rec.ninsns; k++)
-			map[nm++] = (struct dp_pc_move){ ap->site + w->rec.off[k], w->rec.insn_at[k] };
-		if (dp_proc_move_pcs(proc, ap->site, ap->site + ap->len, map, nm, NULL)) {
-			dpd_work_fail(p->pid, w, DP_REASON_NONE, dp_proc_errmsg(proc));
-			return;
-		}
-	}
-	if (!put_patch(proc, ap, w->rec.entry))
+	if (w->replaces ? !put_patch(proc, &w->rec.patch, w->rec.entry) :
+			  !put_moving(proc, pcs, npcs, &w->rec))
 		return;
 	dpd_work_fail(p->pid, w, DP_REASON_NONE, dp_proc_errmsg(proc));
 	/* Nothing half-written stays. */
@@ -150,13 +156,39 @@ static void write_patch(struct dp_proc *proc, struct dpd_proc *p, const uint64_t
 }
 
 /*
- * Step 6: one stop of p's threads writes the works' patches, then restores
- * the sites `gone` (indexes in p->sites), marking them not installed.  0, or
- * -errno with msg when the threads could not be held (every work dropped)
- * or let go.
+ * An all-or-nothing batch whose work i failed: the works written before it
+ * taken back and the sites restored put back, so that the process holds
+ * what it held before the stop.
+ */
+static void undo_batch(struct dp_proc *proc, struct dpd_proc *p, struct dpd_work *ws,
+		       size_t i, const uint32_t *gone, size_t ngone)
+{
+	while (i-- > 0) {
+		struct dpd_work *w = &ws[i];
+
+		if (w->replaces)
+			put_patch(proc, &p->sites[w->old].patch, p->sites[w->old].entry);
+		else
+			restore_site(proc, NULL, SIZE_MAX, &w->rec);
+		w->fail = true;
+	}
+	for (size_t k = 0; k < ngone; k++) {
+		struct dpd_site *s = &p->sites[gone[k]];
+
+		if (!s->installed && !put_moving(proc, NULL, SIZE_MAX, s))
+			s->installed = true;
+	}
+}
+
+/*
+ * Step 6: one stop of p's threads restores the sites `gone` (indexes in
+ * p->sites), marking them not installed, then writes the works' patches.
+ * 0, or -errno with msg when the threads could not be held (every work
+ * dropped) or let go, or, `all` set, when anything failed: then the process
+ * holds what it held before.
  */
 int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uint32_t *gone,
-			  size_t ngone, struct dp_err *msg)
+		    size_t ngone, bool all, struct dp_err *msg)
 {
 	struct dp_proc *proc;
 	uint64_t *pcs;
@@ -184,11 +216,9 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		return ret;
 	}
 	pcs = held_pcs(proc, &npcs);
-	/* Each patch stands alone: one that cannot be written is dropped
-	 * (and reported) whole, the others go on. */
-	for (size_t i = 0; i < n; i++)
-		if (!ws[i].fail)
-			write_patch(proc, p, pcs, npcs, &ws[i]);
+	/* The sites that go first: a window that replaces them may cover
+	 * their bytes (threads they send back to the original code are then
+	 * moved again, into the new trampoline: their PCs are read again). */
 	for (size_t k = 0; k < ngone; k++) {
 		struct dpd_site *s = &p->sites[gone[k]];
 
@@ -198,8 +228,33 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		else
 			s->installed = false;
 	}
+	if (ngone) {
+		free(pcs);
+		pcs = held_pcs(proc, &npcs);
+	}
+	/* Each patch stands alone: one that cannot be written is dropped
+	 * (and reported) whole, the others go on; unless the batch is all or
+	 * nothing. */
+	for (size_t i = 0; i < n; i++) {
+		if (ws[i].fail)
+			continue;
+		write_patch(proc, p, pcs, npcs, &ws[i]);
+		if (ws[i].fail && all) {
+			undo_batch(proc, p, ws, i, gone, ngone);
+			dp_err_set(msg, -EIO, "%s", dp_proc_errmsg(proc));
+			ret = -EIO;
+			break;
+		}
+	}
+	for (size_t k = 0; all && !ret && k < ngone; k++)
+		if (p->sites[gone[k]].installed) {
+			undo_batch(proc, p, ws, n, gone, ngone);
+			dp_err_set(msg, -EIO, "cannot restore 0x%" PRIx64 ": %s",
+				   p->sites[gone[k]].patch.site, dp_proc_errmsg(proc));
+			ret = -EIO;
+		}
 	free(pcs);
-	if (dp_proc_detach(proc)) {
+	if (dp_proc_detach(proc) && !ret) {
 		dp_err_set(msg, -ESRCH, "%s", dp_proc_errmsg(proc));
 		ret = -ESRCH;
 	}
