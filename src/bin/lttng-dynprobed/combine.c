@@ -473,6 +473,18 @@ static void group_release(struct group *g)
 	free(g->plan);
 }
 
+/* After the group is gathered (ret: how that went, < 0 a failure): the
+ * joint plan, then the one stop that puts it in place; the group freed. */
+static int group_finish(struct group *g, int ret, struct dp_err *msg)
+{
+	if (ret >= 0)
+		ret = plan_group(g, msg);
+	if (!ret)
+		ret = regroup(g, msg);
+	group_release(g);
+	return ret;
+}
+
 int dpd_combine_install(struct dpd_proc *p, struct dpd_event *const *evs, size_t nev,
 			uint64_t bias, struct dp_client_proc *const *rps, struct dp_err *msg)
 {
@@ -494,13 +506,8 @@ int dpd_combine_install(struct dpd_proc *p, struct dpd_event *const *evs, size_t
 	g.njoin = g.nev;
 	for (size_t e = 0; ret >= 0 && e < nev; e++)
 		ret = take_met(&g, evs[e]->plan, evs[e]->nplan, msg);
-	if (ret >= 0)
-		ret = plan_group(&g, msg);
-	if (!ret)
-		ret = regroup(&g, msg);
 out:
-	group_release(&g);
-	return ret;
+	return group_finish(&g, ret, msg);
 }
 
 int dpd_combine_remove(struct dpd_proc *p, const struct dpd_event *ev, struct dp_err *msg)
@@ -523,13 +530,8 @@ int dpd_combine_remove(struct dpd_proc *p, const struct dpd_event *ev, struct dp
 		}
 	}
 	/* ev has no point in the union: it only named the object. */
-	if (!ret)
-		ret = plan_group(&g, msg);
-	if (!ret)
-		ret = regroup(&g, msg);
 out:
-	group_release(&g);
-	return ret;
+	return group_finish(&g, ret, msg);
 }
 
 bool dpd_combined(const struct dpd_proc *p, const struct dpd_event *ev)
