@@ -791,9 +791,10 @@ static unsigned wait_ms_parse(const char *v, unsigned dflt)
 
 /*
  * How long the constructor waits for GO: not at all in an injected agent,
- * whose constructor runs in the thread the injection created for dlopen
- * (proc/inject.h), never in the thread that runs main: holding it would
- * hold the loader's lock while the daemon is busy installing.  Else
+ * whose constructor runs inside dlopen in the thread the injection created
+ * (proc/inject.h), never in the process's main thread: waiting there would
+ * hold the loader's lock (every dlopen of the program) while the daemon
+ * installs, and the program runs meanwhile anyway.  Else
  * DP_APP_ENV_WAIT when `lttng trace` set it, else
  * DPA_CONTROL_ENV_REGISTER_TIMEOUT, else DPA_CONTROL_REGISTER_TIMEOUT_MS.
  */
