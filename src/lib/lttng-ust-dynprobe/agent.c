@@ -6,7 +6,9 @@
  * handler, no socket here.  The SIGTRAP handler comes with the first int3
  * site (trap.c), per-thread state with a thread's first hit (probe.c), and
  * everything else with the control thread, which finds no daemon and stays
- * idle when there is none.
+ * idle when there is none.  The one wait: a preloaded agent holds the
+ * constructor until the daemon has installed the path-wide probes that
+ * apply to this process (bounded; control.h).
  */
 #include <pthread.h>
 

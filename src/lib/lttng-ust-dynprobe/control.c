@@ -11,6 +11,7 @@
  * forking thread could hold.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -37,6 +38,8 @@
 #define CONNECT_TIMEOUT_S 2
 /* While int3 sites exist, how often the SIGTRAP handler is checked. */
 #define TRAP_CHECK_MS 1000
+/* A wait for GO without a time limit (a wait of -1 in the environment). */
+#define NO_LIMIT UINT_MAX
 
 struct probe_rec {
 	struct dp_app_probe info;	/* id, site, flags, event (stats filled on demand) */
@@ -68,7 +71,7 @@ static struct {
 };
 
 /*
- * The constructor's wait for GO (app.h, DP_APP_ENV_WAIT): `released` once the
+ * The constructor's wait for GO (control.h): `released` once the
  * daemon said GO, or once there is nothing to wait for (no daemon, a refusal,
  * a lost connection).  Separate from ctl.lock, which the control thread
  * takes while serving the very requests the constructor waits on.
@@ -770,23 +773,50 @@ static bool env_flag(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
-/* DP_APP_ENV_WAIT: 0 for no wait, else the longest wait in milliseconds. */
-static unsigned wait_ms_from_env(void)
+/*
+ * Parses a wait in milliseconds: 0 for none, -1 for no limit (NO_LIMIT), or
+ * a positive number; dflt for anything else.
+ */
+static unsigned wait_ms_parse(const char *v, unsigned dflt)
 {
-	const char *v = secure_getenv(DP_APP_ENV_WAIT);
 	char *end;
-	unsigned long ms;
+	long ms;
 
-	if (!v || !*v || !strcmp(v, "0"))
-		return 0;
 	errno = 0;
-	ms = strtoul(v, &end, 10);
-	if (errno || *end || !ms || ms > 600000)
-		return DP_APP_WAIT_DEFAULT_MS;
-	return (unsigned)ms;
+	ms = strtol(v, &end, 10);
+	if (errno || end == v || *end || ms < -1 || ms > 3600000)
+		return dflt;
+	return ms == -1 ? NO_LIMIT : (unsigned)ms;
 }
 
-/* Holds the caller (the constructor) until GO, or at most ms milliseconds. */
+/*
+ * How long the constructor waits for GO: not at all in an injected agent,
+ * whose constructor runs inside dlopen in the thread the injection created
+ * (proc/inject.h), never in the process's main thread: waiting there would
+ * hold the loader's lock (every dlopen of the program) while the daemon
+ * installs, and the program runs meanwhile anyway.  Else
+ * DP_APP_ENV_WAIT when `lttng trace` set it, else
+ * DPA_CONTROL_ENV_REGISTER_TIMEOUT, else DPA_CONTROL_REGISTER_TIMEOUT_MS.
+ */
+static unsigned wait_ms_from_env(void)
+{
+	const char *v;
+
+	if (gettid() != getpid()) {
+		dbg("loaded by a thread other than the main one: no wait for the daemon");
+		return 0;
+	}
+	v = secure_getenv(DP_APP_ENV_WAIT);
+	if (v && *v)
+		return wait_ms_parse(v, DP_APP_WAIT_DEFAULT_MS);
+	v = secure_getenv(DPA_CONTROL_ENV_REGISTER_TIMEOUT);
+	if (v && *v)
+		return wait_ms_parse(v, DPA_CONTROL_REGISTER_TIMEOUT_MS);
+	return DPA_CONTROL_REGISTER_TIMEOUT_MS;
+}
+
+/* Holds the caller (the constructor) until GO, or at most ms milliseconds
+ * (NO_LIMIT: until GO, or until no daemon answers). */
 static void go_wait(unsigned ms)
 {
 	struct timespec until;
@@ -800,7 +830,9 @@ static void go_wait(unsigned ms)
 	}
 	pthread_mutex_lock(&go.lock);
 	while (!go.released) {
-		if (pthread_cond_timedwait(&go.cond, &go.lock, &until) == ETIMEDOUT) {
+		if (ms == NO_LIMIT) {
+			pthread_cond_wait(&go.cond, &go.lock);
+		} else if (pthread_cond_timedwait(&go.cond, &go.lock, &until) == ETIMEDOUT) {
 			dbg("no GO from the daemon within %u ms: running anyway", ms);
 			break;
 		}
@@ -839,7 +871,8 @@ int dpa_control_start(void)
 	}
 	wait_ms = wait_ms_from_env();
 	ret = thread_spawn();
-	/* lttng trace: the probes go in before the program's main runs. */
+	/* The path-wide probes (and those of lttng trace) go in before the
+	 * program's main runs. */
 	if (!ret && wait_ms)
 		go_wait(wait_ms);
 	return ret;

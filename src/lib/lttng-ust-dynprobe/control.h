@@ -6,10 +6,17 @@
  * patches the daemon wrote (and registering int3 sites), listing.
  *
  * The library constructor calls dpa_control_start() once, the destructor
- * dpa_control_stop(); both return at once and never block the loader, but
- * for one case: with DP_APP_ENV_WAIT in the environment (`lttng trace`),
- * dpa_control_start() waits for the daemon's GO (its probes installed), at
- * most that many milliseconds, and not at all when no daemon answers.
+ * dpa_control_stop().  A preloaded agent (LD_PRELOAD, `lttng trace`) holds
+ * its constructor, as lttng-ust does for LTTNG_UST_REGISTER_TIMEOUT, until
+ * the daemon's GO: the daemon sends it after HELLO once it has installed
+ * every enabled path-wide event whose object the process maps (at once when
+ * there are none), so that main runs probed.  The wait is bounded:
+ * DPA_CONTROL_ENV_REGISTER_TIMEOUT milliseconds (default
+ * DPA_CONTROL_REGISTER_TIMEOUT_MS; 0: no wait; -1: no limit), or
+ * DP_APP_ENV_WAIT's when `lttng trace` sets it; it ends as soon as the
+ * connection fails (no daemon: nothing beyond the connection attempt).  An
+ * injected agent never waits: its constructor runs in the thread the
+ * injection created (not the main thread), inside dlopen.
  *
  * The program must not notice it:
  *  - one thread, named "lttng-dynprobe", with every signal blocked;
@@ -35,6 +42,9 @@
 
 /* Environment: logs (the socket's path: DP_APP_ENV_SOCKET, proto/app.h). */
 #define DPA_CONTROL_ENV_DEBUG "LTTNG_DYNPROBE_DEBUG"
+/* Environment: the constructor's longest wait for GO, in milliseconds. */
+#define DPA_CONTROL_ENV_REGISTER_TIMEOUT "LTTNG_DYNPROBE_REGISTER_TIMEOUT"
+#define DPA_CONTROL_REGISTER_TIMEOUT_MS 3000
 
 /* Reconnection delays, in milliseconds. */
 #define DPA_CONTROL_RETRY_FIRST_MS 100
@@ -43,8 +53,7 @@
 /*
  * Starts the control thread (once; later calls do nothing).  0, or -errno
  * when no thread could be started or the socket's path cannot be known
- * (then the agent stays inert).  Waits for the daemon only when asked to
- * (DP_APP_ENV_WAIT, above).
+ * (then the agent stays inert).  Waits for the daemon's GO as above.
  */
 int dpa_control_start(void);
 

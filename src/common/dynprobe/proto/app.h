@@ -72,13 +72,13 @@
  *  - the agent reports everything noted, with counters, in every HELLO:
  *    after a reconnection, and from a forked child (its own pid, what it
  *    inherited);
- *  - GO, after every HELLO once the daemon has installed what it had
- *    pending for that process (the probes of `lttng trace`, which must be in
- *    place before the program's main runs).  An agent started with
- *    DP_APP_ENV_WAIT set in its environment holds its constructor until GO
- *    comes (or the wait's limit passes, or no daemon answers), so that the
- *    program runs nothing before its probes are installed; other agents
- *    only answer it.
+ *  - GO, after every HELLO once the daemon has installed every enabled
+ *    path-wide event whose object the process maps (the probes of `lttng
+ *    trace` among them), which must be in place before the program's main
+ *    runs.  A preloaded agent holds its constructor until GO comes (or the
+ *    wait's limit passes, or no daemon answers: the agent's control.h), so
+ *    that the program runs nothing before its probes are installed; an
+ *    injected agent only answers it.
  */
 #ifndef DP_PROTO_APP_H
 #define DP_PROTO_APP_H
@@ -112,9 +112,9 @@
 #define DP_APP_TIMEOUT_MS 5000
 
 /*
- * The agent's wait for GO: the environment variable that asks for it (its
- * value: the longest wait in milliseconds, or any non-number for the
- * default), and the default.
+ * The agent's wait for GO as `lttng trace` asks for it (its value: the
+ * longest wait in milliseconds, or any non-number for the default), and the
+ * default; it takes precedence over the agent's own default wait.
  */
 #define DP_APP_ENV_WAIT "LTTNG_DYNPROBE_WAIT"
 #define DP_APP_WAIT_DEFAULT_MS 10000

@@ -1,0 +1,109 @@
+#!/bin/bash
+# A program started with the agent preloaded right after a path-wide
+# enable-event runs probed from main on: the agent holds it in its
+# constructor until the daemon has installed the path-wide probes that apply
+# to it (GO), for at most LTTNG_DYNPROBE_REGISTER_TIMEOUT ms.  A short
+# program that calls the probed function 1,000,000 times has every call
+# recorded.  The wait is bounded (a stopped daemon), can be turned off (0),
+# is not made without a daemon, and an injected agent never waits.
+. "$top_srcdir/tests/utils/tap.sh"
+. "$top_srcdir/tests/utils/sessiond.sh"
+dp_isolate "$0" "$@"
+. "$top_srcdir/tests/daemon/common.sh"
+trap dpd_cleanup EXIT
+
+LTTNG=$abs_top_builddir/src/bin/lttng/lttng
+export LTTNG_DYNPROBE_STOCK_LTTNG=${STOCK:-/usr/bin/lttng}
+export LTTNG_DYNPROBE_AGENT=$AGENT
+export LTTNG_DYNPROBE_DAEMON=$DPD
+APP=$builddir/startwait-app
+N=1000000
+
+# run_app NAME ENV...: runs the app (N calls) with the agent preloaded and
+# ENV; its output in $DP_TMP/NAME.out, its status in $st, the calls it made
+# in $calls, and in $delay_ms how long after the launch its main began.
+run_app() {
+	local name=$1 t0
+	shift
+	t0=$(date +%s%N)
+	env LD_PRELOAD="$AGENT" "$@" "$APP" "$N" >"$DP_TMP/$name.out" 2>"$DP_TMP/$name.err"
+	st=$?
+	calls=$(awk '{ print $4 }' "$DP_TMP/$name.out")
+	delay_ms=$(awk -v t0="$t0" '{ printf "%d", ($2 - t0) / 1e6 }' "$DP_TMP/$name.out")
+}
+
+# session NAME: a session whose channel holds a run's events without loss
+# (2 events a call), the path-wide --function sw_work enabled in it.
+session() {
+	dp_lttng create "$1" --output="$DP_TMP/trace-$1" >/dev/null &&
+		dp_lttng enable-channel -u -s "$1" big --subbuf-size=8M --num-subbuf=8 >/dev/null &&
+		"$LTTNG" --no-sessiond enable-event -u -s "$1" -c big --path "$APP" \
+			--function sw_work w >>"$DP_TMP/lttng.log" 2>&1 &&
+		dp_lttng start "$1" >/dev/null
+}
+
+start_sessiond || tap_bail "no session daemon"
+start_dynprobed || tap_bail "no lttng-dynprobed: $(cat "$DP_TMP/dynprobed.start")"
+
+# ---- every call of a short program started right after enable-event ----
+session s1
+tap_ok $? "session s1: --path startwait-app --function sw_work enabled, started"
+run_app full
+tap_ok $st "the program ran $calls calls, its main $delay_ms ms after its launch"
+dp_lttng stop s1 >/dev/null
+read -r events discarded <<<"$(bt_count "$DP_TMP/trace-s1")"
+[ "$calls" = "$N" ] && [ "$events" = $((2 * N)) ]
+tap_ok $? "every call recorded: $events events for $calls calls (entry and return)"
+[ "$discarded" = 0 ] && [ "$(bt_discarded "$DP_TMP/trace-s1")" = 0 ]
+tap_ok $? "nothing discarded ($discarded discarded-event messages)"
+grep -q "process [0-9]* started with the agent: dynprobe:w_entry: installed" "$DP_TMP/dynprobed.log"
+tap_ok $? "the daemon installed the path-wide event when the agent said HELLO"
+dp_lttng destroy s1 >/dev/null
+
+# ---- LTTNG_DYNPROBE_REGISTER_TIMEOUT=0: no wait, still correct ----
+session s2
+run_app nowait LTTNG_DYNPROBE_REGISTER_TIMEOUT=0
+[ "$st" = 0 ] && [ "$calls" = "$N" ]
+tap_ok $? "LTTNG_DYNPROBE_REGISTER_TIMEOUT=0: the program ran all its $calls calls, main $delay_ms ms after its launch"
+dp_lttng stop s2 >/dev/null
+read -r events discarded <<<"$(bt_count "$DP_TMP/trace-s2")"
+[ "$events" -le $((2 * N)) ] &&
+	[ "$(awk '{ print $6 }' "$DP_TMP/full.out")" = "$(awk '{ print $6 }' "$DP_TMP/nowait.out")" ]
+tap_ok $? "its results are those of the probed run; $events events recorded (without the wait some may be missed)"
+dp_lttng destroy s2 >/dev/null
+
+# ---- bounded: a daemon that does not answer holds the program that long ----
+session s3
+kill -STOP "$DPD_PID"
+run_app stopped LTTNG_DYNPROBE_REGISTER_TIMEOUT=1000
+kill -CONT "$DPD_PID"
+[ "$st" = 0 ] && [ "$calls" = "$N" ] && [ "$delay_ms" -ge 900 ] && [ "$delay_ms" -lt 2500 ]
+tap_ok $? "a stopped daemon: LTTNG_DYNPROBE_REGISTER_TIMEOUT=1000 holds main $delay_ms ms, then the program runs"
+kill -STOP "$DPD_PID"
+run_app stopped0 LTTNG_DYNPROBE_REGISTER_TIMEOUT=0
+kill -CONT "$DPD_PID"
+[ "$st" = 0 ] && [ "$calls" = "$N" ] && [ "$delay_ms" -lt 500 ]
+tap_ok $? "a stopped daemon: LTTNG_DYNPROBE_REGISTER_TIMEOUT=0 does not hold it (main after $delay_ms ms)"
+dp_lttng destroy s3 >/dev/null
+
+# ---- an injected agent does not wait in its constructor ----
+session s4
+start_target inj "$builddir/target-pie" "$DP_TMP/shm-inj" 1 1 5000 || tap_bail "no target"
+tpid=$TARGET_PID
+"$LTTNG" --no-sessiond enable-event -u -s s4 -c big --path "$builddir/target-pie" \
+	--pid "$tpid" --function dp_work inj >>"$DP_TMP/lttng.log" 2>&1
+tap_ok $? "enable-event --pid $tpid: the agent injected into a running process"
+ms=$(sed -nE "s/.*process $tpid: agent injected \(([0-9]+)\.[0-9]+ ms.*/\1/p" \
+	"$DP_TMP/dynprobed.log" | head -n1)
+[ -n "$ms" ] && [ "$ms" -lt 1500 ]
+tap_ok $? "its load (dlopen and constructor) took $ms ms: no wait for GO"
+kill -TERM "$tpid" 2>/dev/null
+dp_lttng destroy s4 >/dev/null
+
+# ---- without a daemon: the program runs at once ----
+stop_dynprobed
+tap_ok $? "the daemon exits"
+run_app nodaemon
+[ "$st" = 0 ] && [ "$calls" = "$N" ] && [ "$delay_ms" -lt 500 ]
+tap_ok $? "no daemon: the program runs normally, main $delay_ms ms after its launch"
+tap_done
