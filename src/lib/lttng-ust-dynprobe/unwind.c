@@ -211,7 +211,29 @@ static inline bool read_word(const struct dp_regs *regs, const struct stack_span
 	return !dpa_mem_read(regs, NULL, v, addr, sizeof(*v));
 }
 
-static unsigned bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth)
+/*
+ * The rule for a pc no table covers (hand-written assembly without CFI
+ * directives, generated code): at a function's first instruction the
+ * return address is at [rsp]; elsewhere the frame-pointer rule, as bt_fp
+ * reads it.  false when neither applies.
+ */
+static bool no_table_rule(const struct dp_regs *regs, const struct stack_span *span, bool entry,
+			  uint64_t sp, uint64_t *bp, bool *bp_known, uint64_t *cfa, uint64_t *ra)
+{
+	if (entry) {
+		*cfa = sp + 8;
+		return read_word(regs, span, sp, ra);
+	}
+	if (!*bp_known || *bp < sp)
+		return false;
+	*cfa = *bp + 16;
+	if (!read_word(regs, span, *bp + 8, ra))
+		return false;
+	*bp_known = read_word(regs, span, *bp, bp);
+	return true;
+}
+
+static unsigned bt_cfi(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth)
 {
 	const struct dpa_cfi_set *set = dpa_cfi_current();
 	const struct dpa_cfi_obj *hint = NULL;
@@ -224,13 +246,22 @@ static unsigned bt_cfi(const struct dp_regs *regs, uint64_t *out, unsigned depth
 		return 0;
 	out[n++] = pc;
 	stack_span_get(regs, &span);
-	while (n < depth && set) {
+	while (n < depth) {
 		/* A return address is after its call: its row is the call's. */
 		uint64_t at = exact ? pc : pc - 1, cfa, ra;
-		const struct dp_cfi_row *row = cfi_row(set, at, &hint);
+		const struct dp_cfi_row *row = set ? cfi_row(set, at, &hint) : NULL;
 
-		if (!row)
-			break;
+		if (!row) {
+			if (!no_table_rule(regs, &span, exact && at_entry, sp, &bp, &bp_known, &cfa,
+					   &ra) ||
+			    cfa <= sp || !code_address(ra))
+				break;
+			out[n++] = ra;
+			pc = ra;
+			sp = cfa;
+			exact = false;
+			continue;
+		}
 		switch (row->kind) {
 		case DP_CFI_RSP:
 			cfa = sp + (int64_t)row->cfa_off;
@@ -291,7 +322,7 @@ unsigned dpa_bt_walk(unsigned walker, const struct dp_regs *regs, bool at_entry,
 {
 	switch (walker) {
 	case DP_BT_CFI:
-		return bt_cfi(regs, out, depth);
+		return bt_cfi(regs, at_entry, out, depth);
 	case DP_BT_LIBUNWIND:
 		return bt_libunwind(regs, out, depth, scratch);
 	default:
