@@ -79,18 +79,6 @@ a_steps() {
 		awk '{ v = strtonum($1); if (NR > 1 && v != p + 1) bad++; p = v } END { printf "%d %d\n", NR, bad }'
 }
 
-# tap_todo STATUS DESC REASON: a check of a known bug: "# TODO REASON"
-# (automake counts it as XFAIL, and as XPASS, a failure, once it passes).
-tap_todo() {
-	tap_count=$((tap_count + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $tap_count - $2 # TODO $3"
-	else
-		echo "not ok $tap_count - $2 # TODO $3"
-	fi
-	return "$1"
-}
-
 # ---- a running program, two sessions ----------------------------------
 LD_PRELOAD=$LTTNG_DYNPROBE_AGENT "$TARGET" --loop &
 loop=$!
@@ -267,14 +255,11 @@ for i in $(seq 50); do
 	same_as_file "$loop" "$TARGET" foo "$FOO_LEN" && break
 	sleep 0.1
 done
-# Known bug: after the load and start, destroying both sessions leaves
-# fb's return jump (foo+0x9, e9 ...) in the running process, while the same
-# destroy before the round trip (above) restores every byte.  Reported as a
-# TAP TODO (an expected failure) until fixed; passing, it becomes an
-# unexpected pass, which fails the suite so that the marker is removed.
+# After the load and start, the destroy removes events whose patches were
+# planned together in another order than before the round trip: the bytes
+# must come back all the same.
 same_as_file "$loop" "$TARGET" foo "$FOO_LEN"
-tap_todo $? "foo's $FOO_LEN bytes in the running $loop are the file's" \
-	"a loaded session's destroy leaves foo's return patch" ||
+tap_ok $? "foo's $FOO_LEN bytes in the running $loop are the file's" ||
 	tap_diag "in $loop: $(site_bytes "$loop" "$(runtime_addr "$loop" "$TARGET" "$(sym_vaddr "$TARGET" foo)")" "$FOO_LEN")"
 # cli-target --loop exits 2 as soon as foo or bar computes wrong.
 kill -0 "$loop" 2>/dev/null

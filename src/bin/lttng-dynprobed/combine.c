@@ -510,6 +510,41 @@ out:
 	return group_finish(&g, ret, msg);
 }
 
+/*
+ * A removal whose joint plan is refused (the new windows would catch a
+ * thread on its way back from a replaced trampoline, a point would no
+ * longer fit): every patch of the group gets its original bytes back, which
+ * is always possible, and the other events are put back with a fresh joint
+ * plan.  Their points are out between the two stops; one that cannot be put
+ * back stays out, said in the log, never left half-patched.
+ */
+static int remove_all_then_readd(struct group *g, struct dp_err *msg)
+{
+	struct dpd_event *others[DPD_SITE_MAX_OWNERS * 4];
+	struct dp_client_proc *none[DPD_SITE_MAX_OWNERS * 4] = { NULL };
+	struct dpd_proc *p = g->p;
+	pid_t pid = p->pid;
+	size_t n = 0;
+	int ret;
+
+	for (size_t e = 0; e < g->nev; e++)
+		if (g->evs[e] != g->leave && n < sizeof(others) / sizeof(others[0]))
+			others[n++] = g->evs[e];
+	dpd_info("process %d: %s", (int)pid, msg->msg);
+	dp_err_clear(msg);
+	ret = apply(g, NULL, 0, g->sites, g->nsites, msg);
+	if (ret || !n)
+		return ret;
+	p = dpd_proc_find(pid);
+	if (!p)
+		return -ESRCH;
+	if (dpd_combine_install(p, others, n, g->bias, none, msg))
+		dpd_err("process %d: the probes taken out with another event's could not be "
+			"put back: %s", (int)pid, msg->msg);
+	dp_err_clear(msg);
+	return 0;
+}
+
 int dpd_combine_remove(struct dpd_proc *p, const struct dpd_event *ev, struct dp_err *msg)
 {
 	struct group g;
@@ -530,8 +565,15 @@ int dpd_combine_remove(struct dpd_proc *p, const struct dpd_event *ev, struct dp
 		}
 	}
 	/* ev has no point in the union: it only named the object. */
+	if (!ret)
+		ret = plan_group(&g, msg);
+	if (!ret)
+		ret = regroup(&g, msg);
+	if (ret == -EBUSY || ret == -ENOTSUP)
+		ret = remove_all_then_readd(&g, msg);
 out:
-	return group_finish(&g, ret, msg);
+	group_release(&g);
+	return ret;
 }
 
 bool dpd_combined(const struct dpd_proc *p, const struct dpd_event *ev)
