@@ -68,3 +68,12 @@ wait_sites() {
 	done
 	return 1
 }
+
+# cli_setup: a private session daemon, and the build tree's lttng-dynprobed
+# and agent for our lttng to start and inject.
+cli_setup() {
+	start_sessiond || tap_bail "no session daemon"
+	export LTTNG_DYNPROBE_AGENT=$top_builddir/src/lib/lttng-ust-dynprobe/.libs/liblttng-ust-dynprobe.so.0
+	export LTTNG_DYNPROBE_DAEMON=$top_builddir/src/bin/lttng-dynprobed/lttng-dynprobed
+	[ -x "$LTTNG_DYNPROBE_DAEMON" ] || tap_bail "no lttng-dynprobed in the build tree"
+}

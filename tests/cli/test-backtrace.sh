@@ -8,10 +8,7 @@
 . "$top_srcdir/tests/utils/sessiond.sh"
 . "$top_srcdir/tests/cli/cli.sh"
 dp_isolate "$0" "$@"
-start_sessiond || tap_bail "no session daemon"
-export LTTNG_DYNPROBE_AGENT=$top_builddir/src/lib/lttng-ust-dynprobe/.libs/liblttng-ust-dynprobe.so.0
-export LTTNG_DYNPROBE_DAEMON=$top_builddir/src/bin/lttng-dynprobed/lttng-dynprobed
-[ -x "$LTTNG_DYNPROBE_DAEMON" ] || tap_bail "no lttng-dynprobed in the build tree"
+cli_setup
 
 # main's bounds in the file, from its symbol.
 read -r main_lo main_size < <(nm -S "$TARGET" | awk '$4 == "main" { print $1, $2 }')

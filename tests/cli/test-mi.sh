@@ -13,10 +13,7 @@
 dp_isolate "$0" "$@"
 command -v xmllint >/dev/null || tap_bail "xmllint is missing (libxml2-utils, tools/deps.sh)"
 command -v xsltproc >/dev/null || tap_bail "xsltproc is missing (tools/deps.sh)"
-start_sessiond || tap_bail "no session daemon"
-export LTTNG_DYNPROBE_AGENT=$top_builddir/src/lib/lttng-ust-dynprobe/.libs/liblttng-ust-dynprobe.so.0
-export LTTNG_DYNPROBE_DAEMON=$top_builddir/src/bin/lttng-dynprobed/lttng-dynprobed
-[ -x "$LTTNG_DYNPROBE_DAEMON" ] || tap_bail "no lttng-dynprobed in the build tree"
+cli_setup
 
 XSD=${LTTNG_MI_XSD:-}
 for f in /usr/share/xml/lttng/lttng-mi-4.1.xsd /usr/local/share/xml/lttng/lttng-mi-4.1.xsd; do

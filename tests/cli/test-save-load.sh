@@ -10,10 +10,7 @@
 . "$top_srcdir/tests/cli/cli.sh"
 dp_isolate "$0" "$@"
 command -v xmllint >/dev/null || tap_bail "xmllint is missing (libxml2-utils, tools/deps.sh)"
-start_sessiond || tap_bail "no session daemon"
-export LTTNG_DYNPROBE_AGENT=$top_builddir/src/lib/lttng-ust-dynprobe/.libs/liblttng-ust-dynprobe.so.0
-export LTTNG_DYNPROBE_DAEMON=$top_builddir/src/bin/lttng-dynprobed/lttng-dynprobed
-[ -x "$LTTNG_DYNPROBE_DAEMON" ] || tap_bail "no lttng-dynprobed in the build tree"
+cli_setup
 XSD=/usr/share/xml/lttng/session.xsd
 [ -f "$XSD" ] || tap_bail "no $XSD (liblttng-ctl0)"
 

@@ -26,11 +26,8 @@ dp_isolate "$0" "$@"
 abs_top_builddir=$top_builddir
 . "$top_srcdir/tests/daemon/common.sh"
 command -v xmllint >/dev/null || tap_bail "xmllint is missing (libxml2-utils, tools/deps.sh)"
-export LTTNG_DYNPROBE_AGENT=$top_builddir/src/lib/lttng-ust-dynprobe/.libs/liblttng-ust-dynprobe.so.0
-export LTTNG_DYNPROBE_DAEMON=$top_builddir/src/bin/lttng-dynprobed/lttng-dynprobed
-[ -x "$LTTNG_DYNPROBE_DAEMON" ] || tap_bail "no lttng-dynprobed in the build tree"
 [ -x "$TARGET" ] || tap_bail "no $TARGET (make -C tests/cli cli-target)"
-start_sessiond || tap_bail "no session daemon"
+cli_setup
 DP_DAEMON_RUNS=1
 NS='urn:lttng-dynprobe:mi:1'
 FOO_LEN=14
