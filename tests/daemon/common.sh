@@ -160,3 +160,19 @@ wait_events() {
 	done
 	return 1
 }
+
+# seen SESSION [EVENT[>N]...]: wait_events in SESSION's trace, the session
+# started again after; without EVENT, its trace as it is now.
+seen() {
+	local s=$1 st
+	shift
+	wait_events "$s" "$DP_TMP/trace-$s" "$@"
+	st=$?
+	dp_lttng start "$s" >/dev/null
+	return "$st"
+}
+
+# count EVENT: its records in the trace read last (seen, wait_events).
+count() {
+	grep -c "^$1:" "$DP_TMP/events"
+}

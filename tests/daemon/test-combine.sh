@@ -14,18 +14,6 @@ trap dpd_cleanup EXIT
 PIE=$builddir/target-pie
 LEN=64
 
-seen() {
-	local s=$1 st
-	shift
-	wait_events "$s" "$DP_TMP/trace-$s" "$@"
-	st=$?
-	dp_lttng start "$s" >/dev/null
-	return "$st"
-}
-
-count() {
-	grep -c "^$1:" "$DP_TMP/events"
-}
 
 start_sessiond || tap_bail "no session daemon"
 start_dynprobed || tap_bail "lttng-dynprobed does not start: $(cat "$DP_TMP/dynprobed.start")"

@@ -16,21 +16,6 @@ PIE=$builddir/target-pie
 # dp_work and the bytes after it, where its return sites' hops may go.
 LEN=64
 
-# seen SESSION [EVENT[>N]...]: wait_events in SESSION's trace, the session
-# started again after; without EVENT, its trace as it is now.
-seen() {
-	local s=$1 st
-	shift
-	wait_events "$s" "$DP_TMP/trace-$s" "$@"
-	st=$?
-	dp_lttng start "$s" >/dev/null
-	return "$st"
-}
-
-# count EVENT: its records in the trace read last.
-count() {
-	grep -c "^$1:" "$DP_TMP/events"
-}
 
 # more SESSION EVENT...: whether SESSION records more of every EVENT than
 # its trace holds now.
