@@ -527,9 +527,16 @@ static int remove_all_then_readd(struct group *g, struct dp_err *msg)
 	size_t n = 0;
 	int ret;
 
-	for (size_t e = 0; e < g->nev; e++)
-		if (g->evs[e] != g->leave && n < sizeof(others) / sizeof(others[0]))
-			others[n++] = g->evs[e];
+	for (size_t e = 0; e < g->nev; e++) {
+		if (g->evs[e] == g->leave)
+			continue;
+		if (n == sizeof(others) / sizeof(others[0])) {
+			dpd_err("process %d: more events than %zu share these patches: the others "
+				"are not put back", (int)pid, n);
+			break;
+		}
+		others[n++] = g->evs[e];
+	}
 	dpd_info("process %d: %s", (int)pid, msg->msg);
 	dp_err_clear(msg);
 	ret = apply(g, NULL, 0, g->sites, g->nsites, msg);
