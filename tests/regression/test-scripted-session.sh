@@ -76,6 +76,15 @@ a_steps() {
 		awk '{ v = strtonum($1); if (NR > 1 && v != p + 1) bad++; p = v } END { printf "%d %d\n", NR, bad }'
 }
 
+# a_record: session A records the running program for 3 s (about 30 calls
+# of foo), then its trace is read once: a stop in between would leave a gap
+# of calls no session recorded, which a_steps would count as missed.
+a_record() {
+	sleep 3
+	events A
+	read -r n_a bad_a <<<"$(a_steps)"
+}
+
 # ---- a running program, two sessions ----------------------------------
 LD_PRELOAD=$LTTNG_DYNPROBE_AGENT "$TARGET" --loop &
 loop=$!
@@ -139,12 +148,7 @@ done
 [ "$n_loop" -gt 0 ] && [ "$n_loopp" -gt 0 ]
 tap_ok $? "B recorded the running $loop too ($n_loop fb_entry, $n_loopp fp)"
 # More than a few calls of the running program (ten a second).
-for i in $(seq 50); do
-	events A
-	read -r n_a bad_a <<<"$(a_steps)"
-	[ "$n_a" -gt 3 ] && break
-	sleep 0.2
-done
+a_record
 [ "$n_a" -gt 3 ] && [ "$bad_a" -eq 0 ]
 tap_ok $? "A: $n_a pa events in $loop, rdi = each call's argument, none missed ($bad_a breaks)"
 grep -m1 '^dynprobe:pa: ' "$DP_TMP/ev-A" | grep -q 'backtrace = '
@@ -229,12 +233,7 @@ b_of "$app" >"$DP_TMP/b2"
 cmp -s "$DP_TMP/b1" "$DP_TMP/b2" && [ -s "$DP_TMP/b2" ]
 tap_ok $? "item 4: B's events and payloads after the round trip are the first run's ($(wc -l <"$DP_TMP/b2") events)" ||
 	tap_diag "$(diff "$DP_TMP/b1" "$DP_TMP/b2" | head -6)"
-for i in $(seq 50); do
-	events A
-	read -r n_a bad_a <<<"$(a_steps)"
-	[ "$n_a" -gt 3 ] && break
-	sleep 0.2
-done
+a_record
 fields() {
 	grep -m1 '^dynprobe:pa: ' "$1" | sed -E 's/= [^,}]*/=/g; s/\[[^]]*\]//g'
 }
