@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc/proc-status.h"
 #include "proc/ptrace.h"
 #include "tap.h"
 
@@ -85,25 +86,16 @@ static void churn(void)
 	}
 }
 
-/* The state letter of /proc/PID/task/TID/stat, or 0 when the task is gone. */
+/* The state letter of thread tid of pid, or 0 when the thread is gone. */
 static char task_state(pid_t pid, pid_t tid)
 {
-	char path[96], buf[512], *rp;
-	FILE *f;
-	size_t n;
+	struct dp_proc_status st;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	rp = strrchr(buf, ')');
-	return rp && rp[1] == ' ' ? rp[2] : 0;
+	return dp_proc_status_read(pid, tid, &st) ? 0 : st.state;
 }
 
-/* The threads of pid now (at most max). */
+/* The threads of pid now (at most max), read here and not through
+ * dp_proc_tasks: the attach under test lists threads with it. */
 static size_t list_tasks(pid_t pid, pid_t *tids, size_t max)
 {
 	char path[64];

@@ -7,7 +7,6 @@
  * that stop the way the kernel expects it to (a held signal goes back with
  * the resume or the detach, a job-control stop is listened to, not broken).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -595,23 +594,24 @@ static int seize_denied(struct dp_proc *p, pid_t tid, bool *skip)
 	return dp_proc_explain_eperm(p->pid, &p->err);
 }
 
-/* One pass over /proc/PID/task; returns how many threads were added. */
+/* One pass over pid's threads (dp_proc_tasks); returns how many were added. */
 static int seize_pass(struct dp_proc *p)
 {
-	char path[64];
-	struct dirent *de;
-	int added = 0, ret = 0;
-	DIR *d;
+	pid_t *tids;
+	size_t n;
+	int added = 0, ret = dp_proc_tasks(p->pid, &tids, &n);
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)p->pid);
-	d = opendir(path);
-	if (!d)
+	if (ret) {
+		free(tids);
+		if (ret == -ENOMEM)
+			return dp_err_set(&p->err, -ENOMEM, "out of memory");
 		return dp_err_set(&p->err, -DP_PROC_ENOPROC, "pid %d exited", (int)p->pid);
-	while ((de = readdir(d))) {
-		pid_t tid = (pid_t)atoi(de->d_name);
+	}
+	for (size_t i = 0; i < n; i++) {
+		pid_t tid = tids[i];
 		bool skip;
 
-		if (tid <= 0 || dp__thread(p, tid))
+		if (dp__thread(p, tid))
 			continue;
 		if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)SEIZE_OPTIONS) == 0) {
 			if (!add_thread(p, tid, 0)) {
@@ -634,7 +634,7 @@ static int seize_pass(struct dp_proc *p)
 		added += ret;
 		ret = 0;
 	}
-	closedir(d);
+	free(tids);
 	return ret < 0 ? ret : added;
 }
 
