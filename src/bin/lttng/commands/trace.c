@@ -419,8 +419,7 @@ static void kill_child(pid_t pid)
 	int status;
 
 	kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	dp_wait(pid, &status);
 }
 
 /*
@@ -434,15 +433,14 @@ static int run_command(struct trace *t, char **argv, int *wstatus)
 	int status, r;
 	pid_t pid;
 
-	fflush(NULL);
-	pid = fork();
+	pid = dp_fork(&err);
 	if (pid < 0) {
-		dp_err("fork: %s", strerror(errno));
+		dp_err_print(&err);
 		return -1;
 	}
 	if (!pid)
 		child_exec(argv);
-	if (waitpid(pid, &status, 0) < 0)
+	if (dp_wait(pid, &status))
 		return -1;
 	if (!WIFSTOPPED(status)) {
 		/* The exec failed: the child said why. */
@@ -478,11 +476,7 @@ static int run_command(struct trace *t, char **argv, int *wstatus)
 		kill_child(pid);
 		return -1;
 	}
-	while (waitpid(pid, wstatus, 0) < 0) {
-		if (errno != EINTR)
-			return -1;
-	}
-	return 0;
+	return dp_wait(pid, wstatus) ? -1 : 0;
 }
 
 static void view(struct trace *t)
