@@ -69,7 +69,7 @@ static uint64_t reg_value(const struct dp_regs *regs, unsigned reg)
 	return seg_base(reg);
 }
 
-size_t dpa_ctx_scratch_size(const struct dp_ctx *ctx, size_t nctx)
+size_t dpa_ctx_prepare(const struct dp_ctx *ctx, size_t nctx)
 {
 	size_t total = dp_ctx_list_values_size(ctx, nctx), walker = 0;
 

@@ -19,10 +19,11 @@
 #include "patch/tramp.h"
 #include "spec/ctx.h"
 
-/* Per-thread scratch bytes dpa_ctx_eval needs for these contexts (their
- * strings and backtraces, the walker's state).  From a probe's definition:
- * it also sets up what their stack walkers need (dpa_bt_prepare). */
-size_t dpa_ctx_scratch_size(const struct dp_ctx *ctx, size_t nctx);
+/* At a probe's definition, never from a hit: sets up what the contexts'
+ * stack walkers need (dpa_bt_prepare: the CFI tables), and returns the
+ * per-thread scratch bytes dpa_ctx_eval needs for them (their strings and
+ * backtraces, the walker's state). */
+size_t dpa_ctx_prepare(const struct dp_ctx *ctx, size_t nctx);
 
 /* dpa_ctx_env flags. */
 enum dpa_ctx_eval_flag {
@@ -38,7 +39,7 @@ struct dpa_ctx_env {
 	unsigned flags;				/* enum dpa_ctx_eval_flag */
 	const struct dpa_mem_ranges *own;	/* readable while the hit runs (the
 						   probed object's segments), or NULL */
-	void *scratch;				/* dpa_ctx_scratch_size bytes, 16-aligned */
+	void *scratch;				/* dpa_ctx_prepare bytes, 16-aligned */
 };
 
 /*

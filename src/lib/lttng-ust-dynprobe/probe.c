@@ -201,7 +201,7 @@ DPA_EXPORT struct dpa_probe *dpa_probe_new(uint64_t site, const char *name, unsi
 	/* A site outside any object (generated code) just reads through the
 	 * kernel more often. */
 	dpa_mem_object_ranges(site, &p->own);
-	dpa_scratch_need_raise(p->values_size + dpa_ctx_scratch_size(ctx, nctx));
+	dpa_scratch_need_raise(p->values_size + dpa_ctx_prepare(ctx, nctx));
 	return p;
 }
 
