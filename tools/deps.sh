@@ -16,6 +16,8 @@ packages=(
 	gzip sqlite3 libsqlite3-0 openssl zlib1g-dev
 	# a Rust program probed by its names (tests/cli/test-rust.sh)
 	rustc
+	# a busy interpreter attached by pid (tests/daemon/test-busy.sh)
+	python3
 	# --mi xml and saved sessions checked with an XML parser (tests/cli)
 	libxml2-utils xsltproc
 	# the private session daemon harness (tests/utils/sessiond.sh): unshare
