@@ -273,6 +273,42 @@ struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms)
 	}
 }
 
+/* A MAPPED (an agent's only request): its installs and its reply are to do
+ * from the main loop (a newer cookie covers the older ones). */
+static void agent_request(void *arg, struct dp_app_msg *m)
+{
+	struct dpd_proc *p = arg;
+
+	if (m->type != DP_APP_MAPPED) {
+		dpd_dbg("process %d: unexpected %s", (int)p->pid,
+			dp_app_type_name(m->type) ? dp_app_type_name(m->type) : "message");
+		return;
+	}
+	dpd_dbg("process %d: MAPPED %" PRIu64, (int)p->pid, m->mapped);
+	if (m->mapped > p->mapped) {
+		p->mapped = m->mapped;
+		p->mapped_seq = m->seq;
+	}
+}
+
+int dpd_agent_mapped_reply(struct dpd_proc *p, uint64_t cookie, uint32_t seq)
+{
+	struct dp_app_msg rep = { .type = DP_APP_MAPPED_REPLY, .seq = seq };
+	int ret;
+
+	rep.mapped = cookie;
+	if (p->mapped == cookie)
+		p->mapped = 0;
+	if (p->fd < 0)
+		return -ENOTCONN;
+	ret = dp_app_send(p->fd, &rep, DP_APP_TIMEOUT_MS);
+	if (ret) {
+		dpd_dbg("MAPPED_REPLY to %d: %s", (int)p->pid, strerror(-ret));
+		conn_lost(p);
+	}
+	return ret;
+}
+
 int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg *rep,
 		   struct dp_err *msg)
 {
@@ -285,7 +321,7 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 		dp_err_set(msg, -ENOTCONN, "the agent of process %d is not connected", (int)p->pid);
 		return -ENOTCONN;
 	}
-	ret = dp_app_call(p->fd, req, &p->seq, rep, DP_APP_TIMEOUT_MS, &why);
+	ret = dp_app_call_cb(p->fd, req, &p->seq, rep, DP_APP_TIMEOUT_MS, &why, agent_request, p);
 	if (ret == -EOPNOTSUPP) {
 		dp_err_set(msg, ret, "the agent of process %d does not know %s: it is older than "
 				     "this daemon", (int)p->pid, name);
@@ -356,11 +392,11 @@ void dpd_agent_readable(struct dpd_proc *p)
 	 * or reused by another connection): look again, without waiting. */
 	if (poll(&pfd, 1, 0) <= 0)
 		return;
-	/* Agents only answer; anything else is a closed connection or noise. */
+	/* Agents answer, and say MAPPED; anything else is a closed connection
+	 * or noise. */
 	ret = dp_app_recv(p->fd, &m, DP_APP_TIMEOUT_MS, &why);
 	if (ret == 0) {
-		dpd_dbg("process %d: unexpected %s", (int)p->pid,
-			dp_app_type_name(m.type) ? dp_app_type_name(m.type) : "message");
+		agent_request(p, &m);
 		dp_app_msg_release(&m);
 		return;
 	}

@@ -253,6 +253,9 @@ struct dpd_proc {
 	uint64_t probe_hit;
 	uint8_t minor;			/* the agent's protocol minor */
 	bool go_pending;		/* HELLO seen, pending installs and GO to do */
+	uint64_t mapped;		/* the cookie of a MAPPED to answer after the
+					   pending installs (0: none) */
+	uint32_t mapped_seq;		/* ... and its seq */
 	bool recovered;			/* its HELLO reported patches */
 	uint32_t next_id;
 	uint32_t nprobes;
@@ -305,8 +308,13 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 /* NOTE_INSTALLED and NOTE_REMOVED: 0 or -errno with a message. */
 int dpd_agent_note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dp_err *msg);
 int dpd_agent_note_removed(struct dpd_proc *p, uint64_t site, struct dp_err *msg);
-/* Data on an agent connection outside a call: it closed, or spoke out of turn. */
+/* Data on an agent connection outside a call: it closed, spoke out of turn,
+ * or said MAPPED (then the installs pending for it are to do, and the
+ * reply: p->mapped). */
 void dpd_agent_readable(struct dpd_proc *p);
+/* Answers the MAPPED of that cookie and seq (its installs done); p->mapped
+ * is cleared unless a newer one came.  0 or -errno. */
+int dpd_agent_mapped_reply(struct dpd_proc *p, uint64_t cookie, uint32_t seq);
 /* Checks what a recovered agent reports against the process's code (a
  * patch whose site holds its original bytes is forgotten, and the agent
  * told). */
@@ -414,7 +422,8 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
  */
 int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		     struct dp_client_proc *const *rps);
-/* For every process whose HELLO is waiting: installs what is pending, GO. */
+/* For every process whose HELLO (or MAPPED: a dlopen) is waiting: installs
+ * what is pending, then GO (or MAPPED's reply). */
 void dpd_install_pending(void);
 
 /* ---- remove.c ---- */
