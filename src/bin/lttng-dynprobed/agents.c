@@ -211,6 +211,14 @@ int dpd_agent_accept(void)
 			 (int)cred.pid, (int)cred.pid);
 
 	p = dpd_proc_find(cred.pid);
+	if (p && p->probe_hit && p->probe_hit != hello.hello.probe_hit) {
+		/* Another agent in that pid: the process executed a new image
+		 * (its agent followed it), or the pid was reused.  What we
+		 * knew of it is gone with the old image. */
+		dpd_info("process %d runs a new image", (int)p->pid);
+		dpd_proc_forget(p);
+		p = NULL;
+	}
 	if (!p)
 		p = dpd_proc_add(cred.pid);
 	if (!p) {
