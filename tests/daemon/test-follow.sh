@@ -19,6 +19,7 @@ export LTTNG_DYNPROBE_DAEMON=$DPD
 APP=$builddir/follow-app
 LIB=$builddir/libfollow-lib.so
 N=200000
+NT=2000
 K=8
 
 # session NAME LOCATION PATH: a session whose channel holds every event of
@@ -138,6 +139,36 @@ entries=$(calls s4 entry "$pid2")
 	! grep -q "process $pid2 mapped the object" "$DP_TMP/dynprobed.log"
 tap_ok $? "LTTNG_DYNPROBE_REGISTER_TIMEOUT=0: no MAPPED, the program runs on ($entries of $n2 calls recorded)"
 dp_lttng destroy s4 >/dev/null
+
+# ---- lttng trace --follow-exec: the command's children, probed by pid ----
+# trace_children NAME OPTS...: `lttng trace` of "follow-app spawn K NT"
+# (few calls: trace's channel has the default size, and must lose none); sets
+# $ok to the number of children with every call recorded, $zero to those
+# with none, $children to those that ran.
+trace_children() {
+	local name=$1 pid n e r
+	shift
+	"$LTTNG" trace --no-view -o "$DP_TMP/$name" "$@" -t vpid --function fw_work -- \
+		"$APP" spawn "$K" "$NT" >"$DP_TMP/$name.out" 2>"$DP_TMP/$name.err"
+	st=$?
+	bt_text "$DP_TMP/$name" |
+		sed -nE 's/^dynprobe:fw_work_(entry|return): .*vpid = ([0-9]+).*/\1 \2/p' \
+			>"$DP_TMP/$name.ev"
+	ok=0 zero=0 children=0
+	while read -r _ pid _ n _ _; do
+		children=$((children + 1))
+		e=$(calls "$name" entry "$pid")
+		r=$(calls "$name" return "$pid")
+		[ "$n" = "$NT" ] && [ "$e" = "$n" ] && [ "$r" = "$n" ] && ok=$((ok + 1))
+		[ "$e" = 0 ] && zero=$((zero + 1))
+	done < <(grep '^pid ' "$DP_TMP/$name.out")
+}
+trace_children trfollow --follow-exec
+[ "$st" = 0 ] && [ "$children" = "$K" ] && [ "$ok" = "$K" ]
+tap_ok $? "lttng trace --follow-exec: each of the command's $K children has every call recorded ($ok of $children)"
+trace_children trplain
+[ "$st" = 0 ] && [ "$children" = "$K" ] && [ "$zero" = "$K" ]
+tap_ok $? "lttng trace without --follow-exec: children executed with an environment of their own are not probed ($zero of $children without events)"
 
 # ---- a dlopen with no daemon holds nothing ----
 stop_dynprobed

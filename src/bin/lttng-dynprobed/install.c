@@ -417,6 +417,26 @@ static bool installed_in(const struct dpd_proc *p, const struct dpd_event *ev)
 	return dpd_proc_count_sites(p, ev, &j, &i) > 0;
 }
 
+/*
+ * Whether an event given by pid reaches the process pid: one of its pids, or
+ * a descendant of one (what they fork inherits their patches; what they
+ * execute with the agent following them says HELLO and gets them here).
+ */
+static bool reaches(const struct dpd_event *ev, pid_t pid)
+{
+	for (int up = 0; pid > 1 && up < 64; up++) {
+		struct dp_proc_status st;
+
+		for (uint32_t i = 0; i < ev->npids; i++)
+			if ((pid_t)ev->pids[i] == pid)
+				return true;
+		if (dp_proc_status_read(pid, 0, &st))
+			return false;
+		pid = st.ppid;
+	}
+	return false;
+}
+
 /* The installs pending for p, then GO (go) and MAPPED's reply (p->mapped). */
 static void run_pending(struct dpd_proc *p, bool go)
 {
@@ -440,8 +460,12 @@ static void run_pending(struct dpd_proc *p, bool go)
 		struct dp_client_proc rp;
 
 		/* By path: the owner's own processes, root's included (root
-		 * names other users' processes by pid). */
-		if (!ev->enabled || ev->npids || !ev->obj || ev->owner != p->uid)
+		 * names other users' processes by pid).  By pid: those
+		 * processes and their descendants. */
+		if (!ev->enabled || !ev->obj)
+			continue;
+		if (ev->npids ? (ev->owner != 0 && ev->owner != p->uid) || !reaches(ev, pid)
+			      : ev->owner != p->uid)
 			continue;
 		if (installed_in(p, ev) || !dpd_object_mapped(ev->obj, pid))
 			continue;

@@ -38,7 +38,9 @@
 #ifndef DPA_FOLLOW_H
 #define DPA_FOLLOW_H
 
-#define DPA_FOLLOW_ENV_EXEC "LTTNG_DYNPROBE_FOLLOW_EXEC"
+#include "proto/app.h"
+
+#define DPA_FOLLOW_ENV_EXEC DP_APP_ENV_FOLLOW_EXEC
 
 /* Reads the environment and resolves glibc's functions: once, from the
  * constructor, while the environment is the one the process started with. */

@@ -128,6 +128,9 @@
  * default; it takes precedence over the agent's own default wait.
  */
 #define DP_APP_ENV_WAIT "LTTNG_DYNPROBE_WAIT"
+/* Set (to anything but "" or "0"), the preloaded agent keeps itself in the
+ * environment of every image the process executes (the agent's follow.h). */
+#define DP_APP_ENV_FOLLOW_EXEC "LTTNG_DYNPROBE_FOLLOW_EXEC"
 #define DP_APP_WAIT_DEFAULT_MS 10000
 
 enum dp_app_type {
