@@ -87,6 +87,8 @@ static const struct {
 	{ "a read of 3 bytes", "read", 0, DP_FT_INT, 4, 2, { V_OP(REG, 0, 0), V_OP(DEREF, 3, 0) } },
 	{ "a shift by 64", "shift", 0, DP_FT_INT, 4, 2, { V_OP(REG, 0, 0), V_OP(SHR, 64, 0) } },
 	{ "op 0", "op", 0, DP_FT_INT, 4, 1, { { 0, 0, 0 } } },
+	{ "an extension from 8 bytes", "extension", 0, DP_FT_INT, 8, 2,
+	  { V_OP(REG, 0, 0), V_OP(SEXT, 8, 0) } },
 	{ "pieces that overlap", "overlap", DP_VALUE_LOC_PIECES, DP_FT_INT, 8, 4,
 	  { V_OP(REG, 0, 0), V_OP(PIECE, 4, 0), V_OP(REG, 1, 0), V_OP(PIECE, 2, 2) } },
 	{ "a piece past 8 bytes", "piece", DP_VALUE_LOC_PIECES, DP_FT_INT, 8, 2,

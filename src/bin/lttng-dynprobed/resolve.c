@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "dwarf/dwarf.h"
 #include "dwarf/dwarf-var.h"
 #include "elf/elf.h"
 #include "patch/analysis.h"
@@ -38,8 +39,6 @@ struct seg {
 
 struct obj_priv {
 	struct dpd_object pub;
-	Dwarf *dbg;			/* its DWARF, once asked for */
-	int dbg_err;			/* ... or why there is none */
 	size_t nsegs;
 	struct seg segs[MAX_LOADS];
 };
@@ -223,21 +222,14 @@ int dpd_resolve_ctx(struct dpd_object *o, const char *spec, uint64_t bias, struc
 	return ret;
 }
 
-/* The DWARF of an object, opened once. */
+/* The DWARF of an object (dwarf/dwarf.h finds it and keeps it). */
 static int object_dwarf(struct dpd_object *o, Dwarf **dbg, struct dp_err *msg)
 {
-	struct obj_priv *op = (struct obj_priv *)o;
+	struct dp_dwarf *dw;
+	int ret = dp_dwarf_get(dp_object_elf(o->obj), &dw, msg);
 
-	if (!op->dbg && !op->dbg_err) {
-		op->dbg = dwarf_begin_elf(dp_elf_handle(dp_object_elf(o->obj)), DWARF_C_READ, NULL);
-		if (!op->dbg)
-			op->dbg_err = -ENOENT;
-	}
-	*dbg = op->dbg;
-	if (!op->dbg)
-		return dp_err_set(msg, op->dbg_err, "%s has no DWARF (build it with -g, or "
-				  "install its debug symbols)", o->path);
-	return 0;
+	*dbg = ret ? NULL : dp_dwarf_handle(dw);
+	return ret;
 }
 
 static int var_ctx(struct dpd_object *o, const char *spec, const struct dp_dwarf_at *at,

@@ -174,6 +174,13 @@ static int value_run(const struct dp_value *v, const struct dp_field_desc *type,
 				return ret;
 			stack[sp - 1] = x;
 			break;
+		case DP_VOP_SEXT:
+			x = stack[sp - 1] << (64 - o->arg * 8);
+			stack[sp - 1] = (uint64_t)((int64_t)x >> (64 - o->arg * 8));
+			break;
+		case DP_VOP_ZEXT:
+			stack[sp - 1] &= (1ull << (o->arg * 8)) - 1;
+			break;
 		case DP_VOP_PIECE:
 			x = stack[--sp];
 			if (o->arg < 8)

@@ -5,7 +5,6 @@
  * there (the recipe a var: context would record) or why it cannot be read
  * (optimized out at that address, a location that does not compile).
  */
-#include <elfutils/libdw.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dwarf/dwarf.h"
 #include "dwarf/dwarf-var.h"
 #include "elf/elf.h"
 #include "patch/analysis.h"
@@ -26,6 +26,7 @@ int dp_list_vars(const char *upath, const char *location)
 	const struct dp_function *fn;
 	struct dp_location loc;
 	struct dp_object *obj = NULL;
+	struct dp_dwarf *dw;
 	char *path = dp_abs_path(upath, &err);
 	size_t n = 0, avail = 0;
 	int ret = DP_CMD_ERROR;
@@ -41,12 +42,9 @@ int dp_list_vars(const char *upath, const char *location)
 	    dp_spec_location_resolve(obj, path, &loc, &at.pc, &fn, &err))
 		goto fail;
 	at.elf = dp_elf_handle(dp_object_elf(obj));
-	at.dbg = dwarf_begin_elf(at.elf, DWARF_C_READ, NULL);
-	if (!at.dbg) {
-		dp_err_set(&err, -ENOENT, "%s has no DWARF (build it with -g, or install its debug "
-			   "symbols)", path);
+	if (dp_dwarf_get(dp_object_elf(obj), &dw, &err))
 		goto fail;
-	}
+	at.dbg = dp_dwarf_handle(dw);
 	if (dp_dwarf_vars_list(&at, &v, &n, &err))
 		goto fail;
 	printf("Variables at %s (0x%" PRIx64 ") in %s:\n", location, at.pc, path);
@@ -63,8 +61,6 @@ fail:
 	dp_err_print(&err);
 out:
 	free(v);
-	if (at.dbg)
-		dwarf_end(at.dbg);
 	dp_object_close(obj);
 	free(path);
 	return ret;

@@ -55,6 +55,13 @@ static int op_check(const struct dp_value_op *o, unsigned *depth, uint8_t *piece
 			return dp_err_set(err, -EINVAL, "value recipe: read of %u bytes", o->arg);
 		pops = pushes = 1;
 		break;
+	case DP_VOP_SEXT:
+	case DP_VOP_ZEXT:
+		if (o->arg != 1 && o->arg != 2 && o->arg != 4)
+			return dp_err_set(err, -EINVAL, "value recipe: an extension from %u bytes",
+					  o->arg);
+		pops = pushes = 1;
+		break;
 	case DP_VOP_PIECE:
 		if (o->arg < 1 || o->arg > 8 || o->imm < 0 || o->imm + o->arg > 8)
 			return dp_err_set(err, -EINVAL, "value recipe: a piece outside 8 bytes");
@@ -220,6 +227,8 @@ int dp_value_format(const struct dp_value *v, char *buf, size_t size)
 		case DP_VOP_SHR: put(&o, ">>%u", op->arg); break;
 		case DP_VOP_DEREF: put(&o, "@%u", op->arg); break;
 		case DP_VOP_PIECE: put(&o, "piece%u:%" PRId64, op->arg, op->imm); break;
+		case DP_VOP_SEXT: put(&o, "sext%u", op->arg); break;
+		case DP_VOP_ZEXT: put(&o, "zext%u", op->arg); break;
 		default: put(&o, "?"); break;
 		}
 	}

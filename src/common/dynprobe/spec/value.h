@@ -26,6 +26,10 @@
  *   PIECE n, imm    pop v and put its low n bytes (1..8) at byte imm of the
  *                   piece value (DW_OP_piece: a value assembled from parts;
  *                   a part in memory is a DEREF before its PIECE)
+ *   SEXT n          top = its low n bytes (1, 2, 4), sign-extended to 64 bits
+ *   ZEXT n          top = its low n bytes (1, 2, 4), zero-extended (a narrow
+ *                   value recorded in a wider field: an SDT argument whose
+ *                   sites disagree on its size, DW_OP_convert)
  *
  * Register numbers (one byte): 0..15 the general registers in struct
  * dp_regs order (enum dp_reg: rax rcx rdx rbx rsp rbp rsi rdi r8..r15),
@@ -97,12 +101,15 @@ enum dp_value_opcode {
 	DP_VOP_SHR,
 	DP_VOP_DEREF,
 	DP_VOP_PIECE,
+	DP_VOP_SEXT,
+	DP_VOP_ZEXT,
 };
-#define DP_VOP_LAST DP_VOP_PIECE
+#define DP_VOP_LAST DP_VOP_ZEXT
 
 struct dp_value_op {
 	uint8_t op;		/* enum dp_value_opcode */
-	uint8_t arg;		/* REG: the register; SHR: bits; DEREF, PIECE: bytes */
+	uint8_t arg;		/* REG: the register; SHR: bits; DEREF, PIECE, SEXT,
+				   ZEXT: bytes */
 	int64_t imm;		/* REG, CONST, ADDC, MULC: the number; PIECE: byte offset */
 };
 
