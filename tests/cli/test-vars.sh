@@ -79,5 +79,93 @@ for build in var-target var-target-dwarf4; do
 	same "h$b" handle_return ret "$(printed "h$b" ret)" "$b: ret typed by the return type (long)"
 	grep -m1 "^dynprobe:handle_return: " "$DP_TMP/h$b.ev" | grep -qv "req_len"
 	tap_ok $? "$b: the return event carries ret, not the entry's variables"
+
+	TRACE_OPTS=(--function handle -t args)
+	trace "a$b" "$BIN" 4 alice
+	same "a$b" handle_entry n "$(printed "a$b" n)" "$b: args: n"
+	same "a$b" handle_entry dd "$(printed "a$b" dd)" "$b: args: dd"
+	same "a$b" handle_entry sh "$(printed "a$b" sh)" "$b: args: sh"
+	grep -m1 "^dynprobe:handle_entry: " "$DP_TMP/a$b.ev" |
+		grep -Eq "req = 0x[0-9A-Fa-f]+, n = [0-9]+, c = 7, flag = 1, scale = [0-9.]+, _scale_error = 0, dd = [0-9.]+, _dd_error = 0, small = 200, sh = -3"
+	ok=$?
+	tap_ok $ok "$b: args: every parameter in order, typed (a pointer in hex)"
+	[ $ok -eq 0 ] || tap_diag "$(grep -m1 "^dynprobe:handle_entry: " "$DP_TMP/a$b.ev")"
+
+	# A location list: v in rdi at the entry, in a callee-saved register
+	# after the call; r only after it.
+	TRACE_OPTS=(--probe loclist -t var:v)
+	trace "l$b" "$BIN" 5
+	same "l$b" loclist v "$(printed "l$b" v)" "$b: a location list's entry at the function's entry"
+	TRACE_OPTS=(--probe "$(site "$BIN" loclist_site loclist)" -t var:v -t var:r)
+	trace "m$b" "$BIN" 5
+	ev=$(sed -nE 's/^(dynprobe:loclist[^:]*):.*/\1/p' "$DP_TMP/m$b.ev" | head -1)
+	same "m$b" "${ev#dynprobe:}" v "$(printed "m$b" v)" "$b: the same variable after a call"
+	same "m$b" "${ev#dynprobe:}" r "$(printed "m$b" r)" "$b: a local set by the call"
+
+	# A lexical block whose x hides the function's x.
+	TRACE_OPTS=(--probe "$(site "$BIN" block_site blocks)" -t var:x)
+	trace "b$b" "$BIN" 6
+	ev=$(sed -nE 's/^dynprobe:([^:]*):.*/\1/p' "$DP_TMP/b$b.ev" | head -1)
+	same "b$b" "$ev" x "$(printed "b$b" inner)" "$b: a block's variable hides the outer one"
+
+	# On the stack: a volatile local and an array element (frame base:
+	# the CFA from .eh_frame).
+	TRACE_OPTS=(--probe "$(site "$BIN" stack_site stacked)" -t var:onstack -t var:arr[2])
+	trace "s$b" "$BIN" 7
+	ev=$(sed -nE 's/^dynprobe:([^:]*):.*/\1/p' "$DP_TMP/s$b.ev" | head -1)
+	same "s$b" "$ev" onstack "$(printed "s$b" onstack)" "$b: a local on the stack"
+	same "s$b" "$ev" arr_2 "$(printed "s$b" arr2)" "$b: an array element on the stack"
+
+	# A struct split into two registers (DW_OP_piece).
+	TRACE_OPTS=(--probe "$(site "$BIN" piece_site pieces)" -t var:p.a -t var:p.b)
+	trace "p$b" "$BIN" 8
+	ev=$(sed -nE 's/^dynprobe:([^:]*):.*/\1/p' "$DP_TMP/p$b.ev" | head -1)
+	same "p$b" "$ev" p_a "$(printed "p$b" a)" "$b: a member held in a piece"
+	same "p$b" "$ev" p_b "$(printed "p$b" b)" "$b: the other piece"
 done
+
+# libc's malloc, its DWARF from libc6-dbg (a build-id tree): the parameter
+# is named bytes there.
+MU=$top_builddir/tests/cli/malloc-user
+LIBC=$(ldd "$MU" | awk '$1 ~ /^libc\.so/ { print $3 }')
+TRACE_OPTS=(--path "$LIBC" --function malloc -t var:bytes)
+trace mal "$MU" 12345 777 31
+want=$(sed -nE 's/^malloc ([0-9]+)$/\1/p' "$DP_TMP/mal.out" | sort -n | tr '\n' ' ')
+got=$(sed -nE 's/^dynprobe:malloc_entry: .*[{,] bytes = ([0-9]+).*/\1/p' "$DP_TMP/mal.ev" | sort -n |
+	grep -xE '12345|777|31' | tr '\n' ' ')
+[ -n "$want" ] && [ "$got" = "$want" ]
+tap_ok $? "libc malloc's bytes records exactly the sizes the program allocated ($got; the program: $want)"
+[ "$got" = "$want" ] || tap_diag "$(cat "$DP_TMP/mal.err")" "$(head -3 "$DP_TMP/mal.ev")"
+
+# refused NAME REGEX DESC: the trace was refused with one Error line, and
+# the program never ran.
+refused() {
+	local n
+	n=$(grep -c . "$DP_TMP/$1.err")
+	grep -Eq "^Error: .*$2" "$DP_TMP/$1.err" && [ "$n" -eq 1 ] && ! [ -s "$DP_TMP/$1.out" ]
+	tap_ok $? "$3: $(cat "$DP_TMP/$1.err")"
+}
+BIN=$top_builddir/tests/cli/var-target
+TRACE_OPTS=(--function handle -t var:nosuch)
+trace e1 "$BIN" 3
+refused e1 "no variable 'nosuch' .*in scope there: req, n, c, flag, scale, dd, small, sh" \
+	"an unknown name lists the names in scope"
+TRACE_OPTS=(--probe "$(site "$BIN" dropped_site dropped)" -t var:gone)
+trace e2 "$BIN" 3
+refused e2 "'gone' is optimized out" "a variable with no location is refused as optimized out"
+TRACE_OPTS=(--probe loclist -t var:r)
+trace e3 "$BIN" 3
+refused e3 "'r' is optimized out at 0x[0-9a-f]+: it has a location only at 0x" \
+	"a variable not yet live names where it is"
+TRACE_OPTS=(--function handle -t "var:*req")
+trace e4 "$BIN" 3
+refused e4 "'\*req' is a struct: ask for a member .*: id, len, name, tag, ratio, next" \
+	"a struct without a member lists the members"
+TRACE_OPTS=(--function handle -t var:req-\>nope)
+trace e5 "$BIN" 3
+refused e5 "'req' has no member 'nope' \(its members: id, len, name, tag, ratio, next\)" \
+	"an unknown member lists the members"
+TRACE_OPTS=(--function foo -t var:x)
+trace e6 "$TARGET" 3
+refused e6 "no DWARF" "an object without DWARF for the code is refused"
 tap_done

@@ -39,6 +39,7 @@ struct seg {
 
 struct obj_priv {
 	struct dpd_object pub;
+	bool no_dwarf;			/* a lookup found none: typed returns stop asking */
 	size_t nsegs;
 	struct seg segs[MAX_LOADS];
 };
@@ -229,6 +230,7 @@ static int object_dwarf(struct dpd_object *o, Dwarf **dbg, struct dp_err *msg)
 	int ret = dp_dwarf_get(dp_object_elf(o->obj), &dw, msg);
 
 	*dbg = ret ? NULL : dp_dwarf_handle(dw);
+	((struct obj_priv *)o)->no_dwarf = ret == -ENOENT;
 	return ret;
 }
 
@@ -288,7 +290,10 @@ int dpd_resolve_ret(struct dpd_object *o, const struct dpd_point *pt, bool typed
 {
 	struct dp_dwarf_at at = { .elf = dp_elf_handle(dp_object_elf(o->obj)), .pc = pt->vaddr };
 
-	if (typed && !object_dwarf(o, &at.dbg, NULL) && !dp_dwarf_ret_compile(&at, out, NULL))
+	/* Every return point of every process asks: an object without DWARF
+	 * is looked up once (a var: context looks again). */
+	if (typed && !((struct obj_priv *)o)->no_dwarf && !object_dwarf(o, &at.dbg, NULL) &&
+	    !dp_dwarf_ret_compile(&at, out, NULL))
 		return 0;
 	return dp_ctx_parse("retval", NULL, NULL, out, NULL);
 }

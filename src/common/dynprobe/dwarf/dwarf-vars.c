@@ -363,6 +363,10 @@ static int apply_path(struct vcur *c, const struct dp_var_expr *e, struct dp_err
 			ret = pointee_of(c, &t, &pointee, "dereferenced", err);
 			if (!ret)
 				ret = cur_through(c, &pointee, err);
+			memmove(c->what + 1, c->what, len < sizeof(c->what) - 1 ? len + 1 : len);
+			c->what[0] = '*';
+			c->what[sizeof(c->what) - 1] = '\0';
+			len++;
 			break;
 		}
 		if (len >= sizeof(c->what))
