@@ -10,7 +10,8 @@
  * Enabled: each SDT site patched by jump (over the instructions after the
  * nop for <sys/sdt.h>, over the nop5 in place for ours), recording the
  * probe's three arguments from the registers its note names, and the
- * enabled tracepoint.
+ * enabled tracepoint.  And, for the few real sites where no jump fits, a
+ * nop site patched with an int3.
  *
  * The last line: `sdt-cost: disabled_ratio=R enabled_ratio=R`: our site
  * disabled over the disabled tracepoint, our site enabled over the enabled
@@ -61,18 +62,57 @@ typedef uint64_t (*target_fn)(uint64_t, uint64_t, uint64_t);
  * that code separates), and so does their baseline: a disabled site costs
  * a fraction of a nanosecond, below the noise of one call.
  */
-#define SITES 16
-#define REPEAT16(x) x; x; x; x; x; x; x; x; x; x; x; x; x; x; x; x
+#define SITES 128
+#define REPEAT8(x) x; x; x; x; x; x; x; x
+#define REPEAT16(x) REPEAT8(x); REPEAT8(x)
+#define REPEAT128(x) REPEAT16(REPEAT8(x))
 #define BARRIER __asm__ volatile("" : : : "memory")
 
 TARGET(t_base, 1, (void)0)
-TARGET(t_base16, 8, REPEAT16(BARRIER))
-TARGET(t_sys_off, 2, REPEAT16(DTRACE_PROBE3(dpsdt, sys_off, a, b, c); BARRIER))
-TARGET(t_hdr_off, 3, REPEAT16(LTTNG_DYNPROBE_SDT(dpsdt, hdr_off, a, b, c); BARRIER))
-TARGET(t_tp_off, 4, REPEAT16(lttng_ust_tracepoint(dpsdt, off, a, b, c); BARRIER))
+TARGET(t_base_n, 8, REPEAT128(BARRIER))
+TARGET(t_sys_off, 2, REPEAT128(DTRACE_PROBE3(dpsdt, sys_off, a, b, c); BARRIER))
+TARGET(t_hdr_off, 3, REPEAT128(LTTNG_DYNPROBE_SDT(dpsdt, hdr_off, a, b, c); BARRIER))
+TARGET(t_tp_off, 4, REPEAT128(lttng_ust_tracepoint(dpsdt, off, a, b, c); BARRIER))
 TARGET(t_tp_on, 5, lttng_ust_tracepoint(dpsdt, on, a, b, c))
 TARGET(t_sys_on, 6, DTRACE_PROBE3(dpsdt, sys_on, a, b, c))
 TARGET(t_hdr_on, 7, LTTNG_DYNPROBE_SDT(dpsdt, hdr_on, a, b, c))
+
+/*
+ * A site where only an int3 fits, with the note <sys/sdt.h> would write:
+ * the nop is a branch target and so is the instruction after it (both
+ * branches are never taken), so neither a jump nor a hop has room.
+ */
+uint64_t t_int3_on(uint64_t a, uint64_t b, uint64_t c);
+__asm__(
+	"	.text\n"
+	"	.globl t_int3_on\n"
+	"	.type t_int3_on, @function\n"
+	"t_int3_on:\n"
+	"	.cfi_startproc\n"
+	"	leaq 9(%rdi,%rdi,2), %rax\n"
+	"1:	nop\n"
+	"2:	addq %rsi, %rax\n"
+	"	addq %rdx, %rax\n"
+	"	cmpq $-1, %rdi\n"
+	"	je 1b\n"
+	"	cmpq $-2, %rdi\n"
+	"	je 2b\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	"	.size t_int3_on, . - t_int3_on\n"
+	"	.pushsection .note.stapsdt, \"\", \"note\"\n"
+	"	.balign 4\n"
+	"	.4byte 4f - 3f, 6f - 5f, 3\n"
+	"3:	.asciz \"stapsdt\"\n"
+	"4:	.balign 4\n"
+	"5:	.8byte 1b\n"
+	"	.8byte _.stapsdt.base\n"
+	"	.8byte 0\n"
+	"	.asciz \"dpsdt\"\n"
+	"	.asciz \"int3_on\"\n"
+	"	.asciz \"8@%rdi 8@%rsi 8@%rdx\"\n"
+	"6:	.balign 4\n"
+	"	.popsection\n");
 
 static double now_ns(void)
 {
@@ -130,11 +170,12 @@ static const struct dp_sdt_probe *note_of(const char *name, size_t want)
 }
 
 /*
- * Probes the site of dpsdt:NAME by jump, recording its arguments: each one
- * a 64-bit register as the note says, a reg: context.  `form` is what the
- * site's bytes must be (the row measures that form).
+ * Probes the site of dpsdt:NAME, recording its arguments: each one a 64-bit
+ * register as the note says, a reg: context.  `form` is what the site's
+ * bytes must be and `method` how it must be placed (what its row measures).
  */
-static int enable(const char *name, const uint8_t *form, size_t formlen)
+static int enable(const char *name, const uint8_t *form, size_t formlen,
+		  enum dp_site_method method)
 {
 	const struct dp_sdt_probe *note = note_of(name, 1);
 	struct dp_ctx ctx[3];
@@ -183,14 +224,18 @@ static int enable(const char *name, const uint8_t *form, size_t formlen)
 	ret = dp_plan_site(self, note->pc, &plan);
 	if (ret)
 		return ret;
-	if (plan.method != DP_SITE_JUMP) {
-		fprintf(stderr, "sdt-cost: dpsdt:%s: planned %s (%s), not a jump\n", name,
-			dp_site_method_str(plan.method), dp_reason_str(plan.reason));
+	if (plan.method != method) {
+		fprintf(stderr, "sdt-cost: dpsdt:%s: planned %s (%s), not %s\n", name,
+			dp_site_method_str(plan.method), dp_reason_str(plan.reason),
+			dp_site_method_str(method));
 		return -EINVAL;
 	}
 	arg = p;
 	ret = dp_inproc_prepare(pool, site, &plan, bias, dp_probe_hit, &arg, dp_vec_save_detect(),
 				&why);
+	if (!ret && method == DP_SITE_INT3)
+		ret = dpa_trap_add(site->win.addr, site->tramp.insn_at[0],
+				   (struct dpa_probe *const *)&arg, 1);
 	return ret ? ret : dp_inproc_commit(pool, site);
 }
 
@@ -200,6 +245,7 @@ struct row {
 	const char *what;
 	target_fn fn;
 	unsigned sites;		/* per call */
+	unsigned slow;		/* calls per batch divided by this */
 	double ns;		/* per site */
 };
 
@@ -210,15 +256,16 @@ int main(int argc, char **argv)
 	uint64_t iters = argc > 1 ? strtoull(argv[1], NULL, 0) : 2000000;
 	struct dp_err err = DP_ERR_INIT;
 	struct row rows[] = {
-		{ "disabled: LTTng-UST tracepoint, 3 integers", t_tp_off, SITES, 0 },
-		{ "disabled: <sys/sdt.h> site (nop)", t_sys_off, SITES, 0 },
-		{ "disabled: <lttng/dynprobe/sdt.h> site (nop; nop5)", t_hdr_off, SITES, 0 },
-		{ "enabled: LTTng-UST tracepoint, 3 integers", t_tp_on, 1, 0 },
-		{ "enabled: <sys/sdt.h> site, jump, 3 registers", t_sys_on, 1, 0 },
-		{ "enabled: <lttng/dynprobe/sdt.h> site, jump, 3 registers", t_hdr_on, 1, 0 },
+		{ "disabled: LTTng-UST tracepoint, 3 integers", t_tp_off, SITES, 1, 0 },
+		{ "disabled: <sys/sdt.h> site (nop)", t_sys_off, SITES, 1, 0 },
+		{ "disabled: <lttng/dynprobe/sdt.h> site (nop; nop5)", t_hdr_off, SITES, 1, 0 },
+		{ "enabled: LTTng-UST tracepoint, 3 integers", t_tp_on, 1, 1, 0 },
+		{ "enabled: <sys/sdt.h> site, jump, 3 registers", t_sys_on, 1, 1, 0 },
+		{ "enabled: <lttng/dynprobe/sdt.h> site, jump, 3 registers", t_hdr_on, 1, 1, 0 },
+		{ "enabled: nop site, int3 (no room for a jump), 3 registers", t_int3_on, 1, 100, 0 },
 	};
 	size_t nrows = sizeof(rows) / sizeof(rows[0]);
-	double base = 1e30, base16 = 1e30;
+	double base = 1e30, base_n = 1e30;
 
 	pool = dp_code_pool_new();
 	self = dp_object_open("/proc/self/exe");
@@ -228,13 +275,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!note_of("sys_off", SITES) || !note_of("hdr_off", SITES) ||
-	    enable("sys_on", nop, sizeof(nop)) || enable("hdr_on", nop_nop5, sizeof(nop_nop5))) {
+	    enable("sys_on", nop, sizeof(nop), DP_SITE_JUMP) ||
+	    enable("hdr_on", nop_nop5, sizeof(nop_nop5), DP_SITE_JUMP) ||
+	    enable("int3_on", nop, sizeof(nop), DP_SITE_INT3)) {
 		fprintf(stderr, "sdt-cost: the probes could not be set up\n");
 		return 1;
 	}
 
 	for (size_t i = 0; i < nrows; i++) {
-		batch(rows[i].fn, iters / 10);	/* warm up */
+		batch(rows[i].fn, iters / 10 / rows[i].slow);	/* warm up */
 		rows[i].ns = 1e30;
 	}
 	for (int r = 0; r < RUNS; r++) {
@@ -242,21 +291,21 @@ int main(int argc, char **argv)
 
 		if (t < base)
 			base = t;
-		t = batch(t_base16, iters);
-		if (t < base16)
-			base16 = t;
+		t = batch(t_base_n, iters);
+		if (t < base_n)
+			base_n = t;
 		for (size_t i = 0; i < nrows; i++) {
-			t = batch(rows[i].fn, iters);
+			t = batch(rows[i].fn, iters / rows[i].slow);
 			if (t < rows[i].ns)
 				rows[i].ns = t;
 		}
 	}
 	for (size_t i = 0; i < nrows; i++)
-		rows[i].ns = (rows[i].ns - (rows[i].sites > 1 ? base16 : base)) / rows[i].sites;
+		rows[i].ns = (rows[i].ns - (rows[i].sites > 1 ? base_n : base)) / rows[i].sites;
 
 	printf("sdt-cost: ns per site over an unprobed call (%.2f ns; %.2f ns with %d barriers), "
 	       "disabled cases %d sites per call, best of %d rounds of %" PRIu64 " calls\n", base,
-	       base16, SITES, SITES, RUNS, iters);
+	       base_n, SITES, SITES, RUNS, iters);
 	printf("%-56s %8s %8s\n", "case", "ns/site", "ratio");
 	for (size_t i = 0; i < nrows; i++) {
 		const struct row *yard = &rows[i < 3 ? 0 : 3];
