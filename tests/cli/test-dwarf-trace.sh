@@ -21,6 +21,7 @@ SRC=$top_srcdir/tests/cli/dwarf-target.c
 HELPER_LINE=$(grep -n "helper's line" "$SRC" | cut -d: -f1)
 COMMENT_LINE=$(grep -n 'runs the calls' "$SRC" | cut -d: -f1)
 N=12
+name=dwarf_target_c_$HELPER_LINE
 
 # counter FILE NAME: the program's own count.
 counter() {
@@ -54,6 +55,24 @@ trace() {
 	bt_text "$DP_TMP/$name" >"$DP_TMP/$name.ev" 2>/dev/null
 	[ "$tstatus" -eq 0 ] || tap_diag_file "$DP_TMP/$name.out"
 }
+
+# ---- separate debug info, first: the daemon reads DWARF once per build-id,
+# and the stripped copy has the build-id of $T, whose own DWARF would serve.
+id=$(readelf -n "$T" | awk '/Build ID/ { print $3 }')
+mkdir -p "$DP_TMP/debug/.build-id/${id:0:2}" "$DP_TMP/dl/.debug"
+objcopy --only-keep-debug "$T" "$DP_TMP/debug/.build-id/${id:0:2}/${id:2}.debug" &&
+	objcopy --strip-debug "$T" "$DP_TMP/stripped" &&
+	cp "$DP_TMP/debug/.build-id/${id:0:2}/${id:2}.debug" "$DP_TMP/dl/.debug/t.debug" &&
+	objcopy --strip-debug --remove-section=.note.gnu.build-id \
+		--add-gnu-debuglink="$DP_TMP/dl/.debug/t.debug" "$T" "$DP_TMP/dl/t" ||
+	tap_bail "cannot split the debug info"
+BIN=$DP_TMP/stripped trace split --function helper
+tap_check "stripped, DWARF in a build-id tree: every copy ($(nev "$DP_TMP/split.ev" helper_entry))" \
+	[ "$(nev "$DP_TMP/split.ev" helper_entry)" = "$(counter "$DP_TMP/split.counts" helper)" ]
+
+BIN=$DP_TMP/dl/t trace link --probe "dwarf-target.c:$HELPER_LINE"
+tap_check "stripped, no build-id, DWARF behind a debuglink: the line ($(nev "$DP_TMP/link.ev" "$name"))" \
+	[ "$(nev "$DP_TMP/link.ev" "$name")" = "$(counter "$DP_TMP/link.counts" helper)" ]
 
 # ---- every copy of helper ---------------------------------------------
 trace all --function helper
@@ -93,27 +112,10 @@ tap_check "a return per call ($(nev "$DP_TMP/part.ev" check_return))" \
 trace line --probe "dwarf-target.c:$HELPER_LINE"
 c=$DP_TMP/line.counts
 tap_ok $tstatus "trace --probe dwarf-target.c:$HELPER_LINE"
-name=dwarf_target_c_$HELPER_LINE
 tap_check "the event is named FILE_LINE, once per run of the line ($(nev "$DP_TMP/line.ev" "$name"))" \
 	[ "$(nev "$DP_TMP/line.ev" "$name")" = "$(counter "$c" helper)" ]
 got=$(by_function "$DP_TMP/line.ev" "$name" "$T")
 tap_check "the line fires in each copy: $(tr '\n' ' ' <<<"$got")" [ "$got" = "$want" ]
-
-# ---- separate debug info -----------------------------------------------
-id=$(readelf -n "$T" | awk '/Build ID/ { print $3 }')
-mkdir -p "$DP_TMP/debug/.build-id/${id:0:2}" "$DP_TMP/dl/.debug"
-objcopy --only-keep-debug "$T" "$DP_TMP/debug/.build-id/${id:0:2}/${id:2}.debug" &&
-	objcopy --strip-debug "$T" "$DP_TMP/stripped" &&
-	cp "$DP_TMP/debug/.build-id/${id:0:2}/${id:2}.debug" "$DP_TMP/dl/.debug/t.debug" &&
-	objcopy --strip-debug --remove-section=.note.gnu.build-id \
-		--add-gnu-debuglink="$DP_TMP/dl/.debug/t.debug" "$T" "$DP_TMP/dl/t" ||
-	tap_bail "cannot split the debug info"
-BIN=$DP_TMP/stripped trace split --function helper
-tap_check "stripped, DWARF in a build-id tree: every copy ($(nev "$DP_TMP/split.ev" helper_entry))" \
-	[ "$(nev "$DP_TMP/split.ev" helper_entry)" = "$(counter "$DP_TMP/split.counts" helper)" ]
-BIN=$DP_TMP/dl/t trace link --probe "dwarf-target.c:$HELPER_LINE"
-tap_check "stripped, no build-id, DWARF behind a debuglink: the line ($(nev "$DP_TMP/link.ev" "$name"))" \
-	[ "$(nev "$DP_TMP/link.ev" "$name")" = "$(counter "$DP_TMP/link.counts" helper)" ]
 
 # ---- libc's inlined helper -----------------------------------------------
 LIBC=$(ldd "$T" | awk '/libc.so.6/ { print $3 }')
