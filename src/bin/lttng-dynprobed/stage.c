@@ -129,6 +129,15 @@ static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_
 		return -ENOMEM;
 	}
 	p->probes = pr;
+	if (dp_app_ctx_need_ext(ctx, n)) {
+		/* Recipes travel in DEFINE_PROBE_EXT, which older agents lack. */
+		if (p->minor < DP_APP_MINOR_DEFINE_EXT)
+			return dp_err_set(msg, -EPROTONOSUPPORT, "process %d: its agent (protocol "
+					  "1.%u) is older than this daemon and cannot compute "
+					  "typed values; restart the process with this version's "
+					  "agent", (int)p->pid, (unsigned)p->minor);
+		req.type = DP_APP_DEFINE_PROBE_EXT;
+	}
 	req.define_probe.id = p->next_id++;
 	req.define_probe.site = site;
 	req.define_probe.flags = flags;

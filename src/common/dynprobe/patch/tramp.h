@@ -12,6 +12,15 @@
  * clobber with explicit moves chosen from CPUID/XCR0 (zmm0-31 and k0-7, or
  * ymm0-15, or xmm0-15; MXCSR and the x87 control word in every case).
  * Restoring is exact: the interrupted code sees no difference.
+ *
+ * Where the handler finds the vector registers (the contract value
+ * recipes read xmm operands by, spec/value.h): the save area begins
+ * dp_vec_layout(vec).size bytes below the regs pointer rounded down to 64,
+ * register n at n * regsize (its low 16 bytes are xmm n), for the vec the
+ * daemon chose, dp_vec_save_detect() on the same machine.  Every hook saves
+ * every vector register: a trampoline that ever saves fewer (an entry or a
+ * return site, where the ABI keeps only some live) must say so to the
+ * hooks whose probes read them, or keep saving those.
  */
 #ifndef DP_PATCH_TRAMP_H
 #define DP_PATCH_TRAMP_H
@@ -39,9 +48,24 @@ enum dp_vec_save {
 	DP_VEC_AVX512,		/* zmm0-31, k0-7 */
 };
 
-/* What this CPU and kernel enable (CPUID and XCR0). */
+/* What this CPU and kernel enable (CPUID and XCR0).  (vec.c, with the
+ * layout: the agent links it.) */
 enum dp_vec_save dp_vec_save_detect(void);
 const char *dp_vec_save_str(enum dp_vec_save vec);
+
+/* The vector save area: registers, then the mask registers, MXCSR and the
+ * x87 control word; offsets from its start. */
+struct dp_vec_layout {
+	unsigned nregs, regsize;	/* vector registers and their size */
+	unsigned nmask;			/* k registers */
+	int32_t mask_off, mxcsr_off, fcw_off;
+	uint32_t size;			/* a multiple of 64 */
+};
+struct dp_vec_layout dp_vec_layout(enum dp_vec_save vec);
+
+/* Where a hook's trampoline saved vector register n (its low bytes are
+ * xmm n), from the regs pointer its handler got; NULL for no such register. */
+const uint8_t *dp_tramp_vec_reg(const struct dp_regs *regs, enum dp_vec_save vec, unsigned n);
 
 #define DP_WINDOW_MAX_INSNS 8
 #define DP_WINDOW_MAX_LEN 32

@@ -501,6 +501,28 @@ static const char *type_spelling(const struct dp_field_desc *t)
 	return "?";
 }
 
+/* Not a spec users type: "value:NAME:TYPE:RECIPE", which tells recipes
+ * apart (the daemon's probe signatures) and reads well in logs. */
+static int format_value(const struct dp_ctx *ctx, char *buf, size_t size)
+{
+	char recipe[512], type[24];
+
+	dp_value_format(&ctx->value, recipe, sizeof(recipe));
+	switch (ctx->type.type) {
+	case DP_FT_DOUBLE:
+		snprintf(type, sizeof(type), "%s", ctx->type.size == 4 ? "float" : "double");
+		break;
+	case DP_FT_STRING:
+		snprintf(type, sizeof(type), "string%u", ctx->maxlen);
+		break;
+	default:
+		snprintf(type, sizeof(type), "%s", ctx->value.flags & DP_VALUE_BOOL
+			 ? "bool" : type_spelling(&ctx->type));
+		break;
+	}
+	return snprintf(buf, size, "value:%s:%s:%s", ctx->name, type, recipe);
+}
+
 int dp_ctx_format(const struct dp_ctx *ctx, char *buf, size_t size)
 {
 	char addr[96];
@@ -523,6 +545,8 @@ int dp_ctx_format(const struct dp_ctx *ctx, char *buf, size_t size)
 		if (ctx->maxlen != DP_CTX_STRING_DEFAULT)
 			return snprintf(buf, size, "string:%s:%s:%u", ctx->name, addr, ctx->maxlen);
 		return snprintf(buf, size, "string:%s:%s", ctx->name, addr);
+	case DP_CTX_VALUE:
+		return format_value(ctx, buf, size);
 	}
 	return snprintf(buf, size, "?");
 }
