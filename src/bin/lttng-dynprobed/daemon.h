@@ -113,11 +113,15 @@ struct dpd_point {
 
 /*
  * Resolves an ENABLE's location in an object into points: one for a probe,
- * the entry and the return sites for a function.  0, or -errno with the
- * one-line message of dp_spec_location_resolve or dp_spec_function_entry.
+ * one per address block of a FILE:LINE, the entry and the return sites of
+ * a function's body and of each of its inlined copies (as the kind
+ * chooses).  note (may be NULL) receives what is worth saying on success
+ * (copies not probed and why, lines sharing an address).  0, or -errno
+ * with the one-line message of spec/.
  */
 int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kind,
-			 struct dpd_point **points, uint32_t *npoints, struct dp_err *msg);
+			 struct dpd_point **points, uint32_t *npoints, char *note,
+			 size_t note_size, struct dp_err *msg);
 
 /*
  * A context spec for one process: symbols of the object in ADDR replaced by
@@ -191,6 +195,7 @@ struct dpd_event {
 	/* Its shares of patches planned together with other events' points
 	 * (combine.c): kept until the event is freed, as sites point to them. */
 	struct dpd_share *shares;
+	char note[DP_CLIENT_MSG_MAX / 2];	/* from the resolution, said at ENABLE */
 };
 
 /* An event's part of a patch planned for several events: the patch's
