@@ -355,15 +355,21 @@ int dp_spec_function_sites(struct dp_object *obj, const char *path, const struct
 	}
 	dret = dp_spec_inline_copies(obj, path, loc->symbol, &out->copies, &dw_err);
 	if (dret) {
-		if (sel == DP_SPEC_COPIES_INLINED || dret != -ENOENT || !out->nfns) {
+		if (sel == DP_SPEC_COPIES_INLINED || !out->nfns) {
 			dp_spec_fn_sites_release(out);
 			if (fret && dret == -ENOENT)
 				return dp_err_set(err, fret, "%s (and %s)", fn_err.msg, dw_err.msg);
 			return dp_err_set(err, dret, "%s", dw_err.msg);
 		}
-		snprintf(out->note, sizeof(out->note), "%.200s has no DWARF: the inlined copies "
-			 "of %.100s were not looked for (lttng list -u --path P --inlines NAME "
-			 "says where DWARF was looked for)", path, loc->symbol);
+		/* The body alone, as without DWARF: the copies are said missing. */
+		if (dret == -ENOENT)
+			snprintf(out->note, sizeof(out->note), "%.200s has no DWARF: the inlined "
+				 "copies of %.100s were not looked for (lttng list -u --path P "
+				 "--inlines NAME says where DWARF was looked for)", path,
+				 loc->symbol);
+		else
+			snprintf(out->note, sizeof(out->note), "the inlined copies of %.100s were "
+				 "not looked for: %.300s", loc->symbol, dw_err.msg);
 		return 0;
 	}
 	for (size_t i = 0; i < out->copies.n; i++) {

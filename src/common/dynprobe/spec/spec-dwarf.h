@@ -96,8 +96,9 @@ struct dp_spec_fn_sites {
  * bodies are dp_spec_functions_match's.  Inlined copies are looked for
  * when the location is a plain name (a C symbol, or a C++ linkage name: no
  * pattern, offset, address or C++ name as written) and sel allows them;
- * with DP_SPEC_COPIES_ALL, an object without DWARF gives its out-of-line
- * body alone, and the note says the copies were not looked for.  Copies
+ * with DP_SPEC_COPIES_ALL, an object without DWARF (or whose DWARF cannot
+ * be read) gives its out-of-line body alone, and the note says the copies
+ * were not looked for, and why.  Copies
  * that cannot be probed are named in the note with their reason.
  * Errors: those of dp_spec_functions_match when there is no body and no
  * copy; DP_SPEC_COPIES_INLINED without DWARF (the lookup's message) or
