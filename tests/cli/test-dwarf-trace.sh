@@ -124,6 +124,8 @@ c=$DP_TMP/libc.counts
 tap_ok $tstatus "trace --path libc --function two_way_short_needle (inlined into strcasestr)"
 tap_check "one entry per strcasestr call ($(nev "$DP_TMP/libc.ev" two_way_short_needle_entry) of $(counter "$c" strcasestr))" \
 	[ "$(nev "$DP_TMP/libc.ev" two_way_short_needle_entry)" = "$(counter "$c" strcasestr)" ]
+tap_check "one return per call: the jumps that leave its loop ($(nev "$DP_TMP/libc.ev" two_way_short_needle_return))" \
+	[ "$(nev "$DP_TMP/libc.ev" two_way_short_needle_return)" = "$(counter "$c" strcasestr)" ]
 
 # ---- refusals: one line, nothing installed ---------------------------------
 "$STOCK" -n create s --output="$DP_TMP/s" >/dev/null || tap_bail "create s"
