@@ -6,7 +6,10 @@
 # 90 0f 1f 44 00 00 at the note's address; .stapsdt.base is one allocated
 # byte at the note's base.  lttng list --sdt shows every site of ours as
 # `nop; nop5` placed by jump, those of <sys/sdt.h> as `nop`; the programs
-# print the same output.
+# print the same output.  Then, through lttng-dynprobed (lttng trace
+# --probe at the notes' addresses, non-PIE builds of both): every hit
+# recorded, the event's ip the note's address, the arguments the notes name
+# the program's own values, the output unchanged.
 . "$top_srcdir/tests/utils/tap.sh"
 . "$top_srcdir/tests/utils/sessiond.sh"
 . "$top_srcdir/tests/cli/cli.sh"
@@ -86,5 +89,76 @@ done
 out=$("$LTTNG" list -u --path "$SYS" --sdt 2>&1)
 [ "$(grep -c '^    0x.*  nop        jump$' <<<"$out")" -eq "$n" ]
 tap_ok $? "<sys/sdt.h> build: every site listed as a nop placed by jump"
+
+# ---- probed through the daemon ----------------------------------------------
+cli_setup
+ROUNDS=20
+
+# "LOCATION ARGUMENTS" of each site of probe NAME in FILE.
+sites_of() {
+	readelf -n "$1" | awk -v n="$2" '/^    Name: / { name = $2 }
+		/^    Location: / { sub(",", "", $2); loc = $2 }
+		/^    Arguments:/ && name == n { a = $0; sub(/^    Arguments: ?/, "", a); print loc, a }'
+}
+
+for build in sdthdr-target-nopie sdthdr-target-sys-nopie; do
+	obj=$B/$build
+	form=nop
+	[ "$build" = sdthdr-target-nopie ] && form="nop; nop5"
+	read -r g_loc g_args < <(sites_of "$obj" global)
+	# hdr:global's arguments, the counter then its address: a context for
+	# each, from where the note says they are (a register, or the global).
+	ctx=() fields=()
+	for k in 0 1; do
+		a=$(awk -v k=$((k + 1)) '{ print $k }' <<<"$g_args")
+		if [[ $a =~ ^-?8@%(r[a-z0-9]+)$ ]]; then
+			ctx+=(-t "reg:${BASH_REMATCH[1]}") fields+=("${BASH_REMATCH[1]}")
+		elif [[ $a =~ ^-8@([a-z_]+)\(%rip\)$ ]]; then
+			ctx+=(-t "int64:a$k:${BASH_REMATCH[1]}") fields+=("a$k")
+		fi
+	done
+	if [ ${#fields[@]} -ne 2 ]; then
+		tap_ok 1 "$build: hdr:global's arguments are registers or the global ($g_args)"
+		continue
+	fi
+	locs=$(for p in loop five step global; do
+		sites_of "$obj" $p | awk '{ printf "0x%x\n", strtonum($1) }'; done)
+	g_loc=$(printf '0x%x' "$g_loc")
+	probes=()
+	for l in $locs; do probes+=(--probe "$l"); done
+	"$obj" $ROUNDS >"$DP_TMP/plain.out"
+	"$LTTNG" trace --no-view -o "$DP_TMP/$build" -t ip "${ctx[@]}" \
+		--path "$obj" "${probes[@]}" -- "$obj" $ROUNDS >"$DP_TMP/traced.out" 2>"$DP_TMP/traced.err"
+	tap_ok $? "$build: lttng trace with $(wc -w <<<"$locs") $form sites probed"
+	grep -q "^sdthdr-target: $ROUNDS rounds" "$DP_TMP/traced.out" &&
+		cmp -s <(grep '^sdthdr-target' "$DP_TMP/traced.out") "$DP_TMP/plain.out"
+	tap_ok $? "$build: the program's output as without probes"
+	bt_text "$DP_TMP/$build" >"$DP_TMP/events"
+	ok=0
+	for l in $locs; do
+		n_ev=$(grep -c "^dynprobe:addr_${l#0x}: .*{ ip = $((l)) }" "$DP_TMP/events")
+		n_all=$(grep -c "^dynprobe:addr_${l#0x}: " "$DP_TMP/events")
+		if [ "$n_ev" -ne $ROUNDS ] || [ "$n_all" -ne $ROUNDS ]; then
+			ok=1
+			tap_diag "$l: $n_all events, $n_ev with ip $l"
+		fi
+	done
+	tap_ok "$ok" "$build: $ROUNDS events per site, each with ip = the note's address"
+	addr=$(nm "$obj" | awk '$3 == "hdr_counter" { print $1 }')
+	grep "^dynprobe:addr_${g_loc#0x}: " "$DP_TMP/events" | while read -r line; do
+		for f in "${fields[@]}"; do
+			[[ $line =~ [{,]\ $f\ =\ (-?[0-9A-Fa-fx]+) ]] && printf '%s ' "${BASH_REMATCH[1]}"
+		done
+		echo
+	done >"$DP_TMP/vals"
+	ok=0 want=42
+	while read -r v0 v1; do
+		[ $((v0)) -eq $want ] && [ $((v1)) -eq $((16#$addr)) ] || ok=1
+		want=$((want + 1))
+	done <"$DP_TMP/vals"
+	[ $want -eq $((42 + ROUNDS)) ] || ok=1
+	tap_ok "$ok" "$build: hdr:global's arguments: the counter 42..$((41 + ROUNDS)) and its address 0x$addr"
+	[ "$ok" -eq 0 ] || tap_diag_file "$DP_TMP/vals"
+done
 
 tap_done
