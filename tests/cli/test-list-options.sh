@@ -27,7 +27,7 @@ check() {
 check "enable-event --list-options" --copies --path --pid
 check "disable-event --list-options"
 check "add-context --list-options" --event -e
-check "list --list-options" --path --sites --functions --sdt --lines --inlines
+check "list --list-options" --path --sites --functions --sdt --lines --inlines --vars
 check "trace --list-options" --command -c --session -s --output -o --path --probe --function --copies \
 	--type -t --no-view --help -h --list-options
 check "save --list-options"

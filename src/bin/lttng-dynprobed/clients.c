@@ -541,6 +541,8 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 			struct dp_ctx nc, oc;
 
 			ret = dpd_resolve_ctx(ev->obj, a->ctx[k], 0, &nc, &msg);
+			if (!ret)
+				ret = dpd_event_check_ctx(ev, a->ctx[k], &msg);
 			for (uint32_t j = 0; j < ev->nctx + k && !ret; j++) {
 				const char *spec = j < ev->nctx ? ev->ctx[j] : a->ctx[j - ev->nctx];
 

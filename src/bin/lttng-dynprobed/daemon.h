@@ -132,6 +132,26 @@ int dpd_resolve_ctx(struct dpd_object *o, const char *spec, uint64_t bias, struc
 		    struct dp_err *msg);
 
 /*
+ * The contexts a spec gives at one point of an event in one process (bias:
+ * its load bias; 0 to check an event before any process): one for most
+ * specs; for var: (spec/var.h) one compiled from the object's DWARF at the
+ * point, for args one per parameter there, and none at a return point (a
+ * function's return event records ret).  At most max into out, their
+ * number in *n.  0, or -errno with a message.
+ */
+int dpd_resolve_ctx_at(struct dpd_object *o, const char *spec, uint64_t bias,
+		       const struct dpd_point *pt, struct dp_ctx *out, size_t max, size_t *n,
+		       struct dp_err *msg);
+
+/*
+ * The ret context of a return point: typed by the function's DWARF return
+ * type when typed is true (the agent computes recipes) and the DWARF says
+ * (dwarf/dwarf-var.h); else rax as retval, a signed 64-bit integer.
+ */
+int dpd_resolve_ret(struct dpd_object *o, const struct dpd_point *pt, bool typed,
+		    struct dp_ctx *out);
+
+/*
  * Where the object is loaded in pid: its load bias (0 for a non-PIE
  * executable).  The mapping must be the same file (device and inode).
  * 0, -ENOENT when pid does not map it, -ESRCH when pid is gone.
@@ -200,6 +220,9 @@ void dpd_event_unlink(struct dpd_event *ev);
 /* The event's lttng names from its name as typed and its kind.  0 or -errno
  * with a message. */
 int dpd_event_names(struct dpd_event *ev, struct dp_err *msg);
+/* Checks one context spec against the event's object and every point (a
+ * var: in scope and available at each).  0 or -errno with a message. */
+int dpd_event_check_ctx(const struct dpd_event *ev, const char *spec, struct dp_err *msg);
 /* Resolves the event's spec: object, points, contexts, plan.  0 or -errno
  * with a message. */
 int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg);

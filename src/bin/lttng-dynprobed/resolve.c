@@ -11,6 +11,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <elfutils/libdw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +21,13 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "dwarf/dwarf.h"
+#include "dwarf/dwarf-var.h"
 #include "elf/elf.h"
 #include "patch/analysis.h"
 #include "proc/maps.h"
 #include "spec/spec.h"
+#include "spec/var.h"
 #include "x86/insn.h"
 
 #define MAX_LOADS 16
@@ -35,6 +39,7 @@ struct seg {
 
 struct obj_priv {
 	struct dpd_object pub;
+	bool no_dwarf;			/* a lookup found none: typed returns stop asking */
 	size_t nsegs;
 	struct seg segs[MAX_LOADS];
 };
@@ -281,6 +286,81 @@ int dpd_resolve_ctx(struct dpd_object *o, const char *spec, uint64_t bias, struc
 	if (ret)
 		dp_err_prefix(msg, "context '%s': ", spec);
 	return ret;
+}
+
+/* The DWARF of an object (dwarf/dwarf.h finds it and keeps it). */
+static int object_dwarf(struct dpd_object *o, Dwarf **dbg, struct dp_err *msg)
+{
+	struct dp_dwarf *dw;
+	int ret = dp_dwarf_get(dp_object_elf(o->obj), &dw, msg);
+
+	*dbg = ret ? NULL : dp_dwarf_handle(dw);
+	((struct obj_priv *)o)->no_dwarf = ret == -ENOENT;
+	return ret;
+}
+
+static int var_ctx(struct dpd_object *o, const char *spec, const struct dp_dwarf_at *at,
+		   struct dp_ctx *out, size_t max, size_t *n, struct dp_err *msg)
+{
+	struct dp_var_expr e;
+	int ret;
+
+	if (dp_var_is_args(spec)) {
+		ret = dp_ctx_parse(spec, NULL, NULL, out, msg);
+		if (!ret)
+			ret = dp_dwarf_args_compile(at, out, max, n, msg);
+		return ret;
+	}
+	if (max < 1)
+		return dp_err_set(msg, -E2BIG, "too many contexts");
+	ret = dp_var_parse(spec, &e, msg);
+	if (!ret)
+		ret = dp_dwarf_var_compile(at, &e, out, msg);
+	if (!ret)
+		*n = 1;
+	(void)o;
+	return ret;
+}
+
+int dpd_resolve_ctx_at(struct dpd_object *o, const char *spec, uint64_t bias,
+		       const struct dpd_point *pt, struct dp_ctx *out, size_t max, size_t *n,
+		       struct dp_err *msg)
+{
+	struct dp_dwarf_at at = { .elf = dp_elf_handle(dp_object_elf(o->obj)), .pc = pt->vaddr,
+				  .bias = bias };
+	int ret;
+
+	*n = 0;
+	if (!dp_var_is_var(spec) && !dp_var_is_args(spec)) {
+		if (max < 1)
+			return dp_err_set(msg, -E2BIG, "too many contexts");
+		ret = dpd_resolve_ctx(o, spec, bias, out, msg);
+		*n = !ret;
+		return ret;
+	}
+	/* A function's return event records ret, not its variables: its
+	 * parameters are gone by then (lttng-dynprobe(7)). */
+	if (pt->role == DPD_ROLE_RETURN)
+		return 0;
+	ret = object_dwarf(o, &at.dbg, msg);
+	if (!ret)
+		ret = var_ctx(o, spec, &at, out, max, n, msg);
+	if (ret)
+		dp_err_prefix(msg, "context '%s': ", spec);
+	return ret;
+}
+
+int dpd_resolve_ret(struct dpd_object *o, const struct dpd_point *pt, bool typed,
+		    struct dp_ctx *out)
+{
+	struct dp_dwarf_at at = { .elf = dp_elf_handle(dp_object_elf(o->obj)), .pc = pt->vaddr };
+
+	/* Every return point of every process asks: an object without DWARF
+	 * is looked up once (a var: context looks again). */
+	if (typed && !((struct obj_priv *)o)->no_dwarf && !object_dwarf(o, &at.dbg, NULL) &&
+	    !dp_dwarf_ret_compile(&at, out, NULL))
+		return 0;
+	return dp_ctx_parse("retval", NULL, NULL, out, NULL);
 }
 
 /* ---- processes -------------------------------------------------------- */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "dwarf/dwarf-var.h"
 #include "spec/spec.h"
 
 #ifndef DP_AGENT_PATH
@@ -132,6 +133,25 @@ int dpd_event_names(struct dpd_event *ev, struct dp_err *msg)
 	return 0;
 }
 
+int dpd_event_check_ctx(const struct dpd_event *ev, const char *spec, struct dp_err *msg)
+{
+	struct dp_ctx c[DP_DWARF_ARGS_MAX];
+	size_t n;
+	int ret = dpd_resolve_ctx(ev->obj, spec, 0, c, msg);
+
+	/* A variable is looked up at every point: one missing or optimized
+	 * out at any of them refuses the context, naming the point. */
+	for (uint32_t i = 0; i < ev->npoints && !ret; i++) {
+		ret = dpd_resolve_ctx_at(ev->obj, spec, 0, &ev->points[i], c, DP_DWARF_ARGS_MAX,
+					 &n, msg);
+		if (ret && ev->npoints > 1)
+			dp_err_prefix(msg, "at %s 0x%" PRIx64 ": ",
+				      ev->points[i].role == DPD_ROLE_ENTRY ? "entry" : "site",
+				      ev->points[i].vaddr);
+	}
+	return ret;
+}
+
 /* Some entry (or probe point) of ev can be placed: when every one may be
  * left out (inlined copies, a pattern's functions), not all of them.
  * 0, or -ENOTSUP with the first reason. */
@@ -173,9 +193,7 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 	/* Contexts are checked now, with the object's symbols at bias 0: a
 	 * process only changes the numbers. */
 	for (uint32_t i = 0; i < ev->nctx; i++) {
-		struct dp_ctx c;
-
-		ret = dpd_resolve_ctx(ev->obj, ev->ctx[i], 0, &c, msg);
+		ret = dpd_event_check_ctx(ev, ev->ctx[i], msg);
 		if (ret)
 			return ret;
 	}

@@ -50,6 +50,9 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_destroy(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv);
+
+/* list --vars (commands/list_vars.c): DP_CMD_SUCCESS or DP_CMD_ERROR. */
+int dp_list_vars(const char *path, const char *location);
 int dp_cmd_save(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_load(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_help(struct dp_cli *cli, int argc, const char **argv);
