@@ -65,6 +65,8 @@ TARGET(t_cfi8, 11)
 TARGET(t_cfi16, 12)
 TARGET(t_unw8, 14)
 TARGET(t_unw16, 15)
+TARGET(t_vreg, 16)
+TARGET(t_vstack, 17)
 
 __attribute__((noinline)) uint64_t t_static(uint64_t v);
 uint64_t t_static(uint64_t v)
@@ -211,6 +213,26 @@ static int probe_on(target_fn fn, const char *name, const char *spec)
 	return install(fn, dp_probe_hit, p);
 }
 
+/* A probe whose one context is a value recipe (spec/value.h), as the daemon
+ * compiles an SDT argument or a DWARF location: one register, or 8 bytes
+ * at [rsp]. */
+static int probe_value(target_fn fn, const char *name, uint8_t loc, uint8_t reg)
+{
+	struct dp_ctx ctx = { .kind = DP_CTX_VALUE, .name = "v",
+			      .type = { .type = DP_FT_INT, .size = 8 } };
+	struct dp_err err = DP_ERR_INIT;
+	struct dpa_probe *p;
+
+	ctx.value.loc = loc;
+	dp_value_push(&ctx.value, DP_VOP_REG, reg, 0);
+	p = dpa_probe_new((uint64_t)(uintptr_t)fn, name, DPA_PROBE_AT_ENTRY, &ctx, 1, &err);
+	if (!p) {
+		fprintf(stderr, "probe-cost: %s: %s\n", name, err.msg[0] ? err.msg : strerror(errno));
+		return -errno;
+	}
+	return install(fn, dp_probe_hit, p);
+}
+
 /* ---- the cases ---------------------------------------------------------- */
 
 struct row {
@@ -232,7 +254,9 @@ int main(int argc, char **argv)
 		{ "jump, event disabled", t_disabled, iters, 0 },
 		{ "jump, no payload", t_noctx, iters, 0 },
 		{ "jump, reg:rdi", t_reg, iters, 0 },
+		{ "jump, value recipe: rdi", t_vreg, iters, 0 },
 		{ "jump, uint64 on the stack ([rsp])", t_stack, iters, 0 },
+		{ "jump, value recipe: 8 bytes at rsp", t_vstack, iters, 0 },
 		{ "jump, uint64 on the heap (*ADDR)", t_heap, iters / 10, 0 },
 		{ "jump, regs (18 fields)", t_regs, iters, 0 },
 		{ "jump, backtrace:8:fp", t_fp8, iters, 0 },
@@ -264,6 +288,8 @@ int main(int argc, char **argv)
 	ret |= probe_on(t_noctx, "cost_noctx", NULL);
 	ret |= probe_on(t_reg, "cost_reg", "reg:rdi");
 	ret |= probe_on(t_stack, "cost_stack", "uint64:s:[rsp]");
+	ret |= probe_value(t_vreg, "cost_vreg", DP_VALUE_LOC_VALUE, DP_REG_RDI);
+	ret |= probe_value(t_vstack, "cost_vstack", DP_VALUE_LOC_ADDR, DP_REG_RSP);
 	ret |= probe_on(t_heap, "cost_heap", heap_spec);
 	ret |= probe_on(t_regs, "cost_regs", "regs");
 	ret |= probe_on(t_fp8, "cost_fp8", "backtrace:8:fp");
