@@ -45,6 +45,17 @@ check_target() {
 		tap_check "$what: the copy in $c is entered inside $c (nm: $(fn_at "$t" "$a"))" \
 			[ "$(fn_at "$t" "$a")" = "$c" ]
 	done
+	# The copies have DW_AT_ranges; gcc puts the second in the caller's
+	# .cold part.
+	r=$(grep -A1 "inlined into caller_a at" <<<"$out" | grep '^    ranges')
+	a=$(awk '{ print $3 }' <<<"$r")
+	if [ "$what" = clang ]; then
+		grep -q '(DW_AT_ranges)' <<<"$r"
+		tap_ok $? "$what: the copy in caller_a has DW_AT_ranges ($r)"
+	else
+		tap_check "$what: the copy in caller_a has a range in caller_a.cold (${a%-*}: $(fn_at "$t" "${a%-*}"))" \
+			[ "$(fn_at "$t" "${a%-*}")" = caller_a.cold ]
+	fi
 	grep -q '^  out of line: ' <<<"$out"
 	tap_ok $? "$what: helper's out-of-line body is listed"
 

@@ -738,7 +738,7 @@ static int list_inlines(const char *upath, const char *name)
 		print_placement(obj, c->entry, counts);
 		for (uint32_t k = 0; k < c->nrets; k++) {
 			printf("    return   0x%-10" PRIx64 "  (%s)  ", c->rets[k],
-			       c->stepped[k] ? "last instruction of a range" : "after a range");
+			       dp_spec_ret_how_str(c->how[k]));
 			print_placement(obj, c->rets[k], counts);
 		}
 	}
