@@ -67,11 +67,11 @@ static void claim_sites(struct dpd_proc *p)
 		if (p->sites[i].installed && !p->sites[i].nowners)
 			idx[n++] = i;
 	for (struct dpd_event *ev = n ? dpd_events : NULL; ev; ev = ev->next) {
-		bool listed = !ev->npids, biased = false;
+		/* By pid: its processes and their descendants (a forked
+		 * child reports the patches it inherited). */
+		bool listed = !ev->npids || dpd_event_reaches(ev, p->pid), biased = false;
 		uint64_t bias = 0;
 
-		for (uint32_t k = 0; k < ev->npids; k++)
-			listed |= ev->pids[k] == (uint32_t)p->pid;
 		if ((ev->owner && ev->owner != p->uid) || !ev->enabled || !ev->obj || !listed)
 			continue;
 		for (uint32_t i = 0; i < n; i++) {
@@ -354,6 +354,7 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 	}
 	switch (rep->type) {
 	case DP_APP_DEFINE_PROBE_REPLY:
+	case DP_APP_DEFINE_PROBE_EXT_REPLY:
 	case DP_APP_ALLOC_CODE_REPLY:
 	case DP_APP_NOTE_INSTALLED_REPLY:
 	case DP_APP_NOTE_REMOVED_REPLY:
