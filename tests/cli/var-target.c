@@ -33,6 +33,7 @@ struct pair {
 
 static struct cfg config;
 int counter_global;
+__thread long tls_counter;
 
 long ext(long v);
 long handle(struct req *req, int n, enum color c, bool flag, float scale, double dd,
@@ -56,8 +57,8 @@ __attribute__((noipa)) long handle(struct req *req, int n, enum color c, bool fl
 	printf("handle len=%ld n=%d name=%s tag=%s c=%d flag=%d scale=%g dd=%g small=%u sh=%d "
 	       "ratio=%g id=%d next_id=%d\n", req->len, n, req->name, req->tag, (int)c, (int)flag,
 	       (double)scale, dd, (unsigned)small, (int)sh, req->ratio, req->id, req->next->id);
-	printf("handle opts2=%d port=%u counter=%d\n", config.opts[2], config.port,
-	       counter_global);
+	printf("handle opts2=%d port=%u counter=%d tls=%ld\n", config.opts[2], config.port,
+	       counter_global, tls_counter);
 	return req->len * n + c + flag + (long)(scale * dd) + small + sh;
 }
 
@@ -152,6 +153,7 @@ int main(int argc, char **argv)
 	config.opts[2] = (int)k * 11;
 	config.port = 8080;
 	counter_global = (int)k + 100;
+	tls_counter = k * 1000000 + 1;
 	printf("handle ret=%ld\n",
 	       handle(&req, (int)k + 1, BLUE, true, (float)k / 2, (double)k * 1.5, 200, -3));
 	loclist(k * 7);
