@@ -124,6 +124,14 @@ for build in var-target var-target-dwarf4; do
 	same "p$b" "$ev" p_a "$(printed "p$b" a)" "$b: a member held in a piece"
 	same "p$b" "$ev" p_b "$(printed "p$b" b)" "$b: the other piece"
 
+	# Bit-fields through a pointer: signed ones negative.
+	TRACE_OPTS=(--function bitfields -t var:f-\>ready -t var:f-\>level -t var:f-\>code \
+		-t var:f-\>delta -t var:f-\>tail)
+	trace "f$b" "$BIN" 11
+	for m in ready level code delta tail; do
+		same "f$b" bitfields_entry "f_$m" "$(printed "f$b" $m)" "$b: bit-field $m"
+	done
+
 	# An inlined function's parameters at each copy's entry (f a constant
 	# there): every pair the program passed, and only those.
 	TRACE_OPTS=(--function scale_by -t var:v -t var:f)

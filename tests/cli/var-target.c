@@ -26,6 +26,14 @@ struct cfg {
 
 enum color { RED = 1, GREEN = 2, BLUE = 7 };
 
+struct flags {
+	unsigned int ready : 1;
+	int level : 4;
+	unsigned int code : 11;
+	int delta : 7;
+	unsigned char tail;
+};
+
 struct pair {
 	int a;
 	int b;
@@ -44,6 +52,7 @@ long stacked(long seed);
 int pieces(int x, int y);
 int dropped(int x);
 long inl_a(long v);
+int bitfields(const struct flags *f);
 long inl_b(long v);
 
 __attribute__((noipa)) long ext(long v)
@@ -120,6 +129,14 @@ __attribute__((noipa)) int dropped(int x)
 	return x + 1;
 }
 
+/* Bit-fields, signed and not, through a pointer. */
+__attribute__((noipa)) int bitfields(const struct flags *f)
+{
+	printf("bitfields ready=%u level=%d code=%u delta=%d tail=%u\n", f->ready, f->level,
+	       f->code, f->delta, f->tail);
+	return f->level + f->delta;
+}
+
 /* Inlined into two callers: its parameters live where each caller put
  * them (f a constant there). */
 static inline __attribute__((always_inline)) long scale_by(long v, int f)
@@ -161,6 +178,12 @@ int main(int argc, char **argv)
 	stacked(k + 40);
 	pieces((int)k, (int)k + 1);
 	dropped((int)k);
+	{
+		struct flags fl = { .ready = 1, .level = -3, .code = (unsigned)(k * 100) % 2048,
+				    .delta = (int)-k, .tail = 42 };
+
+		bitfields(&fl);
+	}
 	inl_a(k);
 	inl_b(k * 2);
 	return 0;

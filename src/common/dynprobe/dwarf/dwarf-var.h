@@ -28,9 +28,10 @@
  * signed or not, bool (0 or 1), enums (their value, as an integer of their
  * size: the agent's event classes have no enumeration fields), pointers
  * (hex), float and double, `char *` and `char[N]` as strings (at most N,
- * else DP_CTX_STRING_DEFAULT bytes).  A struct, union or other array asks
- * for a member or an element; bit-fields and values of other sizes are
- * refused.
+ * else DP_CTX_STRING_DEFAULT bytes), bit-fields (DWARF 5's data bit
+ * offset or DWARF 4's bit offset: the bytes holding one read, shifted and
+ * extended by the recipe's BITS).  A struct, union or other array asks for
+ * a member or an element; values of other sizes are refused.
  *
  * Functions return 0 or -errno with one line for users in err: -ENOENT (no
  * such name: err lists the names in scope; no DWARF for the PC), -ENODATA
