@@ -256,9 +256,7 @@ int dp_dwarf_inlines(struct dp_dwarf *dw, const char *name,
 	}
 	while (lo + nmatch < dw->ncopies && !strcmp(dw->copies[lo + nmatch].name, name))
 		nmatch++;
-	/* A linkage name (C++): the index is by DW_AT_name, so scan. */
-	if (!nmatch && !(name[0] == '_' && name[1] == 'Z'))
-		return 0;
+	/* A linkage name (C++, Rust): the index is by DW_AT_name, so scan. */
 	if (!nmatch)
 		for (size_t i = 0; i < dw->ncopies; i++)
 			if (dw->copies[i].linkage && !strcmp(dw->copies[i].linkage, name))
@@ -275,6 +273,10 @@ int dp_dwarf_inlines(struct dp_dwarf *dw, const char *name,
 		if (nmatch && i >= lo + nmatch)
 			break;
 		if (!nmatch && !(c->linkage && !strcmp(c->linkage, name)))
+			continue;
+		/* A C++ member's DW_AT_name is unqualified ("add"): a function
+		 * with a linkage name is named by it alone. */
+		if (nmatch && c->linkage && strcmp(c->linkage, name))
 			continue;
 		if (!c->full && (ret = details(dw, c))) {
 			free(v);

@@ -143,8 +143,9 @@ struct dp_dwarf_inline {
 };
 
 /*
- * The inlined copies of the function named name (its DW_AT_name or its
- * DW_AT_linkage_name), in DIE order.  *v (malloc'd array of pointers into
+ * The inlined copies of the function named name: its DW_AT_linkage_name
+ * when it has one (C++, Rust: their DW_AT_name is unqualified), else its
+ * DW_AT_name (C), in DIE order.  *v (malloc'd array of pointers into
  * the cache, free() it) may be empty: 0 with *n == 0.  -ENOMEM, -ELIBBAD
  * for DWARF that cannot be walked.
  */
