@@ -113,8 +113,15 @@ out=$("$LTTNG" list -u --path "$DP_TMP/cx" --inlines _ZN4shop4Cart3addEl 2>&1)
 tap_check "C++: shop::Cart::add's two copies by its linkage name ($(grep -c '^  copy' <<<"$out"))" \
 	[ "$(grep -c '^  copy [0-9]*: inlined into user at cx.cc:' <<<"$out")" = 2 ]
 out=$("$LTTNG" list -u --path "$DP_TMP/cx" --inlines add 2>&1)
-grep -q '^Copies of add in .*: an out-of-line body, 0 inlined' <<<"$out"
+grep -q '^Copies of add in .*: 1 out-of-line body, 0 inlined' <<<"$out"
 tap_ok $? "C++: the C function add is not taken for the member's copies" || tap_diag "$out"
+for n in 'shop::Cart::add' 'shop::Cart::add(long)'; do
+	out=$("$LTTNG" list -u --path "$DP_TMP/cx" --inlines "$n" 2>&1)
+	tap_check "C++: '$n' as written means the member's two copies ($(grep -c '^  copy' <<<"$out"))" \
+		[ "$(grep -c '^  copy [0-9]*: inlined into user at cx.cc:' <<<"$out")" = 2 ]
+done
+refused "C++: another parameter list means no copy" "no function 'shop::Cart::add\\(int\\)'" \
+	list -u --path "$DP_TMP/cx" --inlines 'shop::Cart::add(int)'
 
 # Separate debug info.
 cd "$DP_TMP" || tap_bail "cd"
@@ -159,7 +166,7 @@ LIBC=$(ldd "$T" | awk '/libc.so.6/ { print $3 }')
 libc_id=$(readelf -n "$LIBC" | awk '/Build ID/ { print $3 }')
 out=$("$LTTNG" list -u --path "$LIBC" --inlines tcache_put 2>&1)
 tap_ok $? "libc: list --inlines tcache_put"
-grep -q "DWARF\|Copies of tcache_put in .*: no out-of-line body" <<<"$out"
+grep -q "^Copies of tcache_put in .*: 0 out-of-line bodies" <<<"$out"
 tap_ok $? "libc: tcache_put has no out-of-line body"
 dpkg -L libc6-dbg | grep -q "${libc_id:2}.debug"
 tap_ok $? "libc6-dbg ships libc's DWARF under its build-id"
