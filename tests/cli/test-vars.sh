@@ -122,6 +122,16 @@ for build in var-target var-target-dwarf4; do
 	ev=$(sed -nE 's/^dynprobe:([^:]*):.*/\1/p' "$DP_TMP/p$b.ev" | head -1)
 	same "p$b" "$ev" p_a "$(printed "p$b" a)" "$b: a member held in a piece"
 	same "p$b" "$ev" p_b "$(printed "p$b" b)" "$b: the other piece"
+
+	# An inlined function's parameters at each copy's entry (f a constant
+	# there): every pair the program passed, and only those.
+	TRACE_OPTS=(--function scale_by -t var:v -t var:f)
+	trace "i$b" "$BIN" 9
+	want=$(sed -nE 's/^inline v=(-?[0-9]+) f=([0-9]+)$/\1 \2/p' "$DP_TMP/i$b.out" | sort)
+	got=$(sed -nE 's/^dynprobe:scale_by_entry: .*[{,] v = (-?[0-9]+), f = ([0-9]+).*/\1 \2/p' \
+		"$DP_TMP/i$b.ev" | sort)
+	[ -n "$want" ] && [ "$got" = "$want" ]
+	tap_ok $? "$b: an inlined copy's parameters, at each copy: $(echo $got) (the program: $(echo $want))"
 done
 
 # libc's malloc, its DWARF from libc6-dbg (a build-id tree): the parameter
@@ -168,4 +178,24 @@ refused e5 "'req' has no member 'nope' \(its members: id, len, name, tag, ratio,
 TRACE_OPTS=(--function foo -t var:x)
 trace e6 "$TARGET" 3
 refused e6 "no DWARF" "an object without DWARF for the code is refused"
+
+# add-context on an enabled event checks the variable at every site before
+# anything changes: refused with the names in scope, the event as it was.
+S=$top_builddir/tests/cli/var-target
+"$LTTNG" create v >/dev/null 2>&1 &&
+	"$LTTNG" enable-event -u --path "$S" --function handle h >/dev/null 2>"$DP_TMP/en.err"
+tap_ok $? "a path-wide --function event to add contexts to"
+before=$("$LTTNG" list v 2>&1)
+"$LTTNG" add-context -u -e h -t var:nosuch >/dev/null 2>"$DP_TMP/ac.err"
+st=$?
+after=$("$LTTNG" list v 2>&1)
+[ $st -ne 0 ] && [ "$(grep -c . "$DP_TMP/ac.err")" -eq 1 ] &&
+	grep -q "^Error: .*no variable 'nosuch' .*in scope there: req, n, c" "$DP_TMP/ac.err" &&
+	[ "$before" = "$after" ]
+tap_ok $? "add-context -t var:nosuch refused, the event unchanged: $(cat "$DP_TMP/ac.err")"
+"$LTTNG" add-context -u -e h -t var:req-\>len -t args >/dev/null 2>"$DP_TMP/ac2.err"
+tap_ok $? "add-context -t var:req->len -t args accepted $(cat "$DP_TMP/ac2.err")"
+"$LTTNG" list v 2>&1 | grep -q "var:req->len"
+tap_ok $? "the event lists its var: context"
+"$LTTNG" destroy v >/dev/null 2>&1
 tap_done

@@ -42,6 +42,8 @@ int blocks(int a);
 long stacked(long seed);
 int pieces(int x, int y);
 int dropped(int x);
+long inl_a(long v);
+long inl_b(long v);
 
 __attribute__((noipa)) long ext(long v)
 {
@@ -117,6 +119,25 @@ __attribute__((noipa)) int dropped(int x)
 	return x + 1;
 }
 
+/* Inlined into two callers: its parameters live where each caller put
+ * them (f a constant there). */
+static inline __attribute__((always_inline)) long scale_by(long v, int f)
+{
+	return ext(v * f) + f;
+}
+
+__attribute__((noipa)) long inl_a(long v)
+{
+	printf("inline v=%ld f=2\n", v);
+	return scale_by(v, 2);
+}
+
+__attribute__((noipa)) long inl_b(long v)
+{
+	printf("inline v=%ld f=5\n", v + 1);
+	return scale_by(v + 1, 5);
+}
+
 int main(int argc, char **argv)
 {
 	struct req next = { .id = 99 };
@@ -138,5 +159,7 @@ int main(int argc, char **argv)
 	stacked(k + 40);
 	pieces((int)k, (int)k + 1);
 	dropped((int)k);
+	inl_a(k);
+	inl_b(k * 2);
 	return 0;
 }
