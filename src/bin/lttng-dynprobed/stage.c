@@ -96,7 +96,7 @@ static void ctx_sig(const struct dp_ctx *ctx, uint32_t n, uint32_t flags, char *
 static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_point *pt,
 		     uint64_t bias, uint32_t *id, uint64_t *handle, struct dp_err *msg)
 {
-	struct dp_ctx ctx[DP_CLIENT_MAX_CTX + 1];
+	struct dp_ctx ctx[DP_SDT_ARGS_MAX + DP_CLIENT_MAX_CTX + 1];
 	struct dp_app_msg req = { .type = DP_APP_DEFINE_PROBE }, rep;
 	const char *name = dpd_event_point_name(ev, pt);
 	uint64_t site = pt->vaddr + bias;
@@ -105,6 +105,14 @@ static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_
 	struct dpd_probe *pr;
 	int ret;
 
+	/* An SDT site records its own arguments first, as its spec says. */
+	if (ev->kind == DP_CLIENT_KIND_SDT) {
+		ret = dpd_resolve_sdt_args(ev->obj, &ev->sdt, (size_t)(pt - ev->points), bias, ctx,
+					   msg);
+		if (ret)
+			return ret;
+		n = ev->sdt.nargs;
+	}
 	for (uint32_t i = 0; i < ev->nctx; i++) {
 		ret = dpd_resolve_ctx(ev->obj, ev->ctx[i], bias, &ctx[n], msg);
 		if (ret)

@@ -140,6 +140,11 @@ char *dp_abs_path(const char *path, struct dp_err *err);
  * analyse and the location resolves in it; 0 or -errno. */
 int dp_check_location(const char *path, const char *location, bool function,
 		      struct dp_err *err);
+/* The same for SDT probes: the PROVIDER:NAME of every probe of path the
+ * pattern names (*names malloc'd, dp_spec_sdt_names_free), each checked as
+ * the daemon will (its sites' argument specs).  0 or -errno. */
+int dp_check_sdt(const char *path, const char *pattern, char ***names, size_t *n,
+		 struct dp_err *err);
 
 /*
  * The machine interface (mi.c): --mi xml, the stock lttng's MI 4.1

@@ -130,7 +130,7 @@ static const struct dp_field report_fields[] = {
 DP_STRUCT_DESC(report_desc, T, report_fields);
 #undef T
 
-#define KIND(T) DP_FIELD_U8_IN(T, kind, DP_CLIENT_KIND_PROBE, DP_CLIENT_KIND_FUNCTION, 0)
+#define KIND(T) DP_FIELD_U8_IN(T, kind, DP_CLIENT_KIND_PROBE, DP_CLIENT_KIND_LAST, 0)
 #define PIDS(T) DP_FIELD_ARRAY(T, pids, npids, DP_CLIENT_MAX_PIDS, pid_desc)
 #define CTXS(T) DP_FIELD_ARRAY(T, ctx, nctx, DP_CLIENT_MAX_CTX, ctx_spec_desc)
 

@@ -67,7 +67,12 @@
  *   "dynprobe:NAME", "PROVIDER:EVENT" is kept.  kind PROBE probes the
  *   location itself (one event); kind FUNCTION probes the function the
  *   location names, at its entry (event NAME_entry) and at every return site
- *   (event NAME_return, which records the return value as the field "ret").
+ *   (event NAME_return, which records the return value as the field "ret");
+ *   kind SDT probes every site of the statically defined probe (a
+ *   .note.stapsdt entry) `location` names, PROVIDER:NAME, one event whose
+ *   fields arg0..argN are the probe's arguments, typed from the sites'
+ *   argument specs (spec/sdt.h), and holds the probe's semaphore raised in
+ *   each process while the event is installed there.
  *   `location` is the text as typed: ADDR | SYMBOL | SYMBOL+OFFSET, numbers
  *   in octal (0NNN), decimal or hex (0xNNN); ADDR is a virtual address of
  *   the ELF file `path` (as nm prints it).  `path` is absolute.  `pids`
@@ -205,7 +210,11 @@ const char *dp_client_type_name(uint16_t type);
 enum dp_client_kind {
 	DP_CLIENT_KIND_PROBE = 1,	/* the location: one event */
 	DP_CLIENT_KIND_FUNCTION = 2,	/* the function's entry and returns: two events */
+	DP_CLIENT_KIND_SDT = 3,		/* every site of a statically defined probe:
+					   one event (an older daemon refuses the
+					   kind as a bad value) */
 };
+#define DP_CLIENT_KIND_LAST DP_CLIENT_KIND_SDT
 
 /* How a site is (or would be) installed. */
 enum dp_client_method {
