@@ -20,7 +20,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/sdt.h>
+#include <unistd.h>
 
 int sdt_lib_call(int x);
 void sdt_prov_round(int n);
@@ -51,21 +53,22 @@ static void one_round(void)
 	const char *name = "sdt-args";
 	int n = ++round_no;
 
-	printf("sdt_args:zero\n");
-	printf("sdt_args:ints { arg0 = %d, arg1 = %d }\n", c, h);
-	printf("sdt_args:more { arg0 = %d, arg1 = %" PRId64 ", arg2 = %u, arg3 = %u }\n", w, q,
+#define P(fmt, ...) printf("%d " fmt, (int)getpid(), ##__VA_ARGS__)
+	P("sdt_args:zero\n");
+	P("sdt_args:ints { arg0 = %d, arg1 = %d }\n", c, h);
+	P("sdt_args:more { arg0 = %d, arg1 = %" PRId64 ", arg2 = %u, arg3 = %u }\n", w, q,
 	       uc, us);
-	printf("sdt_args:mixed { arg0 = %" PRIu64 ", arg1 = %" PRIu64 ", arg2 = %g, arg3 = %ld }\n",
+	P("sdt_args:mixed { arg0 = %" PRIu64 ", arg1 = %" PRIu64 ", arg2 = %g, arg3 = %ld }\n",
 	       uq, (uint64_t)(uintptr_t)name, d, sdt_global);
-	printf("sdt_args:consts { arg0 = 1, arg1 = -2, arg2 = 3, arg3 = -4, arg4 = %d }\n", n);
-	printf("sdt_args:six { arg0 = %d, arg1 = %d, arg2 = %d, arg3 = %" PRId64 ", arg4 = %u, "
+	P("sdt_args:consts { arg0 = 1, arg1 = -2, arg2 = 3, arg3 = -4, arg4 = %d }\n", n);
+	P("sdt_args:six { arg0 = %d, arg1 = %d, arg2 = %d, arg3 = %" PRId64 ", arg4 = %u, "
 	       "arg5 = %" PRIu64 " }\n", c, h, w, q, uc, (uint64_t)(uintptr_t)name);
-	printf("sdt_args:global { arg0 = %ld, arg1 = %" PRIu64 " }\n", sdt_global,
+	P("sdt_args:global { arg0 = %ld, arg1 = %" PRIu64 " }\n", sdt_global,
 	       (uint64_t)(uintptr_t)&sdt_global);
-	printf("sdt_args:step { arg0 = %d }\n", n);
-	printf("sdt_args:step { arg0 = %d }\n", n * 10);
-	printf("sdt_args:step { arg0 = %d }\n", -n);
-	printf("sdt_lib:call { arg0 = %d, arg1 = %d }\n", n, -n);
+	P("sdt_args:step { arg0 = %d }\n", n);
+	P("sdt_args:step { arg0 = %d }\n", n * 10);
+	P("sdt_args:step { arg0 = %d }\n", -n);
+	P("sdt_lib:call { arg0 = %d, arg1 = %d }\n", n, -n);
 	fflush(stdout);
 
 	DTRACE_PROBE(sdt_args, zero);
@@ -82,6 +85,50 @@ static void one_round(void)
 	sdt_prov_round(n);
 }
 
+static volatile sig_atomic_t child_sig;
+
+static void on_sig(int sig)
+{
+	child_sig = sig;
+}
+
+/* The forked child: its semaphores on demand (what it inherited, then what
+ * the daemon left), until SIGUSR2. */
+static void child(void)
+{
+	sigset_t none;
+
+	printf("child %d\n", (int)getpid());
+	fflush(stdout);
+	sigemptyset(&none);
+	for (;;) {
+		sigsuspend(&none);
+		if (child_sig)
+			sdt_prov_show();
+		fflush(stdout);
+		if (child_sig == SIGUSR2)
+			_exit(0);
+		child_sig = 0;
+	}
+}
+
+static void fork_child(void)
+{
+	struct sigaction sa = { .sa_handler = on_sig };
+	sigset_t block;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigaddset(&block, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &block, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+	fflush(stdout);
+	if (fork() == 0)
+		child();
+	sigprocmask(SIG_UNBLOCK, &block, NULL);
+}
+
 int main(void)
 {
 	char line[64];
@@ -92,6 +139,8 @@ int main(void)
 			one_round();
 		else if (line[0] == 's')
 			sdt_prov_show();
+		else if (line[0] == 'f')
+			fork_child();
 		else if (line[0] == 'q')
 			break;
 		printf("ok\n");

@@ -23,6 +23,7 @@
 
 #include "daemon.h"
 #include "proc/proc-status.h"
+#include "proc/proc-status.h"
 
 int dpd_app_listen_fd = -1;
 
@@ -62,6 +63,11 @@ static bool names_probe(const struct dpd_proc *p, const struct dpd_event *ev,
 static void claim_sites(struct dpd_proc *p)
 {
 	uint32_t *idx = calloc(p->nsites ? p->nsites : 1, sizeof(*idx)), n = 0;
+	struct dp_proc_status st;
+	/* A forked child's patches are its parent's: an event meant for the
+	 * parent's pid claims them too, so that they (and the semaphores
+	 * they came with) go when the event does. */
+	pid_t parent = dp_proc_status_read(p->pid, p->pid, &st) ? 0 : st.ppid;
 
 	for (uint32_t i = 0; idx && i < p->nsites; i++)
 		if (p->sites[i].installed && !p->sites[i].nowners)
@@ -71,7 +77,8 @@ static void claim_sites(struct dpd_proc *p)
 		uint64_t bias = 0;
 
 		for (uint32_t k = 0; k < ev->npids; k++)
-			listed |= ev->pids[k] == (uint32_t)p->pid;
+			listed |= ev->pids[k] == (uint32_t)p->pid ||
+				  (parent > 0 && ev->pids[k] == (uint32_t)parent);
 		if ((ev->owner && ev->owner != p->uid) || !ev->enabled || !ev->obj || !listed)
 			continue;
 		for (uint32_t i = 0; i < n; i++) {

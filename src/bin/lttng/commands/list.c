@@ -455,7 +455,7 @@ static void print_event(const struct dp_client_event *ev, bool with_session)
 	printf("  %s (%s)%s%s, channel %s\n", ev->event,
 	       ev->enabled ? "enabled" : "disabled", with_session ? ", session " : "",
 	       with_session ? ev->session : "", ev->channel);
-	printf("    %s %s in %s", ev->kind == DP_CLIENT_KIND_FUNCTION ? "function" : "probe",
+	printf("    %s %s in %s", dp_client_kind_str(ev->kind),
 	       ev->location, ev->path);
 	if (ev->npids) {
 		printf(", pid%s", ev->npids > 1 ? "s" : "");

@@ -41,6 +41,7 @@
 #include "options.h"
 #include "proc/child.h"
 #include "proto/app.h"
+#include "spec/sdt.h"
 
 #ifndef DP_BABELTRACE2
 #define DP_BABELTRACE2 "babeltrace2"
@@ -56,6 +57,7 @@
 enum {
 	OPT_PROBE = DP_OPT_OWN,
 	OPT_FUNCTION,
+	OPT_SDT,
 	OPT_TYPE,
 	OPT_COMMAND,
 	OPT_OUTPUT,
@@ -69,6 +71,7 @@ static struct poptOption options[] = {
 	DP_OPT_INCLUDE(dp_opt_path),
 	{ "probe", 0, POPT_ARG_STRING, NULL, OPT_PROBE, NULL, NULL },
 	{ "function", 0, POPT_ARG_STRING, NULL, OPT_FUNCTION, NULL, NULL },
+	{ "sdt", 0, POPT_ARG_STRING, NULL, OPT_SDT, NULL, NULL },
 	{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
 	{ "no-view", 0, POPT_ARG_NONE, NULL, OPT_NO_VIEW, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_help),
@@ -235,6 +238,48 @@ static int enable_names(struct trace *t, char (*names)[DP_CLIENT_EVENT_MAX], uin
 	return h && ret >= 0 ? 0 : -1;
 }
 
+/*
+ * Each --sdt pattern becomes one probe per SDT probe it names in t->path
+ * (checked as the daemon will check it), each named PROVIDER:NAME.  0, or
+ * -1 with a message.
+ */
+static int expand_sdt(struct trace *t)
+{
+	for (size_t i = 0; i < t->nprobes; i++) {
+		struct probe_arg *grown;
+		struct dp_err err;
+		char **names;
+		size_t n;
+
+		if (t->probes[i].kind != DP_CLIENT_KIND_SDT || t->probes[i].name[0])
+			continue;
+		if (dp_check_sdt(t->path, t->probes[i].location, &names, &n, &err)) {
+			dp_err_print(&err);
+			return -1;
+		}
+		grown = realloc(t->probes, (t->nprobes + n - 1) * sizeof(*grown));
+		if (!grown) {
+			dp_spec_sdt_names_free(names, n);
+			dp_err("out of memory");
+			return -1;
+		}
+		t->probes = grown;
+		free(t->probes[i].location);
+		memmove(&t->probes[i + n], &t->probes[i + 1],
+			(t->nprobes - i - 1) * sizeof(*grown));
+		for (size_t k = 0; k < n; k++) {
+			t->probes[i + k].kind = DP_CLIENT_KIND_SDT;
+			t->probes[i + k].location = names[k];
+			snprintf(t->probes[i + k].name, sizeof(t->probes[i + k].name), "%s",
+				 names[k]);
+		}
+		free(names);	/* the strings are the locations now */
+		t->nprobes += n - 1;
+		i += n - 1;
+	}
+	return 0;
+}
+
 /* The lttng names of every probe, as the daemon will name them (spec.h):
  * enabled before CMD starts, so that nothing it records is missed. */
 static int enable_expected_names(struct trace *t)
@@ -266,7 +311,7 @@ static void show_report(const struct trace *t, const struct probe_arg *pa,
 		return;
 	for (uint32_t k = 0; k < r->nevents; k++)
 		fprintf(stderr, "Dynamic UST event %s: %s %s in %s\n", r->events[k],
-			pa->kind == DP_CLIENT_KIND_FUNCTION ? "function" : "probe", pa->location,
+			dp_client_kind_str(pa->kind), pa->location,
 			t->path);
 	for (uint32_t p = 0; p < r->nprocs; p++) {
 		const struct dp_client_proc *pr = &r->procs[p];
@@ -544,8 +589,7 @@ static void mi_print(const struct trace *t, char **argv, int wstatus)
 	printf("<dp:probes>");
 	for (size_t i = 0; i < t->nprobes; i++) {
 		printf("<dp:probe>");
-		dp_mi_elem("dp:kind", "%s", t->probes[i].kind == DP_CLIENT_KIND_FUNCTION ?
-			   "function" : "probe");
+		dp_mi_elem("dp:kind", "%s", dp_client_kind_str(t->probes[i].kind));
 		dp_mi_elem("dp:location", "%s", t->probes[i].location);
 		dp_mi_elem("dp:name", "%s", t->probes[i].name);
 		printf("</dp:probe>");
@@ -596,7 +640,7 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	const char **rest;
 
 	while ((opt = poptGetNextOpt(pc)) > 0) {
-		if (opt != OPT_TYPE && opt != OPT_PROBE && opt != OPT_FUNCTION) {
+		if (opt != OPT_TYPE && opt != OPT_PROBE && opt != OPT_FUNCTION && opt != OPT_SDT) {
 			dp_opts_take(&o, pc, opt);
 			continue;
 		}
@@ -617,7 +661,8 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 			t.probes = grown;
 			memset(&t.probes[t.nprobes], 0, sizeof(*t.probes));
 			t.probes[t.nprobes].kind = opt == OPT_PROBE ? DP_CLIENT_KIND_PROBE :
-								      DP_CLIENT_KIND_FUNCTION;
+						   opt == OPT_SDT ? DP_CLIENT_KIND_SDT :
+								    DP_CLIENT_KIND_FUNCTION;
 			t.probes[t.nprobes++].location = arg;
 		}
 	}
@@ -649,8 +694,9 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 		goto out;
 	have_we = cmd != NULL;
 	if (!t.nprobes) {
-		dp_err("nothing to probe: add --function FUNCTION or --probe LOC (for example "
-		       "lttng trace -c \"%s\" --function main)", cmd ? cmd : cmd_argv[0]);
+		dp_err("nothing to probe: add --function FUNCTION, --probe LOC or --sdt "
+		       "PROVIDER:NAME (for example lttng trace -c \"%s\" --function main)",
+		       cmd ? cmd : cmd_argv[0]);
 		goto out;
 	}
 
@@ -667,9 +713,13 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 		dp_err_print(&err);
 		goto out;
 	}
+	if (expand_sdt(&t))
+		goto out;
 	for (size_t i = 0; i < t.nprobes; i++) {
 		struct dp_location loc;
 
+		if (t.probes[i].kind == DP_CLIENT_KIND_SDT)
+			continue;	/* checked and named by expand_sdt */
 		if (dp_check_location(t.path, t.probes[i].location,
 				      t.probes[i].kind == DP_CLIENT_KIND_FUNCTION, &err)) {
 			dp_err_print(&err);

@@ -399,3 +399,22 @@ int dp_client_connect(void)
 	}
 	return fd;
 }
+
+static const char *const kind_words[] = {
+	[DP_CLIENT_KIND_PROBE] = "probe",
+	[DP_CLIENT_KIND_FUNCTION] = "function",
+	[DP_CLIENT_KIND_SDT] = "sdt",
+};
+
+const char *dp_client_kind_str(uint8_t kind)
+{
+	return kind <= DP_CLIENT_KIND_LAST && kind_words[kind] ? kind_words[kind] : "probe";
+}
+
+uint8_t dp_client_kind_parse(const char *word)
+{
+	for (uint8_t k = 1; k <= DP_CLIENT_KIND_LAST; k++)
+		if (kind_words[k] && !strcmp(word, kind_words[k]))
+			return k;
+	return 0;
+}

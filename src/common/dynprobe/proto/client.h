@@ -216,6 +216,11 @@ enum dp_client_kind {
 };
 #define DP_CLIENT_KIND_LAST DP_CLIENT_KIND_SDT
 
+/* A kind's word in listings, saved sessions and --mi xml ("probe",
+ * "function", "sdt"), and back (0 for an unknown word). */
+const char *dp_client_kind_str(uint8_t kind);
+uint8_t dp_client_kind_parse(const char *word);
+
 /* How a site is (or would be) installed. */
 enum dp_client_method {
 	DP_CLIENT_METHOD_JUMP = 1,
