@@ -209,6 +209,42 @@ recorded "$DP_TMP/t2" "$c_pid" 'sdt_args:ints|sdt_prov:work' >"$DP_TMP/recorded2
 tap_ok $? "its events hold what the program passed; the guard let both rounds through" ||
 	tap_diag "$(cat "$DP_TMP/passed2")" "---" "$(cat "$DP_TMP/recorded2")"
 
+# ---- --mi xml, save and load -----------------------------------------------
+"$STOCK" -n create s4 --output="$DP_TMP/t4" >/dev/null
+"$STOCK" -n add-context -u -s s4 -t vpid >/dev/null
+start_args d "$ARGS" LD_PRELOAD="$LTTNG_DYNPROBE_AGENT"
+cmd d s
+doc=$("$LTTNG" -n --mi xml enable-event -u -s s4 --path "$ARGS" --pid "$d_pid" \
+	--sdt sdt_args:ints 2>"$DP_TMP/err")
+tap_ok $? "enable-event --mi xml --sdt exits 0" || tap_diag "$(cat "$DP_TMP/err")"
+grep -q '<dp:kind>sdt</dp:kind>' <<<"$doc" && grep -q '<dp:location>sdt_args:ints</dp:location>' <<<"$doc" &&
+	xmllint --noout - <<<"$doc"
+tap_ok $? "... a well-formed document with kind sdt and the probe's name" || tap_diag "$doc"
+run_cli save s4 -o "$DP_TMP/saved"
+tap_ok "$status" "save s4" || tap_diag "$err"
+grep -q 'kind=sdt' "$DP_TMP/saved/s4.lttng"* 2>/dev/null ||
+	grep -rq 'kind=sdt' "$DP_TMP/saved"
+tap_ok $? "the saved session holds the SDT event (kind=sdt)"
+"$LTTNG" -n destroy s4 >/dev/null
+sites_as_file "$d_pid" "$ARGS"
+tap_ok $? "destroyed: the process holds its file's bytes"
+run_cli load -i "$DP_TMP/saved/s4.lttng" s4
+grep -q "Dynamic UST event sdt_args:ints loaded in session s4" <<<"$out"
+tap_ok $? "load brings the SDT event back" || tap_diag "$out" "$err"
+wait_sites s4 "$d_pid" sdt_args:ints
+"$STOCK" -n start s4 >/dev/null
+cmd d r
+"$STOCK" -n stop s4 >/dev/null
+passed d "$d_pid" 'sdt_args:ints' >"$DP_TMP/passed4"
+recorded "$DP_TMP/t4" "$d_pid" 'sdt_args:ints' >"$DP_TMP/recorded4"
+[ -s "$DP_TMP/passed4" ] && diff "$DP_TMP/passed4" "$DP_TMP/recorded4" >/dev/null
+tap_ok $? "after load, sdt_args:ints records what the program passed" ||
+	tap_diag "$(cat "$DP_TMP/passed4")" "---" "$(cat "$DP_TMP/recorded4")"
+"$LTTNG" -n destroy s4 >/dev/null
+sites_as_file "$d_pid" "$ARGS"
+tap_ok $? "destroyed again: the file's bytes"
+cmd d q
+
 # ---- bad input: one clear line, nothing left behind ----------------------
 "$STOCK" -n create s --output="$DP_TMP/t3" >/dev/null
 export DP_DAEMON_RUNS=1
