@@ -55,6 +55,17 @@ static void source(const char *s, const char *sym, uint64_t off, bool pattern)
 	       sym, (unsigned long long)off, pattern ? ", a pattern" : "", ret ? err.msg : "");
 }
 
+/* A source line: FILE and LINE. */
+static void line(const char *s, const char *file, uint32_t n)
+{
+	struct dp_err err = DP_ERR_INIT;
+	struct dp_location loc;
+	int ret = dp_spec_location_parse(s, &loc, &err);
+
+	tap_ok(!ret && loc.kind == DP_LOC_LINE && !strcmp(loc.symbol, file) && loc.line == n,
+	       "location '%s' is line %u of %s%s", s, n, file, ret ? err.msg : "");
+}
+
 /* lttng trace's event name of a location. */
 static void trace_name(const char *s, const char *want)
 {
@@ -118,6 +129,15 @@ int main(int argc, char **argv)
 	struct dp_location loc;
 	struct dp_err err;
 
+	line("sched.c:42", "sched.c", 42);
+	line("kernel/sched.c:7", "kernel/sched.c", 7);
+	line("/usr/src/a b/x.c:1", "/usr/src/a b/x.c", 1);
+	line("Makefile:3", "Makefile", 3);
+	location("x.c:0", -EINVAL, DP_LOC_LINE, NULL, 0, "a line number is decimal, from 1");
+	location("x.c:99999999999", -EINVAL, DP_LOC_LINE, NULL, 0, "a line number is decimal");
+	source("shop::Cart::add", "shop::Cart::add", 0, false);
+	trace_name("sched.c:42", "sched_c_42");
+	trace_name("kernel/my-file.cc:7", "my_file_cc_7");
 	number("0", 0, 0, NULL);
 	number("42", 0, 42, NULL);
 	number("052", 0, 42, NULL);

@@ -116,11 +116,15 @@ struct dpd_point {
 
 /*
  * Resolves an ENABLE's location in an object into points: one for a probe,
- * the entry and the return sites for a function.  0, or -errno with the
- * one-line message of dp_spec_location_resolve or dp_spec_function_entry.
+ * one per address block of a FILE:LINE, the entry and the return sites of
+ * a function's body and of each of its inlined copies (as the kind
+ * chooses).  note (may be NULL) receives what is worth saying on success
+ * (copies not probed and why, lines sharing an address).  0, or -errno
+ * with the one-line message of spec/.
  */
 int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kind,
-			 struct dpd_point **points, uint32_t *npoints, struct dp_err *msg);
+			 struct dpd_point **points, uint32_t *npoints, char *note,
+			 size_t note_size, struct dp_err *msg);
 
 /*
  * An SDT event's probe (PROVIDER:NAME) in an object: its sites (dp_spec_sdt_event)
@@ -145,6 +149,26 @@ int dpd_resolve_sdt_args(struct dpd_object *o, const struct dp_sdt_event *sdt, s
  */
 int dpd_resolve_ctx(struct dpd_object *o, const char *spec, uint64_t bias, struct dp_ctx *out,
 		    struct dp_err *msg);
+
+/*
+ * The contexts a spec gives at one point of an event in one process (bias:
+ * its load bias; 0 to check an event before any process): one for most
+ * specs; for var: (spec/var.h) one compiled from the object's DWARF at the
+ * point, for args one per parameter there, and none at a return point (a
+ * function's return event records ret).  At most max into out, their
+ * number in *n.  0, or -errno with a message.
+ */
+int dpd_resolve_ctx_at(struct dpd_object *o, const char *spec, uint64_t bias,
+		       const struct dpd_point *pt, struct dp_ctx *out, size_t max, size_t *n,
+		       struct dp_err *msg);
+
+/*
+ * The ret context of a return point: typed by the function's DWARF return
+ * type when typed is true (the agent computes recipes) and the DWARF says
+ * (dwarf/dwarf-var.h); else rax as retval, a signed 64-bit integer.
+ */
+int dpd_resolve_ret(struct dpd_object *o, const struct dpd_point *pt, bool typed,
+		    struct dp_ctx *out);
 
 /*
  * Where the object is loaded in pid: its load bias (0 for a non-PIE
@@ -193,6 +217,7 @@ struct dpd_event {
 	/* Its shares of patches planned together with other events' points
 	 * (combine.c): kept until the event is freed, as sites point to them. */
 	struct dpd_share *shares;
+	char note[DP_CLIENT_MSG_MAX / 2];	/* from the resolution, said at ENABLE */
 };
 
 /* An event's part of a patch planned for several events: the patch's
@@ -217,6 +242,9 @@ void dpd_event_unlink(struct dpd_event *ev);
 /* The event's lttng names from its name as typed and its kind.  0 or -errno
  * with a message. */
 int dpd_event_names(struct dpd_event *ev, struct dp_err *msg);
+/* Checks one context spec against the event's object and every point (a
+ * var: in scope and available at each).  0 or -errno with a message. */
+int dpd_event_check_ctx(const struct dpd_event *ev, const char *spec, struct dp_err *msg);
 /* Resolves the event's spec: object, points, contexts, plan.  0 or -errno
  * with a message. */
 int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg);

@@ -10,7 +10,8 @@
  * probes), and the probes travel with the file.
  *
  *   <!-- lttng-dynprobe 1 session=NAME
- *   event channel=C name=N kind=probe|function location=L path=P enabled=1
+ *   event channel=C name=N kind=K location=L path=P enabled=1
+ *         (K: probe, function, function-out-of-line, function-inlined)
  *         [pids=1,2] [ctx=SPEC]...
  *   -->
  *
@@ -139,7 +140,7 @@ static int parse_event(const char *line, struct dp_client_event *ev)
 		} else if (KEY("kind")) {
 			ev->kind = dp_client_kind_parse(val);
 			if (!ev->kind)
-				return -EINVAL;
+				ev->kind = DP_CLIENT_KIND_PROBE;
 		} else if (KEY("location")) {
 			snprintf(ev->location, sizeof(ev->location), "%s", val);
 		} else if (KEY("path")) {

@@ -47,6 +47,7 @@ enum {
 	OPT_SDT,
 	OPT_LINES,
 	OPT_INLINES,
+	OPT_VARS,
 };
 
 static struct poptOption options[] = {
@@ -61,6 +62,7 @@ static struct poptOption options[] = {
 	{ "sdt", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, NULL, OPT_SDT, NULL, NULL },
 	{ "lines", 0, POPT_ARG_STRING, NULL, OPT_LINES, NULL, NULL },
 	{ "inlines", 0, POPT_ARG_STRING, NULL, OPT_INLINES, NULL, NULL },
+	{ "vars", 0, POPT_ARG_STRING, NULL, OPT_VARS, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_help),
 	DP_OPT_INCLUDE(dp_opt_list_options),
 	POPT_TABLEEND
@@ -764,7 +766,7 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 	const char **args;
 
 	if (opt < -1) {
-		if (path || sites || functions || sdt) {
+		if (path || sites || functions || sdt || o.set[OPT_VARS]) {
 			dp_err("%s: %s", poptBadOption(pc, POPT_BADOPTION_NOALIAS), poptStrerror(opt));
 			ret = DP_CMD_ERROR;
 		}
@@ -779,6 +781,21 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 		goto out;
 	}
 	args = poptGetArgs(pc);
+	if (o.set[OPT_VARS]) {
+		ret = DP_CMD_ERROR;
+		if (!path)
+			dp_err("--vars needs --path PATH (the executable or shared library)");
+		else if (sites || functions || sdt || other || o.arg[DP_OPT_CHANNEL] ||
+			 (args && args[0]) ||
+			 o.set[OPT_LINES] || o.set[OPT_INLINES])
+			dp_err("--vars goes with -u and --path only: lttng list -u --path PATH "
+			       "--vars LOCATION");
+		else if (cli->mi)
+			dp_err("the machine interface (--mi) does not cover --vars: run without it");
+		else
+			ret = dp_list_vars(path, o.arg[OPT_VARS]);
+		goto out;
+	}
 	if (o.set[OPT_LINES] || o.set[OPT_INLINES]) {
 		const char *what = o.set[OPT_LINES] ? "--lines" : "--inlines";
 

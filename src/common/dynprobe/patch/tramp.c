@@ -103,6 +103,20 @@ size_t dp_tramp_max_len(size_t nhooks, enum dp_vec_save vec)
 	return nhooks * hook + DP_WINDOW_MAX_INSNS * 64 + 16;
 }
 
+/*
+ * Whether the instruction does nothing at all: 0x90 alone (with REX.B it is
+ * xchg r8, rax; with F3 it is pause) or 0F 1F /0, whose memory operand is
+ * never accessed.  The trampoline need not copy it.
+ */
+static bool is_nop(const struct dp_insn *insn, const uint8_t *bytes)
+{
+	if (insn->len == 1)
+		return bytes[0] == 0x90;
+	return insn->enc == DP_ENC_LEGACY && insn->map == DP_MAP_0F &&
+	       insn->opcode == 0x1f && insn->has_modrm && (insn->reg & 7) == 0 &&
+	       !(insn->prefixes & ~(unsigned)(DP_PFX_OPSIZE | DP_PFX_ADSIZE | DP_PFX_SEG));
+}
+
 int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
 		   const struct dp_tramp_hook *hooks, size_t nhooks, dp_handler_fn handler,
 		   enum dp_vec_save vec, struct dp_tramp *out, enum dp_reason *why)
@@ -114,15 +128,19 @@ int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
 	out->entry = dp_emit_pc(e);
 	for (unsigned i = 0; i < w->ninsns; i++) {
 		uint64_t at = w->addr + w->off[i];
+		/* The lead's nops ran in place: their hooks come first. */
+		uint64_t from = i ? at : at - w->lead;
 
 		/* A thread moved here still runs the hooks of this instruction. */
 		out->insn_at[i] = dp_emit_pc(e);
 		for (size_t h = 0; h < nhooks; h++) {
-			if (hooks[h].addr == at) {
+			if (hooks[h].addr >= from && hooks[h].addr <= at) {
 				emit_hook(e, &hooks[h], handler, vec);
 				placed++;
 			}
 		}
+		if (is_nop(&w->insns[i], w->bytes + w->off[i]))
+			continue;
 		ret = dp_reloc_insn(e, &w->insns[i], w->bytes + w->off[i], at, why);
 		if (ret)
 			return ret;

@@ -75,6 +75,9 @@ struct dp_window {
 	uint64_t addr;			/* run-time address of the first byte */
 	uint8_t len;			/* bytes overwritten (padding after a ret included) */
 	uint8_t ninsns;			/* instructions that run, from addr on */
+	uint8_t lead;			/* nop bytes right before addr that run in
+					   place, their hooks served first (the nop
+					   of a `nop; nop5` site: plan.h) */
 	uint8_t bytes[DP_WINDOW_MAX_LEN];	/* the original bytes */
 	struct dp_insn insns[DP_WINDOW_MAX_INSNS];
 	uint8_t off[DP_WINDOW_MAX_INSNS];	/* offset of each instruction */
@@ -99,7 +102,9 @@ size_t dp_tramp_max_len(size_t nhooks, enum dp_vec_save vec);
 
 /*
  * Emits the trampoline of window w at the emitter's address.  Hooks must lie
- * on instruction starts of the window.  Returns 0, -ENOTSUP with *why when an
+ * on instruction starts of the window, or in its lead (they run first, at
+ * the entry, and see rip = their own address: a nop changes nothing else).
+ * Nops among the window's instructions are not copied.  Returns 0, -ENOTSUP with *why when an
  * instruction cannot move, -EINVAL for a hook off the instructions, or the
  * emitter's error.  Calls dp_emit_finish().
  */

@@ -68,6 +68,10 @@
  *   location itself (one event); kind FUNCTION probes the function the
  *   location names, at its entry (event NAME_entry) and at every return site
  *   (event NAME_return, which records the return value as the field "ret");
+ *   for a C name (or a C++ linkage name), every inlined copy of it too, found
+ *   in the object's DWARF (kind FUNCTION_OUTLINE: the out-of-line body only;
+ *   FUNCTION_INLINED: the copies only).  kind PROBE with a FILE:LINE
+ *   location probes every address block of that source line.
  *   kind SDT probes every site of the statically defined probe (a
  *   .note.stapsdt entry) `location` names, PROVIDER:NAME, one event whose
  *   fields arg0..argN are the probe's arguments, typed from the sites'
@@ -208,18 +212,24 @@ const char *dp_client_type_name(uint16_t type);
 
 /* What an ENABLE probes. */
 enum dp_client_kind {
-	DP_CLIENT_KIND_PROBE = 1,	/* the location: one event */
-	DP_CLIENT_KIND_FUNCTION = 2,	/* the function's entry and returns: two events */
+	DP_CLIENT_KIND_PROBE = 1,	/* the location: one event (a FILE:LINE: every
+					   address block of the line) */
+	DP_CLIENT_KIND_FUNCTION = 2,	/* the function's entry and returns: two events;
+					   its out-of-line body and every inlined copy */
 	DP_CLIENT_KIND_SDT = 3,		/* every site of a statically defined probe:
 					   one event (an older daemon refuses the
 					   kind as a bad value) */
+	DP_CLIENT_KIND_FUNCTION_OUTLINE = 4,	/* as FUNCTION, the out-of-line body only */
+	DP_CLIENT_KIND_FUNCTION_INLINED = 5,	/* as FUNCTION, the inlined copies only */
 };
-#define DP_CLIENT_KIND_LAST DP_CLIENT_KIND_SDT
 
-/* A kind's word in listings, saved sessions and --mi xml ("probe",
- * "function", "sdt"), and back (0 for an unknown word). */
+/* Whether a kind probes a function's entry and returns (two events). */
+bool dp_client_kind_function(uint8_t kind);
+/* Its name in saved sessions, --mi and listings: "probe", "function", "sdt",
+ * "function-out-of-line", "function-inlined"; "?" for another value. */
 const char *dp_client_kind_str(uint8_t kind);
-uint8_t dp_client_kind_parse(const char *word);
+/* The kind a name gives (as dp_client_kind_str), 0 when none. */
+uint8_t dp_client_kind_parse(const char *name);
 
 /* How a site is (or would be) installed. */
 enum dp_client_method {

@@ -22,6 +22,10 @@
  *                         return addresses of its callers (default depth 16,
  *                         at most 128; walker: see DP_BT_WALKER_DEFAULT)
  *   retval                rax as the signed 64-bit field "ret" (return sites)
+ *   var:EXPR[:TYPE]       a variable by name at the probe site, typed from
+ *                         the DWARF (spec/var.h: the grammar, the field name)
+ *   args                  every parameter of the function around the site,
+ *                         each a field named as the parameter
  *   (value)               a typed value computed by a recipe (spec/value.h):
  *                         made by the daemon (SDT arguments, DWARF
  *                         variables), never typed by users; NAME, and
@@ -75,6 +79,9 @@ enum dp_ctx_kind {
 	DP_CTX_RETVAL,		/* rax at a return site, as the signed field "ret" */
 	DP_CTX_VALUE,		/* a recipe's value (spec/value.h); travels only in
 				   DEFINE_PROBE_EXT (proto/app.h) */
+	DP_CTX_VAR,		/* var:EXPR (spec/var.h): the daemon's, compiled into
+				   a DP_CTX_VALUE per probe site; never travels */
+	DP_CTX_ARGS,		/* args: likewise, one DP_CTX_VALUE per parameter */
 };
 #define DP_CTX_KIND_LAST DP_CTX_VALUE
 

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,4 +296,102 @@ void dp_spec_copies_release(struct dp_spec_copies *c)
 	}
 	free(c->v);
 	memset(c, 0, sizeof(*c));
+}
+
+/* ---- what --function probes -------------------------------------------- */
+
+static void note_add(char *note, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void note_add(char *note, size_t size, const char *fmt, ...)
+{
+	size_t used = strlen(note);
+	va_list ap;
+
+	if (used + 3 >= size)
+		return;
+	if (used) {
+		memcpy(note + used, "; ", 3);
+		used += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(note + used, size - used, fmt, ap);
+	va_end(ap);
+}
+
+void dp_spec_fn_sites_release(struct dp_spec_fn_sites *s)
+{
+	free(s->fns);
+	dp_spec_copies_release(&s->copies);
+	memset(s, 0, sizeof(*s));
+}
+
+int dp_spec_function_sites(struct dp_object *obj, const char *path, const struct dp_location *loc,
+			   enum dp_spec_copies_sel sel, struct dp_spec_fn_sites *out,
+			   struct dp_err *err)
+{
+	struct dp_err fn_err = DP_ERR_INIT, dw_err = DP_ERR_INIT;
+	bool plain = loc->kind == DP_LOC_SYMBOL && !loc->pattern && !loc->has_offset &&
+		     !loc->offset && !loc->source;
+	char where[DP_SPEC_SYMBOL_MAX + 128];
+	int fret = 0, dret = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (loc->kind == DP_LOC_LINE)
+		return dp_spec_function_find(obj, path, loc, NULL, err);
+	if (sel != DP_SPEC_COPIES_INLINED) {
+		fret = dp_spec_functions_match(obj, path, loc, &out->fns, &out->nfns, &fn_err);
+		if (fret && (fret != -ENOENT || !plain || sel == DP_SPEC_COPIES_OUTLINE))
+			return dp_err_set(err, fret, "%s", fn_err.msg);
+	}
+	if (sel == DP_SPEC_COPIES_OUTLINE)
+		return 0;
+	if (!plain) {
+		if (sel == DP_SPEC_COPIES_INLINED)
+			return dp_err_set(err, -EINVAL, "'%s': inlined copies are found by a "
+					  "function's C name or linkage name, not a pattern, an "
+					  "address, an offset or a C++ name as written",
+					  loc->symbol);
+		return 0;
+	}
+	dret = dp_spec_inline_copies(obj, path, loc->symbol, &out->copies, &dw_err);
+	if (dret) {
+		if (sel == DP_SPEC_COPIES_INLINED || dret != -ENOENT || !out->nfns) {
+			dp_spec_fn_sites_release(out);
+			if (fret && dret == -ENOENT)
+				return dp_err_set(err, fret, "%s (and %s)", fn_err.msg, dw_err.msg);
+			return dp_err_set(err, dret, "%s", dw_err.msg);
+		}
+		snprintf(out->note, sizeof(out->note), "%.200s has no DWARF: the inlined copies "
+			 "of %.100s were not looked for (lttng list -u --path P --inlines NAME "
+			 "says where DWARF was looked for)", path, loc->symbol);
+		return 0;
+	}
+	for (size_t i = 0; i < out->copies.n; i++) {
+		const struct dp_spec_copy *c = &out->copies.v[i];
+
+		if (c->entry) {
+			out->nplaced++;
+			continue;
+		}
+		dp_spec_copy_format(c->inl, where, sizeof(where));
+		note_add(out->note, sizeof(out->note), "the copy of %s %s is not probed: %s",
+			 loc->symbol, where, c->why);
+	}
+	if (!out->nfns && !out->copies.n) {
+		dp_spec_fn_sites_release(out);
+		if (sel == DP_SPEC_COPIES_INLINED && !fret)
+			return dp_err_set(err, -ENOENT, "%s has no inlined copy in %s (its "
+					  "out-of-line body: --copies=out-of-line)", loc->symbol,
+					  path);
+		return dp_err_set(err, fret ? fret : -ENOENT, "%s", fret ? fn_err.msg :
+				  "no inlined copy");
+	}
+	if (!out->nfns && !out->nplaced) {
+		int ret = dp_err_set(err, -ENOTSUP, "no copy of %s in %s can be probed: %s",
+				     loc->symbol, path, out->note);
+
+		dp_spec_fn_sites_release(out);
+		return ret;
+	}
+	return 0;
 }

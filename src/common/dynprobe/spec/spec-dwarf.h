@@ -75,6 +75,40 @@ int dp_spec_inline_copies(struct dp_object *obj, const char *path, const char *n
 			  struct dp_spec_copies *out, struct dp_err *err);
 void dp_spec_copies_release(struct dp_spec_copies *c);
 
+/* Which copies of a function --function probes. */
+enum dp_spec_copies_sel {
+	DP_SPEC_COPIES_ALL,		/* the out-of-line body and every inlined copy */
+	DP_SPEC_COPIES_OUTLINE,		/* the out-of-line body only (as without DWARF) */
+	DP_SPEC_COPIES_INLINED,		/* the inlined copies only */
+};
+
+/* What a --function location probes. */
+struct dp_spec_fn_sites {
+	const struct dp_function **fns;	/* out-of-line bodies (dp_spec_functions_match) */
+	size_t nfns;
+	struct dp_spec_copies copies;	/* inlined copies, those without a site too */
+	size_t nplaced;			/* copies with an entry */
+	char note[DP_SPEC_NOTE_MAX];	/* worth saying on success, or "" */
+};
+
+/*
+ * The functions and copies a --function location names.  The out-of-line
+ * bodies are dp_spec_functions_match's.  Inlined copies are looked for
+ * when the location is a plain name (a C symbol, or a C++ linkage name: no
+ * pattern, offset, address or C++ name as written) and sel allows them;
+ * with DP_SPEC_COPIES_ALL, an object without DWARF gives its out-of-line
+ * body alone, and the note says the copies were not looked for.  Copies
+ * that cannot be probed are named in the note with their reason.
+ * Errors: those of dp_spec_functions_match when there is no body and no
+ * copy; DP_SPEC_COPIES_INLINED without DWARF (the lookup's message) or
+ * without a copy (-ENOENT); every copy without a site and no body
+ * (-ENOTSUP, with the reasons).  Release with dp_spec_fn_sites_release.
+ */
+int dp_spec_function_sites(struct dp_object *obj, const char *path, const struct dp_location *loc,
+			   enum dp_spec_copies_sel sel, struct dp_spec_fn_sites *out,
+			   struct dp_err *err);
+void dp_spec_fn_sites_release(struct dp_spec_fn_sites *s);
+
 /* "inlined into CALLER at FILE:LINE" (FILE's basename), or "out of line". */
 int dp_spec_copy_format(const struct dp_dwarf_inline *inl, char *buf, size_t size);
 
