@@ -309,8 +309,8 @@ int dp_spec_userspace_probe_parse(const char *s, char *path, size_t path_size,
 	size_t len;
 
 	if (!strncmp(s, "sdt:", 4))
-		return dp_err_set(err, -ENOTSUP, "'%s': SDT probes are not dynamic probes: use "
-				  "elf:PATH:SYMBOL, or --probe/--function with --path", s);
+		return dp_err_set(err, -ENOTSUP, "'%s': an SDT probe (sdt:PATH:PROVIDER:NAME), "
+				  "not elf:PATH:SYMBOL", s);
 	if (strncmp(s, "elf:", 4) != 0)
 		return dp_err_set(err, -EINVAL, "'%s': expected elf:PATH:SYMBOL", s);
 	s += 4;

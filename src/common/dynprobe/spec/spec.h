@@ -97,7 +97,7 @@ int dp_spec_sdt_probe_parse(const char *s, char *path, size_t path_size, char *p
  * LTTng's own spelling of a userspace probe, "elf:PATH:SYMBOL" (SYMBOL may
  * carry +OFFSET here).  The first two colons separate: PATH holds none,
  * SYMBOL may ("elf:/bin/app:shop::Cart::add").  PATH is copied into path (-ENAMETOOLONG if it does
- * not fit).  "sdt:..." is refused (-ENOTSUP): dynamic probes go on code.
+ * not fit).  "sdt:..." is refused (-ENOTSUP): dp_spec_sdt_probe_parse reads it.
  */
 int dp_spec_userspace_probe_parse(const char *s, char *path, size_t path_size,
 				  struct dp_location *loc, struct dp_err *err);
