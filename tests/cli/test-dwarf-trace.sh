@@ -124,6 +124,8 @@ c=$DP_TMP/libc.counts
 tap_ok $tstatus "trace --path libc --function two_way_short_needle (inlined into strcasestr)"
 tap_check "one entry per strcasestr call ($(nev "$DP_TMP/libc.ev" two_way_short_needle_entry) of $(counter "$c" strcasestr))" \
 	[ "$(nev "$DP_TMP/libc.ev" two_way_short_needle_entry)" = "$(counter "$c" strcasestr)" ]
+tap_check "one return per call: the jumps that leave its loop ($(nev "$DP_TMP/libc.ev" two_way_short_needle_return))" \
+	[ "$(nev "$DP_TMP/libc.ev" two_way_short_needle_return)" = "$(counter "$c" strcasestr)" ]
 
 # ---- refusals: one line, nothing installed ---------------------------------
 "$STOCK" -n create s --output="$DP_TMP/s" >/dev/null || tap_bail "create s"
@@ -144,6 +146,22 @@ run_cli enable-event -u -s s --path "$T" --probe "dwarf-target.c:$HELPER_LINE"
 tap_ok $status "enable-event --probe FILE:LINE without a name" || tap_diag "$out" "$err"
 grep -q "dynprobe:$name" <<<"$out"
 tap_ok $? "its event is dynprobe:$name" || tap_diag "$out"
+# One address that starts two lines (readelf's decoded line table: the
+# statement rows of dwarf-target.c), one of them probed: the reply says so.
+shared=$(readelf --debug-dump=decodedline "$T" | awk '$1 == "dwarf-target.c" && $NF == "x" {
+		if (seen[$3] != "" && seen[$3] != $2) print $3, seen[$3], $2; else seen[$3] = $2 }' |
+	while read -r addr l1 l2; do
+		"$LTTNG" list -u --path "$T" --lines "dwarf-target.c:$l1" |
+			grep -qw "0x${addr#0x}" && { echo "$addr $l1 $l2"; break; }
+	done)
+if [ -n "$shared" ]; then
+	set -- $shared
+	run_cli enable-event -u -s s --path "$T" --probe "dwarf-target.c:$2" shared
+	grep -q "$1 is also line $3 of dwarf-target.c" <<<"$out"
+	tap_ok $? "a probed address that also starts line $3 is said ($1, line $2)" || tap_diag "$out" "$err"
+else
+	tap_ok 1 "readelf shows no address starting two lines of dwarf-target.c"
+fi
 run_cli enable-event -u -s s --path "$T" --function helper --copies=inlined hin
 tap_ok $status "enable-event --function helper --copies=inlined" || tap_diag "$out" "$err"
 run_cli --mi xml list s

@@ -7,7 +7,8 @@
 # byte at the note's base.  lttng list --sdt shows every site of ours as
 # `nop; nop5` placed by jump, those of <sys/sdt.h> as `nop`; the programs
 # print the same output.  Then, through lttng-dynprobed (lttng trace
-# --probe at the notes' addresses, non-PIE builds of both): every hit
+# --probe at the notes' addresses of the sites in the loop, side by side, and
+# of the inlined ones, non-PIE builds of both): every hit
 # recorded, the event's ip the note's address, the arguments the notes name
 # the program's own values, the output unchanged.
 . "$top_srcdir/tests/utils/tap.sh"
@@ -121,7 +122,7 @@ for build in sdthdr-target-nopie sdthdr-target-sys-nopie; do
 		tap_ok 1 "$build: hdr:global's arguments are registers or the global ($g_args)"
 		continue
 	fi
-	locs=$(for p in loop five step global; do
+	locs=$(for p in loop ints more unsigned five six global colour step; do
 		sites_of "$obj" $p | awk '{ printf "0x%x\n", strtonum($1) }'; done)
 	g_loc=$(printf '0x%x' "$g_loc")
 	probes=()

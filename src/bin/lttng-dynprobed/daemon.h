@@ -66,6 +66,27 @@ extern int dpd_verbosity;	/* messages above it are dropped */
 int dpd_log_open(const char *path);
 void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * Tests only (--test-fault STEP[:N], not in --help): the daemon kills itself
+ * with SIGKILL the Nth time (1st by default) it reaches STEP, to prove that
+ * a daemon dying there leaves every target running and every patch
+ * recoverable.  dpd_fault_set() returns -EINVAL for a malformed spec.  The
+ * steps, in the order an install or a removal meets them:
+ *   agent      install: the agent loaded and its HELLO read
+ *   staged     install: trampolines written, patches noted to the agent
+ *   held       every thread held for a batch, nothing written yet
+ *   written    the batch written (jumps, or original bytes), threads held
+ *   detached   install: threads let go, the patches not yet recorded
+ *   rebuilt    removal: shared patches rebuilt for the other events
+ *              (trampolines written and noted), nothing written
+ *   restored   removal: the batch written and let go, the agent not yet
+ *              told (NOTE_REMOVED)
+ *   combined   a combine (install or removal): its batch planned and
+ *              staged, nothing written
+ */
+int dpd_fault_set(const char *spec);
+void dpd_fault(const char *step);
+
 #define dpd_err(...) dpd_log(DPD_ERR, __VA_ARGS__)
 #define dpd_info(...) dpd_log(DPD_INFO, __VA_ARGS__)
 #define dpd_dbg(...) dpd_log(DPD_DEBUG, __VA_ARGS__)
@@ -473,7 +494,8 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
  */
 int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		     struct dp_client_proc *const *rps);
-/* For every process whose HELLO is waiting: installs what is pending, GO. */
+/* For every process whose HELLO is waiting: the patches its agent reported
+ * that no event claims restored, then what is pending installed, GO. */
 void dpd_install_pending(void);
 
 /* ---- remove.c ---- */

@@ -14,6 +14,7 @@
 #include "elf/elf.h"
 #include "patch/analysis.h"
 #include "spec/spec.h"
+#include "x86/insn.h"
 
 static int get_dwarf(struct dp_object *obj, struct dp_dwarf **dw, struct dp_err *err)
 {
@@ -177,13 +178,284 @@ int dp_spec_line_resolve(struct dp_object *obj, const char *path, const struct d
 
 int dp_spec_copy_format(const struct dp_dwarf_inline *inl, char *buf, size_t size)
 {
+	char caller[DP_SPEC_SYMBOL_MAX];
+	const char *who = inl && inl->caller ? inl->caller : "?";
+
 	if (!inl)
 		return snprintf(buf, size, "out of line");
+	/* A C++ or Rust caller by its qualified name. */
+	if (inl->caller_linkage &&
+	    !dp_elf_demangle_base(inl->caller_linkage, caller, sizeof(caller)))
+		who = caller;
 	if (inl->call_file && inl->call_line)
-		return snprintf(buf, size, "inlined into %s at %s:%" PRIu32,
-				inl->caller ? inl->caller : "?", base(inl->call_file),
-				inl->call_line);
-	return snprintf(buf, size, "inlined into %s", inl->caller ? inl->caller : "?");
+		return snprintf(buf, size, "inlined into %s at %s:%" PRIu32, who,
+				base(inl->call_file), inl->call_line);
+	return snprintf(buf, size, "inlined into %s", who);
+}
+
+const char *dp_spec_ret_how_str(uint8_t how)
+{
+	switch (how) {
+	case DP_SPEC_RET_AFTER: return "first instruction after the copy";
+	case DP_SPEC_RET_INSN: return "the instruction that leaves";
+	case DP_SPEC_RET_STEPPED: return "last instruction of a range";
+	}
+	return "?";
+}
+
+/* Whether addr lies in one of the copy's ranges. */
+static bool in_copy(const struct dp_dwarf_inline *inl, uint64_t addr)
+{
+	for (uint32_t r = 0; r < inl->nranges; r++)
+		if (addr >= inl->ranges[r].lo && addr < inl->ranges[r].hi)
+			return true;
+	return false;
+}
+
+/*
+ * Whether addr is in the copy's body: one of its ranges, but not one that
+ * lies before the entry in the entry's function (code the compiler moved
+ * ahead of the entry, which the next call runs before entering).
+ */
+static bool in_body(struct dp_object *obj, const struct dp_dwarf_inline *inl, uint64_t addr)
+{
+	const struct dp_function *fe = dp_object_function_at(obj, inl->entry);
+
+	for (uint32_t r = 0; r < inl->nranges; r++) {
+		const struct dp_dwarf_range *rg = &inl->ranges[r];
+
+		if (addr < rg->lo || addr >= rg->hi)
+			continue;
+		return !(rg->hi <= inl->entry && fe && rg->lo >= fe->start &&
+			 rg->lo < fe->start + fe->size);
+	}
+	return false;
+}
+
+/* Whether addr starts an instruction of a known function. */
+static bool boundary(struct dp_object *obj, uint64_t addr, const struct dp_function **fnp)
+{
+	const struct dp_function *fn = dp_object_function_at(obj, addr);
+
+	if (fnp)
+		*fnp = fn;
+	return fn && dp_function_insn_index(fn, addr) >= 0;
+}
+
+/* ---- a bounded walk over instructions ---- */
+
+#define WALK_MAX 16384
+
+struct walk {
+	uint64_t *todo, *seen;		/* seen: open addressing, 0 = free */
+	size_t ntodo, cap;
+};
+
+static int walk_init(struct walk *w)
+{
+	w->cap = 2 * WALK_MAX;
+	w->ntodo = 0;
+	w->todo = malloc(WALK_MAX * sizeof(*w->todo));
+	w->seen = calloc(w->cap, sizeof(*w->seen));
+	return w->todo && w->seen ? 0 : -ENOMEM;
+}
+
+static void walk_release(struct walk *w)
+{
+	free(w->todo);
+	free(w->seen);
+}
+
+/* Marks addr seen: true when it was not. */
+static bool walk_see(struct walk *w, uint64_t addr, size_t *nseen)
+{
+	size_t i = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 20) & (w->cap - 1);
+
+	while (w->seen[i]) {
+		if (w->seen[i] == addr)
+			return false;
+		i = (i + 1) & (w->cap - 1);
+	}
+	w->seen[i] = addr;
+	(*nseen)++;
+	return true;
+}
+
+static void walk_push(struct walk *w, uint64_t addr)
+{
+	if (w->ntodo < WALK_MAX)
+		w->todo[w->ntodo++] = addr;
+}
+
+/* The instruction at addr and where control goes after it: next[0..n)
+ * (fall-through last).  -errno when it cannot be decoded. */
+static int successors(struct dp_object *obj, uint64_t addr, struct dp_insn *insn, uint64_t next[2],
+		      size_t *n, bool *falls)
+{
+	const struct dp_function *fn = dp_object_function_at(obj, addr);
+	const uint8_t *bytes;
+	uint64_t avail;
+
+	*n = 0;
+	*falls = false;
+	if (!fn)
+		return -ENOENT;
+	avail = fn->start + fn->size - addr;
+	avail = avail > 15 ? 15 : avail;
+	bytes = dp_elf_code(dp_object_elf(obj), addr, avail);
+	if (!bytes || dp_insn_decode(bytes, avail, insn))
+		return -EINVAL;
+	switch (insn->flow) {
+	case DP_FLOW_JMP:
+		next[(*n)++] = dp_insn_target(insn, addr);
+		break;
+	case DP_FLOW_JCC:
+	case DP_FLOW_LOOP:
+	case DP_FLOW_XBEGIN:
+		next[(*n)++] = dp_insn_target(insn, addr);
+		next[(*n)++] = addr + insn->len;
+		*falls = true;
+		break;
+	case DP_FLOW_RET:
+	case DP_FLOW_JMP_IND:
+	case DP_FLOW_FAR:
+	case DP_FLOW_UD:
+	case DP_FLOW_INT:
+	case DP_FLOW_TRAP:
+		break;
+	default:
+		next[(*n)++] = addr + insn->len;
+		*falls = true;
+		break;
+	}
+	return 0;
+}
+
+/*
+ * Whether control that left the copy for `from` can come back into it
+ * without a new entry: a walk over the code from there (fall-through and
+ * direct branches, stopping at the copy's entry and at returns) meets its
+ * body (in_body); each place it comes back to is pushed on the copy's own
+ * walk.  A partially inlined function leaves its copy to set up
+ * the call of its .part and comes back for the call: that is no exit.
+ * Unsure (the walk too long, code that does not decode): no.
+ */
+static bool reenters(struct dp_object *obj, const struct dp_dwarf_inline *inl, uint64_t from,
+		     struct walk *copy)
+{
+	struct walk w;
+	size_t nseen = 0;
+	bool back = false;
+
+	if (walk_init(&w)) {
+		walk_release(&w);
+		return false;
+	}
+	walk_push(&w, from);
+	while (w.ntodo && nseen < WALK_MAX) {
+		uint64_t a = w.todo[--w.ntodo], next[2];
+		struct dp_insn insn;
+		size_t n;
+		bool falls;
+
+		if (a == inl->entry || !walk_see(&w, a, &nseen))
+			continue;
+		if (in_body(obj, inl, a)) {
+			/* The copy's walk goes on from where control comes back. */
+			walk_push(copy, a);
+			back = true;
+			continue;
+		}
+		if (successors(obj, a, &insn, next, &n, &falls))
+			continue;
+		for (size_t k = 0; k < n; k++)
+			walk_push(&w, next[k]);
+	}
+	walk_release(&w);
+	return back;
+}
+
+static int add_ret(struct dp_spec_copy *c, uint64_t addr, uint8_t how)
+{
+	for (uint32_t k = 0; k < c->nrets; k++)
+		if (c->rets[k] == addr)
+			return 0;
+	if (c->nrets == c->cap) {
+		uint32_t cap = c->cap ? c->cap * 2 : 4;
+		uint64_t *rets = realloc(c->rets, cap * sizeof(*rets));
+		uint8_t *hows;
+
+		if (!rets)
+			return -ENOMEM;
+		c->rets = rets;
+		hows = realloc(c->how, cap * sizeof(*hows));
+		if (!hows)
+			return -ENOMEM;
+		c->how = hows;
+		c->cap = cap;
+	}
+	c->rets[c->nrets] = addr;
+	c->how[c->nrets++] = how;
+	return 0;
+}
+
+/*
+ * The exits of a copy, from a walk of its code from the entry: a ret, a
+ * jmp that leaves for good (the jmp itself), a taken branch that leaves
+ * (its target), a fall-through off a range's end (the caller's next
+ * instruction, or the copy's last one when the range ends its function).
+ * 0, or -errno when the walk cannot be made (the caller then uses the
+ * ranges' ends).
+ */
+static int exits(struct dp_object *obj, struct dp_spec_copy *c)
+{
+	const struct dp_dwarf_inline *inl = c->inl;
+	struct walk w;
+	size_t nseen = 0;
+	int ret = walk_init(&w);
+
+	walk_push(&w, inl->entry);
+	while (!ret && w.ntodo) {
+		uint64_t a = w.todo[--w.ntodo], next[2];
+		const struct dp_function *fa, *fn;
+		struct dp_insn insn;
+		size_t n;
+		bool falls;
+
+		if (!walk_see(&w, a, &nseen))
+			continue;
+		if (nseen >= WALK_MAX) {
+			ret = -E2BIG;
+			break;
+		}
+		ret = successors(obj, a, &insn, next, &n, &falls);
+		if (ret)
+			break;
+		if (insn.flow == DP_FLOW_RET) {
+			ret = add_ret(c, a, DP_SPEC_RET_INSN);
+			continue;
+		}
+		fa = dp_object_function_at(obj, a);
+		for (size_t k = 0; k < n && !ret; k++) {
+			uint64_t t = next[k];
+			bool fall = falls && k == n - 1;
+
+			if (in_copy(inl, t)) {
+				walk_push(&w, t);
+				continue;
+			}
+			if (reenters(obj, inl, t, &w))
+				continue;
+			if (insn.flow == DP_FLOW_JMP)
+				ret = add_ret(c, a, DP_SPEC_RET_INSN);
+			else if (boundary(obj, t, &fn) && (!fall || fn == fa))
+				ret = add_ret(c, t, DP_SPEC_RET_AFTER);
+			else
+				ret = add_ret(c, a, fall ? DP_SPEC_RET_STEPPED : DP_SPEC_RET_INSN);
+		}
+	}
+	walk_release(&w);
+	return ret;
 }
 
 /* The last instruction of fn starting in [lo, hi), or 0. */
@@ -202,61 +474,135 @@ static uint64_t last_insn(const struct dp_function *fn, uint64_t lo, uint64_t hi
 	return best;
 }
 
-static void place(struct dp_object *obj, struct dp_spec_copy *c)
+/* kinst's rules, when the code cannot be walked: per range, its end, or
+ * its last instruction when the end is not the same function's, for the
+ * last range of a DW_AT_ranges list, and for low/high pc bounds. */
+static int range_ends(struct dp_object *obj, struct dp_spec_copy *c)
 {
 	const struct dp_dwarf_inline *inl = c->inl;
-	const struct dp_function *fn;
+	int ret = 0;
 
-	if (!inl->nranges) {
-		snprintf(c->why, sizeof(c->why), "no address: the copy was optimized away");
-		return;
-	}
-	if (!inl->entry) {
-		snprintf(c->why, sizeof(c->why), "no entry address");
-		return;
-	}
-	fn = dp_object_function_at(obj, inl->entry);
-	if (!fn || dp_function_insn_index(fn, inl->entry) < 0) {
-		snprintf(c->why, sizeof(c->why), fn ? "its entry 0x%" PRIx64 " is inside an "
-			 "instruction" : "its entry 0x%" PRIx64 " is in no known function",
-			 inl->entry);
-		return;
-	}
-	c->entry = inl->entry;
-	for (uint32_t r = 0; r < inl->nranges; r++) {
-		uint64_t lo = inl->ranges[r].lo, hi = inl->ranges[r].hi, ret = hi;
+	c->nrets = 0;
+	for (uint32_t r = 0; r < inl->nranges && !ret; r++) {
+		uint64_t lo = inl->ranges[r].lo, hi = inl->ranges[r].hi, at = hi;
 		const struct dp_function *rf = dp_object_function_at(obj, lo);
 		bool step;
 
-		if (!rf)
-			continue;
+		if (!rf || in_copy(inl, hi))
+			continue;	/* falls into another range of the copy */
 		step = !inl->listed || r + 1 == inl->nranges || hi >= rf->start + rf->size ||
 		       dp_function_insn_index(rf, hi) < 0;
 		if (step)
-			ret = last_insn(rf, lo, hi);
-		if (!ret)
-			continue;
-		for (uint32_t k = 0; k < c->nrets; k++)
-			if (c->rets[k] == ret)
-				ret = 0;
-		if (!ret)
-			continue;
-		c->rets[c->nrets] = ret;
-		c->stepped[c->nrets++] = step;
+			at = last_insn(rf, lo, hi);
+		if (at)
+			ret = add_ret(c, at, step ? DP_SPEC_RET_STEPPED : DP_SPEC_RET_AFTER);
 	}
+	return ret;
+}
+
+static int place(struct dp_object *obj, struct dp_spec_copy *c)
+{
+	const struct dp_dwarf_inline *inl = c->inl;
+	const struct dp_function *fn;
+	int ret;
+
+	if (!inl->nranges) {
+		snprintf(c->why, sizeof(c->why), "no address: the copy was optimized away");
+		return 0;
+	}
+	if (!inl->entry) {
+		snprintf(c->why, sizeof(c->why), "no entry address");
+		return 0;
+	}
+	if (!boundary(obj, inl->entry, &fn)) {
+		snprintf(c->why, sizeof(c->why), fn ? "its entry 0x%" PRIx64 " is inside an "
+			 "instruction" : "its entry 0x%" PRIx64 " is in no known function",
+			 inl->entry);
+		return 0;
+	}
+	c->entry = inl->entry;
+	ret = exits(obj, c);
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret) {
+		c->walked = false;
+		return range_ends(obj, c);
+	}
+	c->walked = true;
+	return 0;
+}
+
+static int by_die(const void *a, const void *b)
+{
+	const struct dp_dwarf_inline *x = *(const struct dp_dwarf_inline *const *)a;
+	const struct dp_dwarf_inline *y = *(const struct dp_dwarf_inline *const *)b;
+
+	return x->die < y->die ? -1 : x->die > y->die;
+}
+
+/*
+ * The copies a C++ or Rust name as written means: those of every linkage
+ * name whose demangled name, with or without its parameter list, is it.
+ */
+static int source_copies(struct dp_dwarf *dw, const char *name,
+			 const struct dp_dwarf_inline ***out, size_t *nout, struct dp_err *err)
+{
+	const struct dp_dwarf_inline **all = NULL, **v, **grown;
+	const char **names;
+	size_t nnames, n, total = 0;
+	char full[DP_SPEC_SYMBOL_MAX * 2], base_name[DP_SPEC_SYMBOL_MAX * 2];
+	int ret = dp_dwarf_inline_linkage_names(dw, &names, &nnames, err);
+
+	for (size_t i = 0; !ret && i < nnames; i++) {
+		if (dp_elf_demangle(names[i], full, sizeof(full)) ||
+		    dp_elf_demangle_base(names[i], base_name, sizeof(base_name)) ||
+		    (strcmp(full, name) && strcmp(base_name, name)))
+			continue;
+		ret = dp_dwarf_inlines(dw, names[i], &v, &n, err);
+		if (ret)
+			break;
+		grown = n ? realloc(all, (total + n) * sizeof(*all)) : all;
+		if (n && !grown) {
+			free(v);
+			ret = dp_err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		all = grown;
+		if (n)
+			memcpy(all + total, v, n * sizeof(*v));
+		total += n;
+		free(v);
+	}
+	free(names);
+	if (ret) {
+		free(all);
+		return ret;
+	}
+	if (total)
+		qsort(all, total, sizeof(*all), by_die);
+	*out = all;
+	*nout = total;
+	return 0;
 }
 
 int dp_spec_inline_copies(struct dp_object *obj, const char *path, const char *name,
 			  struct dp_spec_copies *out, struct dp_err *err)
 {
 	const struct dp_dwarf_inline **v;
+	struct dp_location loc;
 	struct dp_dwarf *dw;
 	size_t n;
 	int ret;
 
+	(void)path;
 	memset(out, 0, sizeof(*out));
 	ret = get_dwarf(obj, &dw, err);
-	if (!ret)
+	if (ret)
+		return ret;
+	if (!dp_spec_location_parse(name, &loc, NULL) && loc.kind == DP_LOC_SYMBOL &&
+	    loc.source && !loc.pattern && !loc.has_offset)
+		ret = source_copies(dw, loc.symbol, &v, &n, err);
+	else
 		ret = dp_dwarf_inlines(dw, name, &v, &n, err);
 	if (ret)
 		return ret;
@@ -270,21 +616,15 @@ int dp_spec_inline_copies(struct dp_object *obj, const char *path, const char *n
 		return dp_err_set(err, -ENOMEM, "out of memory");
 	}
 	out->n = n;
-	for (size_t i = 0; i < n; i++) {
-		struct dp_spec_copy *c = &out->v[i];
-
-		c->inl = v[i];
-		c->rets = calloc(v[i]->nranges + 1, sizeof(*c->rets));
-		c->stepped = calloc(v[i]->nranges + 1, sizeof(*c->stepped));
-		if (!c->rets || !c->stepped) {
-			free(v);
-			dp_spec_copies_release(out);
-			return dp_err_set(err, -ENOMEM, "out of memory");
-		}
-		place(obj, c);
+	for (size_t i = 0; i < n && !ret; i++) {
+		out->v[i].inl = v[i];
+		ret = place(obj, &out->v[i]);
 	}
 	free(v);
-	(void)path;
+	if (ret) {
+		dp_spec_copies_release(out);
+		return dp_err_set(err, ret, "out of memory");
+	}
 	return 0;
 }
 
@@ -292,7 +632,7 @@ void dp_spec_copies_release(struct dp_spec_copies *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		free(c->v[i].rets);
-		free(c->v[i].stepped);
+		free(c->v[i].how);
 	}
 	free(c->v);
 	memset(c, 0, sizeof(*c));
@@ -331,7 +671,7 @@ int dp_spec_function_sites(struct dp_object *obj, const char *path, const struct
 {
 	struct dp_err fn_err = DP_ERR_INIT, dw_err = DP_ERR_INIT;
 	bool plain = loc->kind == DP_LOC_SYMBOL && !loc->pattern && !loc->has_offset &&
-		     !loc->offset && !loc->source;
+		     !loc->offset;
 	char where[DP_SPEC_SYMBOL_MAX + 128];
 	int fret = 0, dret = 0;
 
@@ -348,22 +688,27 @@ int dp_spec_function_sites(struct dp_object *obj, const char *path, const struct
 	if (!plain) {
 		if (sel == DP_SPEC_COPIES_INLINED)
 			return dp_err_set(err, -EINVAL, "'%s': inlined copies are found by a "
-					  "function's C name or linkage name, not a pattern, an "
-					  "address, an offset or a C++ name as written",
+					  "function's name, not a pattern, an address or an offset",
 					  loc->symbol);
 		return 0;
 	}
 	dret = dp_spec_inline_copies(obj, path, loc->symbol, &out->copies, &dw_err);
 	if (dret) {
-		if (sel == DP_SPEC_COPIES_INLINED || dret != -ENOENT || !out->nfns) {
+		if (sel == DP_SPEC_COPIES_INLINED || !out->nfns) {
 			dp_spec_fn_sites_release(out);
 			if (fret && dret == -ENOENT)
 				return dp_err_set(err, fret, "%s (and %s)", fn_err.msg, dw_err.msg);
 			return dp_err_set(err, dret, "%s", dw_err.msg);
 		}
-		snprintf(out->note, sizeof(out->note), "%.200s has no DWARF: the inlined copies "
-			 "of %.100s were not looked for (lttng list -u --path P --inlines NAME "
-			 "says where DWARF was looked for)", path, loc->symbol);
+		/* The body alone, as without DWARF: the copies are said missing. */
+		if (dret == -ENOENT)
+			snprintf(out->note, sizeof(out->note), "%.200s has no DWARF: the inlined "
+				 "copies of %.100s were not looked for (lttng list -u --path P "
+				 "--inlines NAME says where DWARF was looked for)", path,
+				 loc->symbol);
+		else
+			snprintf(out->note, sizeof(out->note), "the inlined copies of %.100s were "
+				 "not looked for: %.300s", loc->symbol, dw_err.msg);
 		return 0;
 	}
 	for (size_t i = 0; i < out->copies.n; i++) {

@@ -44,14 +44,27 @@ int dp_spec_line_resolve(struct dp_object *obj, const char *path, const struct d
 int dp_spec_source_file(struct dp_object *obj, const char *path, const char *name,
 			const char **file, struct dp_err *err);
 
-/* How a copy's site is placed, before the planner looks at its bytes. */
+/* Where a copy's return site is, relative to the exit it serves. */
+enum dp_spec_ret_how {
+	DP_SPEC_RET_AFTER = 1,	/* the caller's first instruction after the copy: a
+				   fall-through off a range, a taken branch's target */
+	DP_SPEC_RET_INSN,	/* the instruction that leaves: a ret, or a jmp */
+	DP_SPEC_RET_STEPPED,	/* a range's last instruction: its end is not the
+				   same function's, or (without a walk) kinst's rules */
+};
+
+/* "first instruction after the copy", "the instruction that leaves", ... */
+const char *dp_spec_ret_how_str(uint8_t how);
+
+/* How a copy's sites are placed, before the planner looks at their bytes. */
 struct dp_spec_copy {
 	const struct dp_dwarf_inline *inl;	/* the DWARF facts (dwarf.h) */
 	uint64_t entry;				/* 0: the copy cannot be probed */
-	uint32_t nrets;
-	uint64_t *rets;				/* one per range (fewer when shared) */
-	bool *stepped;				/* rets[i] is the range's last instruction,
-						 * not the first one after it */
+	uint32_t nrets, cap;
+	uint64_t *rets;				/* its return sites */
+	uint8_t *how;				/* enum dp_spec_ret_how, per site */
+	bool walked;				/* exits found by the walk (else kinst's
+						   rules on the ranges) */
 	char why[256];				/* entry 0: why ("no address: optimized
 						 * away", "in no known function") */
 };
@@ -62,14 +75,31 @@ struct dp_spec_copies {
 };
 
 /*
- * The inlined copies of the function `name` (a C symbol, or a C++ linkage
- * name) in path, each with its entry and return sites.  Return of a copy,
- * per range [lo, hi): hi, the first instruction of the caller after it;
- * stepped back to the range's last instruction when hi is not an
- * instruction of the same function (the copy ends its caller), when the
- * range is the last of a DW_AT_ranges list, or when the bounds are
- * low_pc/high_pc.  0 (out->n may be 0), or -errno: no DWARF (-ENOENT, the
- * lookup's message), -ENOMEM.  Release with dp_spec_copies_release.
+ * The inlined copies of the function `name` in path (a C name; a C++ or
+ * Rust linkage name; or a C++ or Rust name as written, spec.h, which means
+ * every function whose demangled name is it, with or without its parameter
+ * list: "shop::Cart::add", "shop::Cart::add(long)"), each with its entry
+ * and return sites.
+ *
+ * Entry: DW_AT_entry_pc, else the first byte of the first range.  Returns:
+ * where control leaves the copy, found by a walk of its instructions from
+ * the entry (fall-through and direct branches, within its ranges): a ret
+ * (the copy ends its caller), a jmp that leaves (the jmp), a taken branch
+ * that leaves (its target), a fall-through off a range (the caller's next
+ * instruction; the range's last instruction when that is past the end of
+ * its function).  Control that leaves only to come back into the copy
+ * without a new entry (a partially inlined function setting up the call
+ * of its .part) does not exit there; code of the copy placed before its
+ * entry in the same function (moved ahead of it) does not count as coming
+ * back.  When the code cannot be walked
+ * (undecodable, too long), FreeBSD kinst's rules on the ranges: each
+ * range's end, stepped back to its last instruction when the end is not
+ * an instruction of the same function, for the last range of a
+ * DW_AT_ranges list, and for low/high pc bounds; none for a range whose end
+ * is in another range of the copy.
+ *
+ * 0 (out->n may be 0), or -errno: no DWARF (-ENOENT, the lookup's
+ * message), -ENOMEM.  Release with dp_spec_copies_release.
  */
 int dp_spec_inline_copies(struct dp_object *obj, const char *path, const char *name,
 			  struct dp_spec_copies *out, struct dp_err *err);
@@ -94,10 +124,11 @@ struct dp_spec_fn_sites {
 /*
  * The functions and copies a --function location names.  The out-of-line
  * bodies are dp_spec_functions_match's.  Inlined copies are looked for
- * when the location is a plain name (a C symbol, or a C++ linkage name: no
- * pattern, offset, address or C++ name as written) and sel allows them;
- * with DP_SPEC_COPIES_ALL, an object without DWARF gives its out-of-line
- * body alone, and the note says the copies were not looked for.  Copies
+ * when the location is a name (C, a linkage name, or C++/Rust as written:
+ * no pattern, offset or address; dp_spec_inline_copies) and sel allows them;
+ * with DP_SPEC_COPIES_ALL, an object without DWARF (or whose DWARF cannot
+ * be read) gives its out-of-line body alone, and the note says the copies
+ * were not looked for, and why.  Copies
  * that cannot be probed are named in the note with their reason.
  * Errors: those of dp_spec_functions_match when there is no body and no
  * copy; DP_SPEC_COPIES_INLINED without DWARF (the lookup's message) or
