@@ -155,6 +155,10 @@ got=$(sed -nE 's/^dynprobe:malloc_entry: .*[{,] bytes = ([0-9]+).*/\1/p' "$DP_TM
 [ -n "$want" ] && [ "$got" = "$want" ]
 tap_ok $? "libc malloc's bytes records exactly the sizes the program allocated ($got; the program: $want)"
 [ "$got" = "$want" ] || tap_diag "$(cat "$DP_TMP/mal.err")" "$(head -3 "$DP_TMP/mal.ev")"
+n=$(grep -c "^dynprobe:malloc_return: " "$DP_TMP/mal.ev")
+[ "$n" -gt 0 ] && [ "$(grep "^dynprobe:malloc_return: " "$DP_TMP/mal.ev" |
+	grep -cE "[{,] ret = 0x[0-9A-Fa-f]+ ")" -eq "$n" ]
+tap_ok $? "malloc's $n returns record ret as a pointer (hex), its DWARF return type"
 
 # refused NAME REGEX DESC: the trace was refused with one Error line, and
 # the program never ran.

@@ -164,13 +164,16 @@ int dpd_resolve_ctx_at(struct dpd_object *o, const char *spec, uint64_t bias,
 		       const struct dpd_point *pt, struct dp_ctx *out, size_t max, size_t *n,
 		       struct dp_err *msg);
 
+struct dpd_event;
+
 /*
- * The ret context of a return point: typed by the function's DWARF return
- * type when typed is true (the agent computes recipes) and the DWARF says
- * (dwarf/dwarf-var.h); else rax as retval, a signed 64-bit integer.
+ * The ret context of an event's return points: typed by the probed
+ * function's DWARF return type (read at its entries: every one must agree,
+ * so that a pattern's functions of different types keep the untyped one)
+ * when typed is true (the agent computes recipes); else rax as retval, a
+ * signed 64-bit integer.  The same for every return point of the event.
  */
-int dpd_resolve_ret(struct dpd_object *o, const struct dpd_point *pt, bool typed,
-		    struct dp_ctx *out);
+int dpd_resolve_ret(struct dpd_event *ev, bool typed, struct dp_ctx *out);
 
 /*
  * Where the object is loaded in pid: its load bias (0 for a non-PIE
@@ -217,6 +220,10 @@ struct dpd_event {
 	 * (combine.c): kept until the event is freed, as sites point to them. */
 	struct dpd_share *shares;
 	char note[DP_CLIENT_MSG_MAX / 2];	/* from the resolution, said at ENABLE */
+	/* The return events' typed ret (dpd_resolve_ret), found once: 0 not
+	 * yet, 1 ret_ctx, -1 none (retval). */
+	int8_t ret_state;
+	struct dp_ctx ret_ctx;
 };
 
 /* An event's part of a patch planned for several events: the patch's

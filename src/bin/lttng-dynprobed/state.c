@@ -183,6 +183,7 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 	uint64_t *vaddrs;
 	int ret;
 
+	ev->ret_state = 0;
 	ev->obj = dpd_object_get(ev->path, msg);
 	if (!ev->obj)
 		return -ENOENT;
