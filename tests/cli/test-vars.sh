@@ -191,6 +191,12 @@ refused e5 "'req' has no member 'nope' \(its members: id, len, name, tag, ratio,
 TRACE_OPTS=(--path "$LIBC" --function malloc -t var:tcache)
 trace e7 "$MU" 5
 refused e7 "thread-local variable of a shared library" "a shared library's thread-local variable is refused"
+# Without its build-id too: the daemon keeps DWARF by build-id, and this
+# one has var-target's.
+objcopy --strip-debug --remove-section=.note.gnu.build-id "$BIN" "$DP_TMP/stripped"
+TRACE_OPTS=(--function handle -t var:n)
+trace e8 "$DP_TMP/stripped" 3
+refused e8 "context .var:n.: no DWARF for .*stripped.*looked in" "a program without debug information says where its DWARF was looked for"
 TRACE_OPTS=(--function foo -t var:x)
 trace e6 "$TARGET" 3
 refused e6 "no DWARF" "an object without DWARF for the code is refused"
