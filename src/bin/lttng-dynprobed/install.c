@@ -36,7 +36,9 @@
  * patch: a patch is written whole while every thread is held, or not at all.
  *
  * Also here: the installs waiting for a process whose agent said HELLO
- * (a process started by `lttng trace`, or one that reconnected), then GO.
+ * (a process started by `lttng trace`, or one that reconnected), then GO;
+ * before them, a reconnected agent's patches that no event claims are
+ * restored.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -287,6 +289,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		ret = msg.code;
 		goto out;
 	}
+	dpd_fault("agent");
 	blocker = dpd_sigtrap_blocker(pid, blocker_comm, sizeof(blocker_comm));
 	if (needs_combine(p, evs, nev, bias) > 0) {
 		ret = dpd_combine_install(p, evs, nev, bias[0], rps, &msg);
@@ -358,6 +361,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	}
 	if (ret)
 		goto undo;
+	dpd_fault("staged");
 	if (dpd_cfg.test_pause_ms) {
 		dpd_info("test pause: %d ms before writing into process %d", dpd_cfg.test_pause_ms,
 			 (int)pid);
@@ -366,6 +370,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	ret = dpd_write_batch(p, ws, n, NULL, 0, false, &msg);
 	if (ret)
 		goto undo;
+	dpd_fault("detached");
 	for (size_t i = 0; i < n; i++) {
 		struct dpd_work *w = &ws[i];
 
@@ -417,16 +422,63 @@ static bool installed_in(const struct dpd_proc *p, const struct dpd_event *ev)
 	return dpd_proc_count_sites(p, ev, &j, &i) > 0;
 }
 
-static void run_pending(struct dpd_proc *p)
+/*
+ * The patches a reconnecting agent reports that no event claims (an install
+ * a killed daemon never finished, and whose client was told it failed; an
+ * event whose session went meanwhile) are restored, in one stop, and the
+ * agent told: none is left that no request could take out.  0, or -ESRCH
+ * when the process is gone (and forgotten).
+ */
+static int drop_unclaimed(struct dpd_proc *p)
+{
+	struct dp_err msg = DP_ERR_INIT;
+	uint32_t *gone = calloc(p->nsites ? p->nsites : 1, sizeof(*gone)), ngone = 0;
+	pid_t pid = p->pid;
+	int ret;
+
+	if (!gone)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->nsites; i++)
+		if (p->sites[i].installed && !p->sites[i].nowners)
+			gone[ngone++] = i;
+	ret = dpd_write_batch(p, NULL, 0, gone, ngone, false, &msg);
+	if (ret == -DP_PROC_ENOPROC) {
+		dpd_proc_forget(p);
+		free(gone);
+		return -ESRCH;
+	}
+	if (ret)
+		dpd_err("process %d: the patches no event claims stay: %s", (int)pid, msg.msg);
+	for (uint32_t k = 0; k < ngone; k++) {
+		const struct dpd_site *s = &p->sites[gone[k]];
+
+		if (s->installed)
+			continue;
+		dpd_info("process %d: the patch at 0x%" PRIx64 " (%s) no event claims is "
+			 "removed", (int)pid, s->patch.site, s->event[0] ? s->event : "?");
+		if (p->fd >= 0 && dpd_agent_note_removed(p, s->patch.site, &msg))
+			dpd_info("process %d: %s", (int)pid, msg.msg);
+	}
+	free(gone);
+	return 0;
+}
+
+/* The installs pending for p, then GO (go) and MAPPED's reply (p->mapped). */
+static void run_pending(struct dpd_proc *p, bool go)
 {
 	struct dp_app_msg req = { .type = DP_APP_GO }, rep;
 	struct dp_err msg;
 	pid_t pid = p->pid;
+	/* The MAPPED answered here: its dlopen had returned, so what it
+	 * mapped is in the maps the loop below reads.  One that comes during
+	 * the loop is answered by the next round. */
+	uint64_t cookie = p->mapped;
+	uint32_t cookie_seq = p->mapped_seq;
 
 	if (p->recovered) {
 		p->recovered = false;
 		dpd_agent_reconcile(p);
-		if (p->fd < 0)
+		if (p->fd < 0 || drop_unclaimed(p) == -ESRCH || p->fd < 0)
 			return;
 	}
 
@@ -434,14 +486,19 @@ static void run_pending(struct dpd_proc *p)
 		struct dp_client_proc rp;
 
 		/* By path: the owner's own processes, root's included (root
-		 * names other users' processes by pid). */
-		if (!ev->enabled || ev->npids || !ev->obj || ev->owner != p->uid)
+		 * names other users' processes by pid).  By pid: those
+		 * processes and their descendants. */
+		if (!ev->enabled || !ev->obj)
+			continue;
+		if (ev->npids ? (ev->owner != 0 && ev->owner != p->uid) || !dpd_event_reaches(ev, pid)
+			      : ev->owner != p->uid)
 			continue;
 		if (installed_in(p, ev) || !dpd_object_mapped(ev->obj, pid))
 			continue;
 		memset(&rp, 0, sizeof(rp));
 		dpd_install(ev, pid, &rp);
-		dpd_info("process %d started with the agent: %s: %s", (int)pid, ev->names[0],
+		dpd_info("process %d %s: %s: %s", (int)pid,
+			 go ? "started with the agent" : "mapped the object (dlopen)", ev->names[0],
 			 rp.status ? rp.message : "installed");
 		free(rp.sites);
 		/* The process may have gone meanwhile. */
@@ -449,11 +506,17 @@ static void run_pending(struct dpd_proc *p)
 		if (!p || p->fd < 0)
 			return;
 	}
-	if (p->minor < 1)
-		return;	/* an agent that does not know GO does not wait for it */
-	if (dpd_agent_call(p, &req, &rep, &msg))
-		dpd_info("GO to process %d: %s", (int)pid, msg.msg);
-	dp_app_msg_release(&rep);
+	/* An agent that does not know GO does not wait for it. */
+	if (go && p->minor >= 1) {
+		if (dpd_agent_call(p, &req, &rep, &msg))
+			dpd_info("GO to process %d: %s", (int)pid, msg.msg);
+		dp_app_msg_release(&rep);
+		p = dpd_proc_find(pid);
+		if (!p || p->fd < 0)
+			return;
+	}
+	if (cookie)
+		dpd_agent_mapped_reply(p, cookie, cookie_seq);
 }
 
 void dpd_install_pending(void)
@@ -465,10 +528,12 @@ void dpd_install_pending(void)
 	while (again) {
 		again = false;
 		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
-			if (!p->go_pending || p->fd < 0)
+			bool go = p->go_pending;
+
+			if ((!go && !p->mapped) || p->fd < 0)
 				continue;
 			p->go_pending = false;
-			run_pending(p);
+			run_pending(p, go);
 			again = true;
 			break;
 		}
