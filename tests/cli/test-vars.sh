@@ -58,7 +58,7 @@ for build in var-target var-target-dwarf4; do
 	TRACE_OPTS=(--function handle -t var:req-\>len -t var:n -t var:req-\>name \
 		-t var:req-\>tag -t var:c -t var:flag -t var:scale -t var:dd -t var:small \
 		-t var:sh -t var:req-\>ratio -t var:req-\>next-\>id -t var:config.opts[2] \
-		-t var:counter_global -t var:config.port -t var:req-\>id:uint16)
+		-t var:counter_global -t var:config.port -t var:req-\>id:uint16 -t var:tls_counter)
 	trace "h$b" "$BIN" 3 bob
 	same "h$b" handle_entry req_len "$(printed "h$b" len)" "$b: a long through a pointer"
 	same "h$b" handle_entry n "$(printed "h$b" n)" "$b: an int parameter"
@@ -76,6 +76,7 @@ for build in var-target var-target-dwarf4; do
 	same "h$b" handle_entry counter_global "$(printed "h$b" counter)" "$b: a global"
 	same "h$b" handle_entry config_port "$(printed "h$b" port)" "$b: an unsigned short member"
 	same "h$b" handle_entry req_id "$(printed "h$b" id)" "$b: :uint16 overrides the type"
+	same "h$b" handle_entry tls_counter "$(printed "h$b" tls)" "$b: a thread-local variable"
 	same "h$b" handle_return ret "$(printed "h$b" ret)" "$b: ret typed by the return type (long)"
 	grep -m1 "^dynprobe:handle_return: " "$DP_TMP/h$b.ev" | grep -qv "req_len"
 	tap_ok $? "$b: the return event carries ret, not the entry's variables"
@@ -122,6 +123,14 @@ for build in var-target var-target-dwarf4; do
 	ev=$(sed -nE 's/^dynprobe:([^:]*):.*/\1/p' "$DP_TMP/p$b.ev" | head -1)
 	same "p$b" "$ev" p_a "$(printed "p$b" a)" "$b: a member held in a piece"
 	same "p$b" "$ev" p_b "$(printed "p$b" b)" "$b: the other piece"
+
+	# Bit-fields through a pointer: signed ones negative.
+	TRACE_OPTS=(--function bitfields -t var:f-\>ready -t var:f-\>level -t var:f-\>code \
+		-t var:f-\>delta -t var:f-\>tail)
+	trace "f$b" "$BIN" 11
+	for m in ready level code delta tail; do
+		same "f$b" bitfields_entry "f_$m" "$(printed "f$b" $m)" "$b: bit-field $m"
+	done
 
 	# An inlined function's parameters at each copy's entry (f a constant
 	# there): every pair the program passed, and only those.
@@ -175,6 +184,9 @@ TRACE_OPTS=(--function handle -t var:req-\>nope)
 trace e5 "$BIN" 3
 refused e5 "'req' has no member 'nope' \(its members: id, len, name, tag, ratio, next\)" \
 	"an unknown member lists the members"
+TRACE_OPTS=(--path "$LIBC" --function malloc -t var:tcache)
+trace e7 "$MU" 5
+refused e7 "thread-local variable of a shared library" "a shared library's thread-local variable is refused"
 TRACE_OPTS=(--function foo -t var:x)
 trace e6 "$TARGET" 3
 refused e6 "no DWARF" "an object without DWARF for the code is refused"

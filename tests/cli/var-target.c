@@ -26,6 +26,14 @@ struct cfg {
 
 enum color { RED = 1, GREEN = 2, BLUE = 7 };
 
+struct flags {
+	unsigned int ready : 1;
+	int level : 4;
+	unsigned int code : 11;
+	int delta : 7;
+	unsigned char tail;
+};
+
 struct pair {
 	int a;
 	int b;
@@ -33,6 +41,7 @@ struct pair {
 
 static struct cfg config;
 int counter_global;
+__thread long tls_counter;
 
 long ext(long v);
 long handle(struct req *req, int n, enum color c, bool flag, float scale, double dd,
@@ -43,6 +52,7 @@ long stacked(long seed);
 int pieces(int x, int y);
 int dropped(int x);
 long inl_a(long v);
+int bitfields(const struct flags *f);
 long inl_b(long v);
 
 __attribute__((noipa)) long ext(long v)
@@ -56,8 +66,8 @@ __attribute__((noipa)) long handle(struct req *req, int n, enum color c, bool fl
 	printf("handle len=%ld n=%d name=%s tag=%s c=%d flag=%d scale=%g dd=%g small=%u sh=%d "
 	       "ratio=%g id=%d next_id=%d\n", req->len, n, req->name, req->tag, (int)c, (int)flag,
 	       (double)scale, dd, (unsigned)small, (int)sh, req->ratio, req->id, req->next->id);
-	printf("handle opts2=%d port=%u counter=%d\n", config.opts[2], config.port,
-	       counter_global);
+	printf("handle opts2=%d port=%u counter=%d tls=%ld\n", config.opts[2], config.port,
+	       counter_global, tls_counter);
 	return req->len * n + c + flag + (long)(scale * dd) + small + sh;
 }
 
@@ -119,6 +129,14 @@ __attribute__((noipa)) int dropped(int x)
 	return x + 1;
 }
 
+/* Bit-fields, signed and not, through a pointer. */
+__attribute__((noipa)) int bitfields(const struct flags *f)
+{
+	printf("bitfields ready=%u level=%d code=%u delta=%d tail=%u\n", f->ready, f->level,
+	       f->code, f->delta, f->tail);
+	return f->level + f->delta;
+}
+
 /* Inlined into two callers: its parameters live where each caller put
  * them (f a constant there). */
 static inline __attribute__((always_inline)) long scale_by(long v, int f)
@@ -152,6 +170,7 @@ int main(int argc, char **argv)
 	config.opts[2] = (int)k * 11;
 	config.port = 8080;
 	counter_global = (int)k + 100;
+	tls_counter = k * 1000000 + 1;
 	printf("handle ret=%ld\n",
 	       handle(&req, (int)k + 1, BLUE, true, (float)k / 2, (double)k * 1.5, 200, -3));
 	loclist(k * 7);
@@ -159,6 +178,12 @@ int main(int argc, char **argv)
 	stacked(k + 40);
 	pieces((int)k, (int)k + 1);
 	dropped((int)k);
+	{
+		struct flags fl = { .ready = 1, .level = -3, .code = (unsigned)(k * 100) % 2048,
+				    .delta = (int)-k, .tail = 42 };
+
+		bitfields(&fl);
+	}
 	inl_a(k);
 	inl_b(k * 2);
 	return 0;

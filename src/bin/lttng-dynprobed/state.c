@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "proc/proc-status.h"
 #include "dwarf/dwarf-var.h"
 #include "spec/spec.h"
 
@@ -524,4 +525,19 @@ void dpd_state_load(void)
 	}
 	free(line);
 	fclose(f);
+}
+
+bool dpd_event_reaches(const struct dpd_event *ev, pid_t pid)
+{
+	for (int up = 0; pid > 1 && up < 64; up++) {
+		struct dp_proc_status st;
+
+		for (uint32_t i = 0; i < ev->npids; i++)
+			if ((pid_t)ev->pids[i] == pid)
+				return true;
+		if (dp_proc_status_read(pid, 0, &st))
+			return false;
+		pid = st.ppid;
+	}
+	return false;
 }

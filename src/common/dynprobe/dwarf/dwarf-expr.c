@@ -5,6 +5,7 @@
  * pieces kept apart so that a member can be taken from one of them.
  */
 #include <errno.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +43,6 @@ static const char *op_name(unsigned atom)
 		return "DW_OP_entry_value (its value on entry, gone here)";
 	case DW_OP_implicit_pointer: case DW_OP_GNU_implicit_pointer:
 		return "DW_OP_implicit_pointer (a pointer the compiler removed)";
-	case DW_OP_form_tls_address: case DW_OP_GNU_push_tls_address:
-		return "a thread-local address";
 	case DW_OP_GNU_parameter_ref:
 		return "DW_OP_GNU_parameter_ref";
 	case DW_OP_regval_type: case DW_OP_GNU_regval_type:
@@ -108,6 +107,74 @@ static int cfa_rule(const struct dp_dwarf_at *at, uint8_t *reg, int64_t *off,
 	if (ret)
 		return dp_err_set(err, -EOPNOTSUPP, "its frame base is the CFA and the CFA at "
 				  "0x%" PRIx64 " is not a register plus an offset", at->pc);
+	return 0;
+}
+
+/* Whether elf is an executable (ET_EXEC, or ET_DYN marked DF_1_PIE): its
+ * TLS block is the first, at a fixed offset below the thread pointer. */
+static bool is_executable(Elf *elf, size_t nph)
+{
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(elf, &eh))
+		return false;
+	if (eh.e_type == ET_EXEC)
+		return true;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+		GElf_Dyn dyn;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_DYNAMIC)
+			continue;
+		d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_DYN);
+		for (int k = 0; d && gelf_getdyn(d, k, &dyn); k++)
+			if (dyn.d_tag == DT_FLAGS_1 && (dyn.d_un.d_val & DF_1_PIE))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Where an executable's TLS block starts below the thread pointer (fs_base
+ * on x86-64, TLS variant II): the loader places the executable's block first,
+ * its size rounded up to its alignment (the first byte's misalignment kept).
+ * A shared library's block is placed at run time: -EOPNOTSUPP.
+ */
+static int exe_tls_offset(Elf *elf, uint64_t *off)
+{
+	size_t nph = 0;
+
+	if (!elf || elf_getphdrnum(elf, &nph) || !is_executable(elf, nph))
+		return -EOPNOTSUPP;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		uint64_t align, first;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_TLS)
+			continue;
+		align = ph.p_align ? ph.p_align : 1;
+		if (align & (align - 1))
+			return -EOPNOTSUPP;
+		first = -ph.p_vaddr & (align - 1);
+		*off = ((ph.p_memsz - first + align - 1) & ~(align - 1)) + first;
+		return 0;
+	}
+	return -EOPNOTSUPP;
+}
+
+/* DW_OP_form_tls_address after a constant: that offset in the executable's
+ * TLS block, from fs_base. */
+static int tls_address(const struct dp_dwarf_at *at, struct vpart *p, struct dp_err *err)
+{
+	struct dp_value_op *last = p->nops ? &p->ops[p->nops - 1] : NULL;
+	uint64_t off;
+
+	if (!last || last->op != DP_VOP_CONST || exe_tls_offset(at->elf, &off))
+		return dp_err_set(err, -EOPNOTSUPP, "it is a thread-local variable of a shared "
+				  "library (only an executable's can be read at a probe)");
+	*last = (struct dp_value_op){ .op = DP_VOP_REG, .arg = DP_CTX_REG_FS_BASE,
+				      .imm = last->imm - (int64_t)off };
 	return 0;
 }
 
@@ -231,6 +298,9 @@ static int one_op(const struct dp_dwarf_at *at, Dwarf_Attribute *attr, Dwarf_Die
 	case DW_OP_stack_value:
 		p->kind = VPART_VALUE;
 		return 0;
+	case DW_OP_form_tls_address:
+	case DW_OP_GNU_push_tls_address:
+		return tls_address(at, p, err);
 	case DW_OP_implicit_value:
 		if (dwarf_getlocation_implicit_value(attr, op, &b))
 			return unsupported(a, err);

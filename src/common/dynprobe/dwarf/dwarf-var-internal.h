@@ -78,10 +78,11 @@ int vt_scalar(Dwarf_Die *type, const char *what, enum vt_kind *kind, struct dp_f
 	      uint8_t *flags, uint32_t *maxlen, struct dp_err *err);
 
 /* A member of a (peeled) struct, union or class, anonymous members
- * searched through: its byte offset and type.  -EINVAL listing the members,
- * -EOPNOTSUPP for a bit-field. */
+ * searched through: its byte offset and type; for a bit-field, *bits its
+ * width and *bitpos its first bit from the struct's start (little-endian
+ * numbering), else *bits 0.  -EINVAL listing the members. */
 int vt_member(Dwarf_Die *stype, const char *name, const char *what, uint64_t *off,
-	      Dwarf_Die *mtype, struct dp_err *err);
+	      Dwarf_Die *mtype, uint64_t *bitpos, uint32_t *bits, struct dp_err *err);
 
 /* The element type, its size and the element count (-1: unknown) of a
  * (peeled) one-dimensional array. */

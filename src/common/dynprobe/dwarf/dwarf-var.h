@@ -15,8 +15,11 @@
  * based expression, or DW_OP_call_frame_cfa evaluated from the CFI of the
  * object at the PC: .eh_frame, else .debug_frame), call_frame_cfa, addr
  * (plus the process's load bias), lit*, const*, plus_uconst, plus, deref,
- * deref_size, stack_value, implicit_value (up to 8 bytes), piece, and
- * DW_AT_const_value.  Anything else (entry_value, implicit_pointer, TLS,
+ * deref_size, stack_value, implicit_value (up to 8 bytes), piece,
+ * form_tls_address (an executable's thread-local variables: fs_base minus
+ * the offset of its TLS block, which the loader puts first; a shared
+ * library's block is placed at run time and refused), and
+ * DW_AT_const_value.  Anything else (entry_value, implicit_pointer,
  * arithmetic) is refused naming the operation; a variable without a
  * location at the PC is refused as optimized out, naming the PC ranges
  * where it has one.
@@ -25,9 +28,10 @@
  * signed or not, bool (0 or 1), enums (their value, as an integer of their
  * size: the agent's event classes have no enumeration fields), pointers
  * (hex), float and double, `char *` and `char[N]` as strings (at most N,
- * else DP_CTX_STRING_DEFAULT bytes).  A struct, union or other array asks
- * for a member or an element; bit-fields and values of other sizes are
- * refused.
+ * else DP_CTX_STRING_DEFAULT bytes), bit-fields (DWARF 5's data bit
+ * offset or DWARF 4's bit offset: the bytes holding one read, shifted and
+ * extended by the recipe's BITS).  A struct, union or other array asks for
+ * a member or an element; values of other sizes are refused.
  *
  * Functions return 0 or -errno with one line for users in err: -ENOENT (no
  * such name: err lists the names in scope; no DWARF for the PC), -ENODATA

@@ -266,10 +266,47 @@ static int pointee_of(struct vcur *c, Dwarf_Die *t, Dwarf_Die *pointee, const ch
 	return 0;
 }
 
+/* Narrows c to a bit-field: the bytes holding it read (or the register
+ * holding the struct), shifted to its first bit, extended from its width
+ * as its type is signed or not.  c is a value then. */
+static int cur_bits(struct vcur *c, Dwarf_Die *stype, uint64_t bitpos, uint32_t bits,
+		    Dwarf_Die *mtype, struct dp_err *err)
+{
+	uint64_t first = bitpos / 8, need = (bitpos % 8 + bits + 7) / 8, size = 1, ssize;
+	struct dp_field_desc fd;
+	enum vt_kind kind;
+	uint8_t flags;
+	uint32_t maxlen;
+	struct vpart *p;
+	int ret;
+
+	while (size < need)
+		size *= 2;
+	/* Never read past the struct: the bytes before the field will do. */
+	if (!vt_size(stype, &ssize) && first + size > ssize && ssize >= size)
+		first = ssize - size;
+	if (vt_scalar(mtype, c->what, &kind, &fd, &flags, &maxlen, err) || kind != VT_INT)
+		return dp_err_set(err, -EOPNOTSUPP, "'%s' is a bit-field of a type that cannot "
+				  "be recorded", c->what);
+	ret = cur_select(c, first, size, err);
+	if (ret)
+		return ret;
+	p = &c->loc.parts[0];
+	if (p->kind == VPART_ADDR)
+		ret = vx_push(p, DP_VOP_DEREF, (uint8_t)size, 0, err);
+	p->kind = VPART_VALUE;
+	if (!ret && bitpos - first * 8)
+		ret = vx_push(p, DP_VOP_SHR, (uint8_t)(bitpos - first * 8), 0, err);
+	if (!ret)
+		ret = vx_push(p, DP_VOP_BITS, (uint8_t)bits, fd.is_signed, err);
+	return ret;
+}
+
 static int step_member(struct vcur *c, const struct dp_var_step *s, struct dp_err *err)
 {
 	Dwarf_Die t = c->type, mt;
-	uint64_t off, msize;
+	uint64_t off, msize, bitpos;
+	uint32_t bits;
 	int ret;
 
 	vt_peel(&t);
@@ -287,9 +324,14 @@ static int step_member(struct vcur *c, const struct dp_var_step *s, struct dp_er
 		return dp_err_set(err, -EINVAL, "'%s' is a pointer: write %s->%s", c->what,
 				  c->what, s->name);
 	}
-	ret = vt_member(&t, s->name, c->what, &off, &mt, err);
+	ret = vt_member(&t, s->name, c->what, &off, &mt, &bitpos, &bits, err);
 	if (ret)
 		return ret;
+	if (bits) {
+		ret = cur_bits(c, &t, bitpos, bits, &mt, err);
+		c->type = mt;
+		return ret;
+	}
 	if (vt_size(&mt, &msize)) {
 		Dwarf_Die p = mt;
 
