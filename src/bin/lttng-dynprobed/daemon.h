@@ -183,13 +183,16 @@ int dpd_resolve_ctx_at(struct dpd_object *o, const char *spec, uint64_t bias,
 		       const struct dpd_point *pt, struct dp_ctx *out, size_t max, size_t *n,
 		       struct dp_err *msg);
 
+struct dpd_event;
+
 /*
- * The ret context of a return point: typed by the function's DWARF return
- * type when typed is true (the agent computes recipes) and the DWARF says
- * (dwarf/dwarf-var.h); else rax as retval, a signed 64-bit integer.
+ * The ret context of an event's return points: typed by the probed
+ * function's DWARF return type (read at its entries: every one must agree,
+ * so that a pattern's functions of different types keep the untyped one)
+ * when typed is true (the agent computes recipes); else rax as retval, a
+ * signed 64-bit integer.  The same for every return point of the event.
  */
-int dpd_resolve_ret(struct dpd_object *o, const struct dpd_point *pt, bool typed,
-		    struct dp_ctx *out);
+int dpd_resolve_ret(struct dpd_event *ev, bool typed, struct dp_ctx *out);
 
 /*
  * Where the object is loaded in pid: its load bias (0 for a non-PIE
@@ -239,6 +242,10 @@ struct dpd_event {
 	 * (combine.c): kept until the event is freed, as sites point to them. */
 	struct dpd_share *shares;
 	char note[DP_CLIENT_MSG_MAX / 2];	/* from the resolution, said at ENABLE */
+	/* The return events' typed ret (dpd_resolve_ret), found once: 0 not
+	 * yet, 1 ret_ctx, -1 none (retval). */
+	int8_t ret_state;
+	struct dp_ctx ret_ctx;
 };
 
 /* An event's part of a patch planned for several events: the patch's
@@ -257,6 +264,12 @@ const char *dpd_event_point_name(const struct dpd_event *ev, const struct dpd_po
 /* ev's share pl (interned: the same one for the same content), or NULL
  * (-ENOMEM). */
 const struct dp_patch *dpd_event_share(struct dpd_event *ev, const struct dp_patch *pl);
+/*
+ * Whether an event given by pid reaches the process pid: one of its pids, or
+ * a descendant of one (what they fork inherits their patches; what they
+ * execute with the agent following them says HELLO and gets them at once).
+ */
+bool dpd_event_reaches(const struct dpd_event *ev, pid_t pid);
 /* Frees an event unlinked from the list. */
 void dpd_event_free(struct dpd_event *ev);
 void dpd_event_unlink(struct dpd_event *ev);
@@ -331,6 +344,9 @@ struct dpd_proc {
 	uint64_t probe_hit;
 	uint8_t minor;			/* the agent's protocol minor */
 	bool go_pending;		/* HELLO seen, pending installs and GO to do */
+	uint64_t mapped;		/* the cookie of a MAPPED to answer after the
+					   pending installs (0: none) */
+	uint32_t mapped_seq;		/* ... and its seq */
 	bool recovered;			/* its HELLO reported patches */
 	uint32_t next_id;
 	uint32_t nprobes;
@@ -385,8 +401,13 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 /* NOTE_INSTALLED and NOTE_REMOVED: 0 or -errno with a message. */
 int dpd_agent_note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dp_err *msg);
 int dpd_agent_note_removed(struct dpd_proc *p, uint64_t site, struct dp_err *msg);
-/* Data on an agent connection outside a call: it closed, or spoke out of turn. */
+/* Data on an agent connection outside a call: it closed, spoke out of turn,
+ * or said MAPPED (then the installs pending for it are to do, and the
+ * reply: p->mapped). */
 void dpd_agent_readable(struct dpd_proc *p);
+/* Answers the MAPPED of that cookie and seq (its installs done); p->mapped
+ * is cleared unless a newer one came.  0 or -errno. */
+int dpd_agent_mapped_reply(struct dpd_proc *p, uint64_t cookie, uint32_t seq);
 /* Checks what a recovered agent reports against the process's code (a
  * patch whose site holds its original bytes is forgotten, and the agent
  * told). */
@@ -494,8 +515,9 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
  */
 int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		     struct dp_client_proc *const *rps);
-/* For every process whose HELLO is waiting: the patches its agent reported
- * that no event claims restored, then what is pending installed, GO. */
+/* For every process whose HELLO (or MAPPED: a dlopen) is waiting: the
+ * patches its agent reported that no event claims restored (after HELLO),
+ * then what is pending installed, then GO (or MAPPED's reply). */
 void dpd_install_pending(void);
 
 /* ---- remove.c ---- */

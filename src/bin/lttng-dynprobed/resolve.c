@@ -399,16 +399,42 @@ int dpd_resolve_ctx_at(struct dpd_object *o, const char *spec, uint64_t bias,
 	return ret;
 }
 
-int dpd_resolve_ret(struct dpd_object *o, const struct dpd_point *pt, bool typed,
-		    struct dp_ctx *out)
+/* The DWARF's typed ret for ev, once: 1 found (in ev->ret_ctx), -1 none. */
+static int8_t event_ret(struct dpd_event *ev)
 {
-	struct dp_dwarf_at at = { .elf = dp_elf_handle(dp_object_elf(o->obj)), .pc = pt->vaddr };
+	struct dpd_object *o = ev->obj;
+	struct dp_dwarf_at at = { .elf = dp_elf_handle(dp_object_elf(o->obj)) };
+	char first[DP_CLIENT_CTX_MAX] = "", one[DP_CLIENT_CTX_MAX];
+	struct dp_ctx c;
 
-	/* Every return point of every process asks: an object without DWARF
-	 * is looked up once (a var: context looks again). */
-	if (typed && !((struct obj_priv *)o)->no_dwarf && !object_dwarf(o, &at.dbg, NULL) &&
-	    !dp_dwarf_ret_compile(&at, out, NULL))
+	if (((struct obj_priv *)o)->no_dwarf || object_dwarf(o, &at.dbg, NULL))
+		return -1;
+	for (uint32_t i = 0; i < ev->npoints; i++) {
+		if (ev->points[i].role != DPD_ROLE_ENTRY)
+			continue;
+		at.pc = ev->points[i].vaddr;
+		if (dp_dwarf_ret_compile(&at, &c, NULL))
+			return -1;
+		dp_ctx_format(&c, one, sizeof(one));
+		if (first[0] && strcmp(first, one))
+			return -1;	/* functions of different return types */
+		snprintf(first, sizeof(first), "%s", one);
+		ev->ret_ctx = c;
+	}
+	return first[0] ? 1 : -1;
+}
+
+int dpd_resolve_ret(struct dpd_event *ev, bool typed, struct dp_ctx *out)
+{
+	/* Every return point of every process asks: the answer is kept with
+	 * the event, and an object without DWARF is looked up once (a var:
+	 * context looks again). */
+	if (!ev->ret_state)
+		ev->ret_state = event_ret(ev);
+	if (typed && ev->ret_state > 0) {
+		*out = ev->ret_ctx;
 		return 0;
+	}
 	return dp_ctx_parse("retval", NULL, NULL, out, NULL);
 }
 

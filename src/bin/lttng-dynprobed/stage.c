@@ -123,7 +123,7 @@ static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_
 		n += (uint32_t)got;
 	}
 	if (pt->role == DPD_ROLE_RETURN &&
-	    dpd_resolve_ret(ev->obj, pt, p->minor >= DP_APP_MINOR_DEFINE_EXT, &ctx[n]) == 0)
+	    dpd_resolve_ret(ev, p->minor >= DP_APP_MINOR_DEFINE_EXT, &ctx[n]) == 0)
 		n++;
 	ctx_sig(ctx, n, flags, sig, sizeof(sig));
 	for (uint32_t i = 0; i < p->nprobes; i++) {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "proc/proc-status.h"
 #include "dwarf/dwarf-var.h"
 #include "spec/spec.h"
 
@@ -191,6 +192,7 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 	uint64_t *vaddrs;
 	int ret;
 
+	ev->ret_state = 0;
 	ev->obj = dpd_object_get(ev->path, msg);
 	if (!ev->obj)
 		return -ENOENT;
@@ -546,4 +548,19 @@ void dpd_state_load(void)
 	}
 	free(line);
 	fclose(f);
+}
+
+bool dpd_event_reaches(const struct dpd_event *ev, pid_t pid)
+{
+	for (int up = 0; pid > 1 && up < 64; up++) {
+		struct dp_proc_status st;
+
+		for (uint32_t i = 0; i < ev->npids; i++)
+			if ((pid_t)ev->pids[i] == pid)
+				return true;
+		if (dp_proc_status_read(pid, 0, &st))
+			return false;
+		pid = st.ppid;
+	}
+	return false;
 }

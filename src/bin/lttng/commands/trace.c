@@ -16,6 +16,10 @@
  *     entry point's bytes back.
  * The probes go into CMD's process only (and what it forks): not into other
  * processes that map the same file, as `enable-event` without --pid would.
+ * With --follow-exec, the agent stays in every image CMD and its
+ * descendants execute (proto/app.h's DP_APP_ENV_FOLLOW_EXEC), and the
+ * daemon probes each one that maps the path at its start: events given by
+ * pid reach the pid's descendants.
  * CMD runs with the terminal's stdin, stdout and stderr; the CLI waits,
  * stops and destroys the session, shows the events with babeltrace2 (unless
  * --no-view), names the trace directory, and exits with CMD's exit code.
@@ -63,6 +67,7 @@ enum {
 	OPT_OUTPUT,
 	OPT_NO_VIEW,
 	OPT_COPIES,
+	OPT_FOLLOW_EXEC,
 };
 
 static struct poptOption options[] = {
@@ -76,6 +81,7 @@ static struct poptOption options[] = {
 	{ "sdt", 0, POPT_ARG_STRING, NULL, OPT_SDT, NULL, NULL },
 	{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
 	{ "no-view", 0, POPT_ARG_NONE, NULL, OPT_NO_VIEW, NULL, NULL },
+	{ "follow-exec", 0, POPT_ARG_NONE, NULL, OPT_FOLLOW_EXEC, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_help),
 	DP_OPT_INCLUDE(dp_opt_list_options),
 	POPT_TABLEEND
@@ -93,6 +99,7 @@ struct trace {
 	char output[PATH_MAX];
 	bool output_made;			/* the directory is ours to remove on failure */
 	bool created, daemon_used;
+	bool follow_exec;			/* the agent follows CMD's execs */
 	int fd;					/* the daemon */
 	char *path;				/* the object probed */
 	struct probe_arg *probes;
@@ -437,7 +444,7 @@ static int add_standard_contexts(struct trace *t)
  * connected to the daemon, and traced across the exec so that the parent
  * can hold it at its entry point.
  */
-static void child_exec(char **argv)
+static void child_exec(char **argv, bool follow_exec)
 {
 	const char *agent = dp_agent_path();
 	const char *old = getenv("LD_PRELOAD");
@@ -451,6 +458,8 @@ static void child_exec(char **argv)
 	}
 	setenv("LD_PRELOAD", preload, 1);
 	setenv(DP_APP_ENV_WAIT, WAIT_MS, 0);
+	if (follow_exec)
+		setenv(DP_APP_ENV_FOLLOW_EXEC, "1", 1);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGQUIT, SIG_DFL);
 	if (dp_child_traceme())
@@ -486,7 +495,7 @@ static int run_command(struct trace *t, char **argv, int *wstatus)
 		return -1;
 	}
 	if (!pid)
-		child_exec(argv);
+		child_exec(argv, t->follow_exec);
 	if (dp_wait(pid, &status))
 		return -1;
 	if (!WIFSTOPPED(status)) {
@@ -780,6 +789,7 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	}
 	if (create_session(&t) || enable_expected_names(&t) || add_standard_contexts(&t))
 		goto fail;
+	t.follow_exec = o.set[OPT_FOLLOW_EXEC];
 	t.fd = dp_daemon_connect(cli, true, &err);
 	if (t.fd < 0) {
 		dp_err_print(&err);
