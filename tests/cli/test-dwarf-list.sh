@@ -172,4 +172,11 @@ dpkg -L libc6-dbg | grep -q "${libc_id:2}.debug"
 tap_ok $? "libc6-dbg ships libc's DWARF under its build-id"
 n=$(grep -c '^  copy [0-9]*: inlined into ' <<<"$out")
 tap_check "libc: tcache_put's copies are listed, each with its caller ($n)" [ "$n" -ge 1 ]
+# _IO_free_backup_area's DWARF carries the asm label __GI__IO_free_backup_area
+# as its linkage name: no C++ mangling, the C name still finds its copies.
+readelf --debug-dump=info "$(grep -o '/[^ ]*\.debug' <<<"$out" | head -1)" 2>/dev/null |
+	grep -q '__GI__IO_free_backup_area' || tap_diag "no __GI__IO_free_backup_area in libc's DWARF"
+out=$("$LTTNG" list -u --path "$LIBC" --inlines _IO_free_backup_area 2>&1)
+n=$(grep -c '^  copy [0-9]*: inlined into ' <<<"$out")
+tap_check "libc: a function with an asm label keeps its copies by its C name ($n)" [ "$n" -ge 1 ]
 tap_done

@@ -155,6 +155,10 @@ got=$(sed -nE 's/^dynprobe:malloc_entry: .*[{,] bytes = ([0-9]+).*/\1/p' "$DP_TM
 [ -n "$want" ] && [ "$got" = "$want" ]
 tap_ok $? "libc malloc's bytes records exactly the sizes the program allocated ($got; the program: $want)"
 [ "$got" = "$want" ] || tap_diag "$(cat "$DP_TMP/mal.err")" "$(head -3 "$DP_TMP/mal.ev")"
+n=$(grep -c "^dynprobe:malloc_return: " "$DP_TMP/mal.ev")
+[ "$n" -gt 0 ] && [ "$(grep "^dynprobe:malloc_return: " "$DP_TMP/mal.ev" |
+	grep -cE "[{,] ret = 0x[0-9A-Fa-f]+ ")" -eq "$n" ]
+tap_ok $? "malloc's $n returns record ret as a pointer (hex), its DWARF return type"
 
 # refused NAME REGEX DESC: the trace was refused with one Error line, and
 # the program never ran.
@@ -187,6 +191,12 @@ refused e5 "'req' has no member 'nope' \(its members: id, len, name, tag, ratio,
 TRACE_OPTS=(--path "$LIBC" --function malloc -t var:tcache)
 trace e7 "$MU" 5
 refused e7 "thread-local variable of a shared library" "a shared library's thread-local variable is refused"
+# Without its build-id too: the daemon keeps DWARF by build-id, and this
+# one has var-target's.
+objcopy --strip-debug --remove-section=.note.gnu.build-id "$BIN" "$DP_TMP/stripped"
+TRACE_OPTS=(--function handle -t var:n)
+trace e8 "$DP_TMP/stripped" 3
+refused e8 "context .var:n.: no DWARF for .*stripped.*looked in" "a program without debug information says where its DWARF was looked for"
 TRACE_OPTS=(--function foo -t var:x)
 trace e6 "$TARGET" 3
 refused e6 "no DWARF" "an object without DWARF for the code is refused"

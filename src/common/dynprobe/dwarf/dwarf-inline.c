@@ -231,6 +231,12 @@ static int by_die(const void *a, const void *b)
 	return x->die < y->die ? -1 : x->die > y->die;
 }
 
+/* A C++ (Itanium) or Rust (v0) mangled name. */
+static bool mangled(const char *s)
+{
+	return s && s[0] == '_' && (s[1] == 'Z' || s[1] == 'R');
+}
+
 static int ensure(struct dp_dwarf *dw, struct dp_err *err)
 {
 	if (!dw->inl_done) {
@@ -316,8 +322,9 @@ int dp_dwarf_inlines(struct dp_dwarf *dw, const char *name,
 		if (!nmatch && !(c->linkage && !strcmp(c->linkage, name)))
 			continue;
 		/* A C++ member's DW_AT_name is unqualified ("add"): a function
-		 * with a linkage name is named by it alone. */
-		if (nmatch && c->linkage && strcmp(c->linkage, name))
+		 * with a mangled linkage name is named by it alone.  (A C
+		 * function's asm label, glibc's __GI_ names, is no mangling.) */
+		if (nmatch && mangled(c->linkage) && strcmp(c->linkage, name))
 			continue;
 		if (!c->full && (ret = details(dw, c))) {
 			free(v);

@@ -78,9 +78,10 @@ int dp_dwarf_args_compile(const struct dp_dwarf_at *at, struct dp_ctx *out, size
 			  size_t *n, struct dp_err *err);
 
 /*
- * The return value at a return site of the function around the site, typed
- * by its DWARF return type: rax for integers, enums, bool and pointers,
- * xmm0 for float and double; the context named "ret".  -ENOENT when there is
+ * The return value of the function whose entry (or inlined copy's entry) is
+ * the site, typed by its DWARF return type, to record at its return sites:
+ * rax for integers, enums, bool and pointers, xmm0 for float and double;
+ * the context named "ret".  -ENOENT when there is
  * no typed answer (no DWARF for the PC, a void function, a struct or another
  * type returned otherwise): callers keep the untyped retval.
  */

@@ -620,7 +620,7 @@ int dp_dwarf_ret_compile(const struct dp_dwarf_at *at, struct dp_ctx *out, struc
 	if (!s)
 		return dp_err_set(err, -ENOMEM, "out of memory");
 	ret = scopes_at(at, s, err);
-	fn = ret ? NULL : innermost(s, false);
+	fn = ret ? NULL : innermost(s, true);
 	if (!ret && (!fn || vt_type_of(fn, &t)))
 		ret = -ENOENT;
 	if (!ret && vt_scalar(&t, "the return value", &kind, &fd, &flags, &maxlen, NULL))

@@ -144,9 +144,10 @@ struct dp_dwarf_inline {
 };
 
 /*
- * The inlined copies of the function named name: its DW_AT_linkage_name
- * when it has one (C++, Rust: their DW_AT_name is unqualified), else its
- * DW_AT_name (C), in DIE order.  *v (malloc'd array of pointers into
+ * The inlined copies of the function named name: its DW_AT_linkage_name,
+ * or its DW_AT_name unless its linkage name is a C++ or Rust mangled one
+ * (their DW_AT_name is unqualified: "add" names no C++ member; a C
+ * function's asm label, "__GI_memcpy", is no mangling), in DIE order.  *v (malloc'd array of pointers into
  * the cache, free() it) may be empty: 0 with *n == 0.  -ENOMEM, -ELIBBAD
  * for DWARF that cannot be walked.
  */

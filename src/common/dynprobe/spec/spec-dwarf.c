@@ -414,7 +414,8 @@ static int exits(struct dp_object *obj, struct dp_spec_copy *c)
 	size_t nseen = 0;
 	int ret = walk_init(&w);
 
-	walk_push(&w, inl->entry);
+	if (!ret)
+		walk_push(&w, inl->entry);
 	while (!ret && w.ntodo) {
 		uint64_t a = w.todo[--w.ntodo], next[2];
 		const struct dp_function *fa, *fn;
