@@ -17,6 +17,7 @@
  *               batch, replacing the installed patches in one stop
  *   install.c   patching events into one process; installs pending at HELLO
  *   remove.c    taking events out of processes
+ *   sem.c       SDT semaphores raised while an event is installed
  *   mappers.c   the processes an event given by path reaches
  *   clients.c   the client protocol's requests
  *   sessions.c  noticing destroyed sessions (liblttng-ctl)
@@ -28,8 +29,9 @@
  *   main.c      -> sessions clients install remove agents state
  *   sessions.c  -> clients state
  *   clients.c   -> install remove mappers state resolve
- *   install.c   -> combine write stage agents state resolve
- *   remove.c    -> combine write stage agents state
+ *   install.c   -> sem combine write stage agents state resolve
+ *   remove.c    -> sem combine write stage agents state
+ *   sem.c       -> state resolve
  *   combine.c   -> write stage agents state resolve
  *   mappers.c   -> resolve
  *   write.c     -> stage
@@ -54,6 +56,7 @@
 #include "patch/plan.h"
 #include "proto/app.h"
 #include "proto/client.h"
+#include "spec/sdt.h"
 
 /* ---- log.c ---- */
 
@@ -145,6 +148,22 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 			 size_t note_size, struct dp_err *msg);
 
 /*
+ * An SDT event's probe (PROVIDER:NAME) in an object: its sites (dp_spec_sdt_event)
+ * into sdt, and one required point per site (points[i] is sdt->sites[i]).
+ * 0, or -errno with dp_spec_sdt_event's message.
+ */
+int dpd_resolve_sdt(struct dpd_object *o, const char *probe, struct dp_sdt_event *sdt,
+		    struct dpd_point **points, uint32_t *npoints, struct dp_err *msg);
+
+/*
+ * The argument fields of SDT site `site` for one process (load bias `bias`):
+ * sdt->nargs value contexts arg0..argN into out.  0, or -errno with a
+ * message (a symbol of a %rip operand not found).
+ */
+int dpd_resolve_sdt_args(struct dpd_object *o, const struct dp_sdt_event *sdt, size_t site,
+			 uint64_t bias, struct dp_ctx *out, struct dp_err *msg);
+
+/*
  * A context spec for one process: symbols of the object in ADDR replaced by
  * their run-time address (bias added), then parsed.  0, or -errno with a
  * message.
@@ -216,6 +235,9 @@ struct dpd_event {
 	struct dpd_point *points;
 	size_t nplan;
 	struct dp_patch *plan;		/* dp_plan_sites of the points */
+	/* DP_CLIENT_KIND_SDT: the probe's sites (points[i] is sdt.sites[i]),
+	 * their arguments, the fields they record. */
+	struct dp_sdt_event sdt;
 	/* Its shares of patches planned together with other events' points
 	 * (combine.c): kept until the event is freed, as sites point to them. */
 	struct dpd_share *shares;
@@ -306,6 +328,13 @@ struct dpd_site {
 	bool installed;			/* false: replaced or removed, trampoline kept */
 };
 
+/* An SDT event whose semaphores a process holds raised (sem.c), at the
+ * object's load bias then. */
+struct dpd_sem_hold {
+	const struct dpd_event *ev;
+	uint64_t bias;
+};
+
 struct dpd_proc {
 	struct dpd_proc *next;
 	pid_t pid;
@@ -324,6 +353,8 @@ struct dpd_proc {
 	struct dpd_probe *probes;
 	uint32_t nsites;
 	struct dpd_site *sites;
+	uint32_t nholds;
+	struct dpd_sem_hold *holds;
 };
 
 extern struct dpd_proc *dpd_procs;
@@ -500,6 +531,20 @@ void dpd_install_pending(void);
 int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp);
 /* Removes ev everywhere, adding a report entry per process when rep is set. */
 void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep);
+
+/* ---- sem.c ---- */
+
+/* Whether every semaphore of ev lies in a writable mapping of pid (the
+ * object at load bias `bias`): 0, or -errno with the reason. */
+int dpd_sem_check(const struct dpd_event *ev, pid_t pid, uint64_t bias, struct dp_err *msg);
+/* p holds ev's semaphores from now on: raised by one (read-modify-write),
+ * or, `adopt`, raised already (a forked child, a recovered agent).  Nothing
+ * for an event without semaphores, or one p holds already. */
+void dpd_sem_hold(struct dpd_proc *p, const struct dpd_event *ev, uint64_t bias, bool adopt);
+/* Lowers the semaphores of every event p holds that has no site left in p. */
+void dpd_sem_settle(struct dpd_proc *p);
+/* Adopts the semaphores of every SDT event with sites in p (after HELLO). */
+void dpd_sem_adopt(struct dpd_proc *p);
 
 /* ---- mappers.c ---- */
 

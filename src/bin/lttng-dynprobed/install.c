@@ -244,6 +244,8 @@ static int needs_combine(const struct dpd_proc *p, struct dpd_event *const *evs,
 	return !meet ? 0 : one_obj ? 1 : -1;
 }
 
+static bool installed_in(const struct dpd_proc *p, const struct dpd_event *ev);
+
 int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
 {
 	return dpd_install_many(&ev, 1, pid, &rp);
@@ -283,6 +285,11 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 				   (int)pid, (int)pid);
 			goto out;
 		}
+	}
+	for (size_t e = 0; e < nev; e++) {
+		ret = dpd_sem_check(evs[e], pid, bias[e], &msg);
+		if (ret)
+			goto out;
 	}
 	p = ensure_agent(pid, &msg);
 	if (!p) {
@@ -399,6 +406,11 @@ undo:
 		ret = -ESRCH;
 	}
 out:
+	/* Semaphores once the probes are in place (none raised for nothing). */
+	p = ret ? NULL : dpd_proc_find(pid);
+	for (size_t e = 0; p && e < nev; e++)
+		if (installed_in(p, evs[e]))
+			dpd_sem_hold(p, evs[e], bias[e], false);
 	for (size_t i = 0; i < n; i++)
 		free(ws[i].code);
 	free(ws);
@@ -480,6 +492,9 @@ static void run_pending(struct dpd_proc *p, bool go)
 		dpd_agent_reconcile(p);
 		if (p->fd < 0 || drop_unclaimed(p) == -ESRCH || p->fd < 0)
 			return;
+		/* Patches it came with (a forked child's, a recovered agent's)
+		 * came with their semaphores raised. */
+		dpd_sem_adopt(p);
 	}
 
 	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {

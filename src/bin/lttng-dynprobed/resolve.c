@@ -257,6 +257,38 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 	return 0;
 }
 
+/* ---- SDT probes ------------------------------------------------------- */
+
+int dpd_resolve_sdt(struct dpd_object *o, const char *probe, struct dp_sdt_event *sdt,
+		    struct dpd_point **points, uint32_t *npoints, struct dp_err *msg)
+{
+	struct dpd_point *pts;
+	int ret;
+
+	*points = NULL;
+	*npoints = 0;
+	ret = dp_spec_sdt_event(dp_object_elf(o->obj), probe, sdt, msg);
+	if (ret)
+		return ret;
+	if (sdt->nsites > DP_APP_MAX_PATCHES) {
+		ret = dp_err_set(msg, -E2BIG, "%s:%s has %zu sites in %s, more than the %u one "
+				 "process can hold", sdt->provider, sdt->name, sdt->nsites, o->path,
+				 DP_APP_MAX_PATCHES);
+		dp_spec_sdt_event_release(sdt);
+		return ret;
+	}
+	pts = calloc(sdt->nsites, sizeof(*pts));
+	if (!pts) {
+		dp_spec_sdt_event_release(sdt);
+		return dp_err_set(msg, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < sdt->nsites; i++)
+		pts[i] = (struct dpd_point){ sdt->sites[i].pc, DPD_ROLE_PROBE, false };
+	*points = pts;
+	*npoints = (uint32_t)sdt->nsites;
+	return 0;
+}
+
 /* ---- contexts --------------------------------------------------------- */
 
 /* The run-time address of a symbol a context's ADDR names. */
@@ -274,6 +306,23 @@ static int ctx_symbol(void *arg, const char *name, uint64_t *value, struct dp_er
 		return dp_err_set(err, -ENOENT, "symbol '%s' not found in %s: give a symbol of "
 				  "that object, a number or a register", name, s->o->path);
 	*value += s->bias;
+	return 0;
+}
+
+int dpd_resolve_sdt_args(struct dpd_object *o, const struct dp_sdt_event *sdt, size_t site,
+			 uint64_t bias, struct dp_ctx *out, struct dp_err *msg)
+{
+	struct ctx_symbols s = { o, bias };
+	const struct dp_sdt_probe *sp = &sdt->sites[site];
+
+	for (unsigned k = 0; k < sdt->nargs; k++) {
+		int ret = dp_spec_sdt_arg_ctx(&sdt->args[site].v[k], &sdt->types[k],
+					      sdt->types[k].name, ctx_symbol, &s, &out[k], msg);
+
+		if (ret)
+			return dp_err_prefix(msg, "%s:%s at 0x%" PRIx64 ", argument %u ('%s'): ",
+					     sdt->provider, sdt->name, sp->pc, k, sp->args);
+	}
 	return 0;
 }
 
