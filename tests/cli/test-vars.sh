@@ -49,7 +49,13 @@ same() {
 	[ -n "$got" ] && [ "$got" = "$4" ] || tap_diag "$(head -3 "$DP_TMP/$1.ev")" "$(cat "$DP_TMP/$1.err")"
 }
 
-for build in var-target var-target-dwarf4; do
+builds=(var-target var-target-dwarf4)
+if [ -x "$top_builddir/tests/cli/var-target-clang" ]; then
+	builds+=(var-target-clang)
+else
+	tap_diag "clang is not installed: the gcc builds alone are tested"
+fi
+for build in "${builds[@]}"; do
 	BIN=$top_builddir/tests/cli/$build
 	b=${build#var-target}
 	b=${b:--dwarf5}

@@ -17,6 +17,7 @@ enum vpart_kind {
 	VPART_VALUE,		/* the ops leave the value itself */
 	VPART_ADDR,		/* the ops leave the value's address */
 	VPART_NONE,		/* a piece with no location: optimized out */
+	VPART_BAD,		/* a piece whose location does not compile (why) */
 };
 
 /* One part of a variable's location: the whole variable, or one
@@ -26,6 +27,7 @@ struct vpart {
 	uint32_t off, size;	/* size 0: the whole variable (no pieces) */
 	uint32_t nops;
 	struct dp_value_op ops[DP_VALUE_MAX_OPS];
+	char why[200];		/* VPART_BAD: the refusal */
 };
 
 #define VLOC_MAX_PARTS 8

@@ -15,12 +15,16 @@
  * based expression, or DW_OP_call_frame_cfa evaluated from the CFI of the
  * object at the PC: .eh_frame, else .debug_frame), call_frame_cfa, addr
  * (plus the process's load bias), lit*, const*, plus_uconst, plus, deref,
- * deref_size, stack_value, implicit_value (up to 8 bytes), piece,
+ * deref_size, stack_value, implicit_value (up to 8 bytes), piece, addrx
+ * and constx (DWARF 5's .debug_addr), and (after a constant) mul and an
+ * and with a low-bits mask, convert to an integer type,
  * form_tls_address (an executable's thread-local variables: fs_base minus
  * the offset of its TLS block, which the loader puts first; a shared
  * library's block is placed at run time and refused), and
  * DW_AT_const_value.  Anything else (entry_value, implicit_pointer,
- * arithmetic) is refused naming the operation; a variable without a
+ * other arithmetic) is refused naming the operation, and only for what
+ * reads it (a piece that does not compile fails the members in it, not
+ * the other members); a variable without a
  * location at the PC is refused as optimized out, naming the PC ranges
  * where it has one.
  *

@@ -198,6 +198,32 @@ struct vcur {
 	char what[256];		/* the path so far, for messages */
 };
 
+/* Narrows a value in pieces to a part of it that spans several (a struct
+ * member that is itself a struct or an array): the pieces inside it, their
+ * offsets from its start. */
+static int cur_subpieces(struct vcur *c, uint64_t off, uint64_t size, struct dp_err *err)
+{
+	struct vloc sub = { 0 };
+
+	for (uint32_t i = 0; i < c->loc.nparts; i++) {
+		struct vpart *p = &c->loc.parts[i];
+		uint64_t end = (uint64_t)p->off + p->size;
+
+		if (end <= off || p->off >= off + size)
+			continue;
+		if (p->off < off || end > off + size)
+			return dp_err_set(err, -EOPNOTSUPP, "'%s' lies across pieces of its "
+					  "location (parts in different registers)", c->what);
+		sub.parts[sub.nparts] = *p;
+		sub.parts[sub.nparts++].off = (uint32_t)(p->off - off);
+	}
+	if (!sub.nparts)
+		return dp_err_set(err, -ENODATA, "'%s' is optimized out here (no piece of its "
+				  "location holds it)", c->what);
+	c->loc = sub;
+	return 0;
+}
+
 /* Narrows c to the bytes [off, off+size) of what it names. */
 static int cur_select(struct vcur *c, uint64_t off, uint64_t size, struct dp_err *err)
 {
@@ -213,11 +239,12 @@ static int cur_select(struct vcur *c, uint64_t off, uint64_t size, struct dp_err
 				break;
 		}
 		if (i == c->loc.nparts)
-			return dp_err_set(err, -EOPNOTSUPP, "'%s' lies across pieces of its "
-					  "location (parts in different registers)", c->what);
+			return cur_subpieces(c, off, size, err);
 		if (p->kind == VPART_NONE)
 			return dp_err_set(err, -ENODATA, "'%s' is optimized out here (that part of "
 					  "the variable has no location)", c->what);
+		if (p->kind == VPART_BAD)
+			return dp_err_set(err, -EOPNOTSUPP, "'%s': %s", c->what, p->why);
 		delta = off - p->off;
 		c->loc.parts[0] = *p;
 		c->loc.nparts = 1;
@@ -441,6 +468,8 @@ static int emit_pieces(struct dp_value *v, const struct vcur *c, struct dp_err *
 		if (p->kind == VPART_NONE)
 			return dp_err_set(err, -ENODATA, "'%s' is partly optimized out here (a "
 					  "piece of it has no location)", c->what);
+		if (p->kind == VPART_BAD)
+			return dp_err_set(err, -EOPNOTSUPP, "'%s': %s", c->what, p->why);
 		if (p->off + p->size > 8)
 			return dp_err_set(err, -EOPNOTSUPP, "'%s' is held in pieces over more than "
 					  "8 bytes", c->what);
@@ -659,7 +688,9 @@ static int location_text(const struct vloc *l, char *buf, size_t size)
 								 : DP_VALUE_LOC_VALUE };
 		char one[128] = "optimized out";
 
-		if (p->kind != VPART_NONE) {
+		if (p->kind == VPART_BAD)
+			snprintf(one, sizeof(one), "cannot be read");
+		else if (p->kind != VPART_NONE) {
 			memcpy(v.ops, p->ops, p->nops * sizeof(p->ops[0]));
 			v.nops = p->nops;
 			dp_value_format(&v, one, sizeof(one));
