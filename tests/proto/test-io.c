@@ -375,7 +375,7 @@ static void test_unknown_then_known(void)
 
 /* ---- dp_app_call against a scripted peer -------------------------------- */
 
-enum peer_script { ANSWER, UNSUPPORTED, WRONG_SEQ, REFUSE, NEWER_REQUEST_FIRST };
+enum peer_script { ANSWER, UNSUPPORTED, WRONG_SEQ, REFUSE, NEWER_REQUEST_FIRST, MAPPED_FIRST };
 
 struct peer {
 	int fd;
@@ -409,6 +409,18 @@ static void *peer_main(void *arg)
 		rep.type = DP_APP_REFUSE;
 		strcpy(rep.refuse.reason, "no");
 		break;
+	case MAPPED_FIRST: {
+		/* The agent's own request (a dlopen) before its reply. */
+		struct dp_app_msg m = { .type = DP_APP_MAPPED, .seq = 5, .mapped = 9 };
+
+		dp_app_send(p->fd, &m, 1000);
+		m.mapped = 10;
+		m.seq = 6;
+		dp_app_send(p->fd, &m, 1000);
+		rep.type = DP_APP_PING_REPLY;
+		rep.ping = req.ping + 1;
+		break;
+	}
 	case NEWER_REQUEST_FIRST: {
 		struct dp_frame_hdr h = { DP_APP_MAGIC, DP_APP_MAJOR, DP_APP_MINOR, 0x0066, 0, 77 };
 		struct dp_app_msg back;
@@ -429,8 +441,22 @@ static void *peer_main(void *arg)
 	return NULL;
 }
 
-static int run_call(enum peer_script script, struct dp_app_msg *rep, enum dp_proto_err *why,
-		    bool *got_unsupported)
+/* What a call's callback saw: the MAPPED cookies, in order. */
+struct seen_mapped {
+	unsigned n;
+	uint64_t cookies[4];
+};
+
+static void on_request(void *arg, struct dp_app_msg *m)
+{
+	struct seen_mapped *s = arg;
+
+	if (m->type == DP_APP_MAPPED && s->n < 4)
+		s->cookies[s->n++] = m->mapped;
+}
+
+static int run_call_cb(enum peer_script script, struct dp_app_msg *rep, enum dp_proto_err *why,
+		       bool *got_unsupported, struct seen_mapped *seen)
 {
 	struct dp_app_msg req = { .type = DP_APP_PING, .ping = 41 };
 	struct peer p = { .script = script };
@@ -441,7 +467,8 @@ static int run_call(enum peer_script script, struct dp_app_msg *rep, enum dp_pro
 	pair(sv);
 	p.fd = sv[1];
 	pthread_create(&th, NULL, peer_main, &p);
-	ret = dp_app_call(sv[0], &req, &seq, rep, 2000, why);
+	ret = seen ? dp_app_call_cb(sv[0], &req, &seq, rep, 2000, why, on_request, seen)
+		   : dp_app_call(sv[0], &req, &seq, rep, 2000, why);
 	pthread_join(th, NULL);
 	if (got_unsupported)
 		*got_unsupported = p.got_unsupported;
@@ -450,8 +477,15 @@ static int run_call(enum peer_script script, struct dp_app_msg *rep, enum dp_pro
 	return ret == 0 && seq != 101 ? -EINVAL : ret;
 }
 
+static int run_call(enum peer_script script, struct dp_app_msg *rep, enum dp_proto_err *why,
+		    bool *got_unsupported)
+{
+	return run_call_cb(script, rep, why, got_unsupported, NULL);
+}
+
 static void test_calls(void)
 {
+	struct seen_mapped seen = { 0 };
 	struct dp_app_msg rep;
 	enum dp_proto_err why;
 	bool got = false;
@@ -471,6 +505,14 @@ static void test_calls(void)
 	ret = run_call(NEWER_REQUEST_FIRST, &rep, &why, &got);
 	tap_ok(!ret && rep.ping == 42 && got,
 	       "an unknown request met while waiting is answered UNSUPPORTED, the call goes on");
+	ret = run_call_cb(MAPPED_FIRST, &rep, &why, NULL, &seen);
+	tap_ok(!ret && rep.type == DP_APP_PING_REPLY && rep.ping == 42 && seen.n == 2 &&
+		       seen.cookies[0] == 9 && seen.cookies[1] == 10,
+	       "two MAPPED met while waiting go to the callback in order (%u), then the reply (%d)",
+	       seen.n, ret);
+	ret = run_call(MAPPED_FIRST, &rep, &why, NULL);
+	tap_ok(ret == -EPROTO && why == DP_PROTO_ERR_VALUE,
+	       "without a callback, a known request in the reply's place is refused (%d)", ret);
 }
 
 /* ---- the socket's path -------------------------------------------------- */
