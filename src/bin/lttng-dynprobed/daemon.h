@@ -64,10 +64,12 @@ int dpd_log_open(const char *path);
 void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
- * Tests only (--test-fault STEP[:N], not in --help): the daemon kills itself
- * with SIGKILL the Nth time (1st by default) it reaches STEP, to prove that
- * a daemon dying there leaves every target running and every patch
- * recoverable.  dpd_fault_set() returns -EINVAL for a malformed spec.  The
+ * Tests only (--test-fault STEP[:N][:stop], not in --help): the daemon kills
+ * itself with SIGKILL the Nth time (1st by default) it reaches STEP, to prove
+ * that a daemon dying there leaves every target running and every patch
+ * recoverable; with ":stop" it stops itself (SIGSTOP) there instead, for a
+ * test to act on the target (kill it, signal it) at that very step, then
+ * SIGCONT it.  dpd_fault_set() returns -EINVAL for a malformed spec.  The
  * steps, in the order an install or a removal meets them:
  *   agent      install: the agent loaded and its HELLO read
  *   staged     install: trampolines written, patches noted to the agent
