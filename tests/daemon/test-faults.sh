@@ -203,10 +203,13 @@ resume() {
 released() {
 	local i
 	for i in $(seq 100); do
+		# Collected already (bash reaps on SIGCHLD), or no longer traced.
+		[ -e /proc/"$pid" ] || break
 		grep -q '^TracerPid:[[:space:]]*0$' /proc/"$pid"/status 2>/dev/null && break
 		sleep 0.05
 	done
-	grep -q '^TracerPid:[[:space:]]*0$' /proc/"$pid"/status 2>/dev/null &&
+	{ [ ! -e /proc/"$pid" ] ||
+		grep -q '^TracerPid:[[:space:]]*0$' /proc/"$pid"/status 2>/dev/null; } &&
 		wait "$pid" 2>/dev/null
 	[ $? -eq 137 ]
 }
@@ -215,6 +218,41 @@ released() {
 served() {
 	dpctl ping && stop_dynprobed
 }
+
+# ---- an agent that reports a patch restored while it was away ----
+# The daemon killed after restoring dp_work, before telling the agent: its
+# record still holds the patches.  A new daemon asked to install the event
+# again before that agent is back (the daemon stopped at the install's
+# start) takes its report when it connects in the middle of the install:
+# what it reports must be checked against the code before the install
+# relies on it.
+start_target stale env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-stale" 4 5 1000 ||
+	tap_bail "stale: the target does not start"
+pid=$TARGET_PID
+start_dynprobed --test-fault restored || tap_bail "stale: lttng-dynprobed does not start"
+enable one onef function dp_work || tap_bail "stale: cannot enable: $(head -n1 "$DP_TMP/out")"
+dpctl disable one channel0 onef
+died restored && same_as_file "$pid" "$PIE" dp_work "$LEN"
+tap_ok $? "stale: the daemon killed once dp_work is restored, before telling the agent"
+# With no daemon, the agent tries again 0.1, 0.3, 0.7, 1.5, 3.1 s after
+# the loss: past 1.5 s, its next try comes while the new daemon's install
+# waits for it (stopped 1 s at its start, then up to 3 s).
+sleep 1.6
+start_dynprobed --test-fault install:stop || tap_bail "stale: lttng-dynprobed does not start again"
+"$DPCTL" enable one channel0 onef function dp_work "$PIE" -p "$pid" >"$DP_TMP/act" 2>&1 &
+act=$!
+stopped_at install
+sleep 1
+kill -CONT "$DPD_PID"
+wait "$act"
+tap_ok $? "stale: ENABLE while the agent is away: $(head -n1 "$DP_TMP/act")"
+! same_as_file "$pid" "$PIE" dp_work
+tap_ok $? "stale: the patches the agent reported but the code did not hold are written: dp_work is patched"
+dpctl disable one channel0 onef && same_as_file "$pid" "$PIE" dp_work "$LEN" && served
+tap_ok $? "stale: DISABLE restores it; the daemon exits on SIGTERM"
+kill -TERM "$pid"
+wait "$pid"
+tap_ok $? "stale: every result the target computed was right: $(tail -n1 "$DP_TMP/stale.out")"
 
 target_at exit-held held -- enable one onef function dp_work
 kill -KILL "$pid"

@@ -71,6 +71,8 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
  * test to act on the target (kill it, signal it) at that very step, then
  * SIGCONT it.  dpd_fault_set() returns -EINVAL for a malformed spec.  The
  * steps, in the order an install or a removal meets them:
+ *   install    install: a process's install begins, its agent not yet
+ *              looked for
  *   agent      install: the agent loaded and its HELLO read
  *   staged     install: trampolines written, patches noted to the agent
  *   held       every thread held for a batch, nothing written yet
@@ -82,6 +84,8 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
  *              told (NOTE_REMOVED)
  *   combined   a combine (install or removal): its batch planned and
  *              staged, nothing written
+ *   hello      an agent's HELLO read and what it reports adopted, not
+ *              answered yet
  */
 int dpd_fault_set(const char *spec);
 void dpd_fault(const char *step);
