@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "dwarf/dwarf.h"
+#include "dwarf/dwarf-var.h"
 #include "elf/elf.h"
 #include "patch/analysis.h"
 #include "spec/spec.h"
@@ -117,6 +118,82 @@ static int first_line(struct dp_object *obj, const char *path, const char *what,
 	return 0;
 }
 
+/* var: contexts compiled at a function's entry (what the daemon does for
+ * each site of an event in each process). */
+static const struct row var_rows[] = {
+	{ "/lib/x86_64-linux-gnu/libc.so.6", "malloc var:bytes" },
+	{ "/lib/x86_64-linux-gnu/libc.so.6", "free var:mem" },
+	{ "/lib/x86_64-linux-gnu/libc.so.6", "malloc args" },
+};
+
+/* One var: (or args) at fn's entry: 0, or -errno with err. */
+static int var_once(struct dp_object *obj, const char *path, const char *fn, const char *spec,
+		    struct dp_err *err)
+{
+	struct dp_dwarf_at at = { .elf = dp_elf_handle(dp_object_elf(obj)) };
+	struct dp_ctx ctx[DP_DWARF_ARGS_MAX];
+	const struct dp_function *f;
+	struct dp_location loc;
+	struct dp_var_expr e;
+	struct dp_dwarf *dw;
+	size_t n;
+	int ret = dp_spec_location_parse(fn, &loc, err);
+
+	if (!ret)
+		ret = dp_spec_function_entry(obj, path, &loc, &f, err);
+	if (!ret)
+		ret = dp_dwarf_get(dp_object_elf(obj), &dw, err);
+	if (ret)
+		return ret;
+	at.dbg = dp_dwarf_handle(dw);
+	at.pc = f->start;
+	if (!strcmp(spec, "args"))
+		return dp_dwarf_args_compile(&at, ctx, DP_DWARF_ARGS_MAX, &n, err);
+	ret = dp_var_parse(spec, &e, err);
+	return ret ? ret : dp_dwarf_var_compile(&at, &e, ctx, err);
+}
+
+static void var_costs(int runs)
+{
+	printf("\ndwarf-cost: milliseconds to compile a var: context at a function's entry, "
+	       "median of %d runs (cold: DWARF cache empty, the lookup included)\n\n", runs);
+	printf("%-28s %-40s %9s %9s\n", "OBJECT", "FUNCTION CONTEXT", "COLD", "WARM");
+	for (size_t i = 0; i < sizeof(var_rows) / sizeof(var_rows[0]); i++) {
+		const char *path = var_rows[i].path, *base_name = strrchr(path, '/') + 1;
+		struct dp_object *obj = dp_object_open(path);
+		struct dp_err err = DP_ERR_INIT;
+		double cold[MAX_RUNS], warm[MAX_RUNS], t;
+		char fn[64];
+		const char *spec = strchr(var_rows[i].what, ' ') + 1;
+		size_t n = 0;
+		int ret = 0;
+
+		if (!obj) {
+			printf("%-28s %s\n", base_name, strerror(errno));
+			continue;
+		}
+		snprintf(fn, sizeof(fn), "%.*s", (int)(spec - 1 - var_rows[i].what),
+			 var_rows[i].what);
+		dp_object_functions(obj, &(const struct dp_function *){ NULL }, &n);
+		for (int r = 0; r < runs && !ret; r++) {
+			dp_dwarf_cache_clear();
+			t = now_ms();
+			ret = var_once(obj, path, fn, spec, &err);
+			cold[r] = now_ms() - t;
+			t = now_ms();
+			ret = ret ? ret : var_once(obj, path, fn, spec, &err);
+			warm[r] = now_ms() - t;
+		}
+		if (ret)
+			printf("%-28s %-40s error: %.160s\n", base_name, var_rows[i].what, err.msg);
+		else
+			printf("%-28s %-40s %9.2f %9.3f\n", base_name, var_rows[i].what,
+			       median(cold, runs), median(warm, runs));
+		dp_object_close(obj);
+		dp_dwarf_cache_clear();
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 5;
@@ -182,5 +259,6 @@ int main(int argc, char **argv)
 		dp_object_close(obj);
 		dp_dwarf_cache_clear();
 	}
+	var_costs(runs);
 	return 0;
 }

@@ -48,9 +48,9 @@ int dp_list_vars(const char *upath, const char *location)
 	if (dp_dwarf_vars_list(&at, &v, &n, &err))
 		goto fail;
 	printf("Variables at %s (0x%" PRIx64 ") in %s:\n", location, at.pc, path);
-	printf("  %-20s  %-24s  %-22s  %s\n", "NAME", "TYPE", "SCOPE", "WHERE");
+	printf("  %-20s  %-24s  %-30s  %s\n", "NAME", "TYPE", "SCOPE", "WHERE");
 	for (size_t i = 0; i < n; i++) {
-		printf("  %-20s  %-24s  %-22s  %s%s\n", v[i].name, v[i].type, v[i].scope,
+		printf("  %-20s  %-24s  %-30s  %s%s\n", v[i].name, v[i].type, v[i].scope,
 		       v[i].available ? "" : "unavailable: ", v[i].where);
 		avail += v[i].available;
 	}
