@@ -21,12 +21,15 @@
  *   mappers.c   the processes an event given by path reaches
  *   clients.c   the client protocol's requests
  *   sessions.c  noticing destroyed sessions (liblttng-ctl)
+ *   execs.c     processes that execute a probed program without the agent,
+ *               from the kernel's process-events connector (root)
  *
  * Who calls whom: a file calls only the files listed after it on its line,
  * each of which is lower in this list, so the calls form no cycle (log.c is
  * called by most and calls none; state.c is the only owner of the state):
  *
- *   main.c      -> sessions clients install remove agents state
+ *   main.c      -> execs sessions clients install remove agents state
+ *   execs.c     -> install state resolve
  *   sessions.c  -> clients state
  *   clients.c   -> install remove mappers state resolve
  *   install.c   -> sem combine write stage agents state resolve
@@ -519,6 +522,15 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
  * patches its agent reported that no event claims restored (after HELLO),
  * then what is pending installed, then GO (or MAPPED's reply). */
 void dpd_install_pending(void);
+
+/* ---- execs.c ---- */
+
+/* The process-events connector (-1 unless --attach-exec). */
+extern int dpd_execs_fd;
+/* Opens it: 0, or -errno with a message (-EPERM: not root). */
+int dpd_execs_open(struct dp_err *err);
+/* Reads the exec notices queued, probing the processes that want it. */
+void dpd_execs_readable(void);
 
 /* ---- remove.c ---- */
 
