@@ -70,11 +70,15 @@ int dpd_log_open(const char *path);
 void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
- * Tests only (--test-fault STEP[:N], not in --help): the daemon kills itself
- * with SIGKILL the Nth time (1st by default) it reaches STEP, to prove that
- * a daemon dying there leaves every target running and every patch
- * recoverable.  dpd_fault_set() returns -EINVAL for a malformed spec.  The
+ * Tests only (--test-fault STEP[:N][:stop], not in --help): the daemon kills
+ * itself with SIGKILL the Nth time (1st by default) it reaches STEP, to prove
+ * that a daemon dying there leaves every target running and every patch
+ * recoverable; with ":stop" it stops itself (SIGSTOP) there instead, for a
+ * test to act on the target (kill it, signal it) at that very step, then
+ * SIGCONT it.  dpd_fault_set() returns -EINVAL for a malformed spec.  The
  * steps, in the order an install or a removal meets them:
+ *   install    install: a process's install begins, its agent not yet
+ *              looked for
  *   agent      install: the agent loaded and its HELLO read
  *   staged     install: trampolines written, patches noted to the agent
  *   held       every thread held for a batch, nothing written yet
@@ -86,6 +90,8 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
  *              told (NOTE_REMOVED)
  *   combined   a combine (install or removal): its batch planned and
  *              staged, nothing written
+ *   hello      an agent's HELLO read and what it reports adopted, not
+ *              answered yet
  */
 int dpd_fault_set(const char *spec);
 void dpd_fault(const char *step);

@@ -353,7 +353,7 @@ int main(int argc, char **argv)
 			break;
 		case 'F':
 			if (dpd_fault_set(optarg)) {
-				fprintf(stderr, "lttng-dynprobed: --test-fault takes STEP[:N], "
+				fprintf(stderr, "lttng-dynprobed: --test-fault takes STEP[:N][:stop], "
 						"not '%s'\n", optarg);
 				return 1;
 			}
