@@ -10,6 +10,7 @@
 
 #include "patch/analysis.h"
 #include "spec/spec.h"
+#include "spec/var.h"
 #include "tap.h"
 
 static void number(const char *s, int want, uint64_t value, const char *msg)
@@ -55,6 +56,17 @@ static void source(const char *s, const char *sym, uint64_t off, bool pattern)
 	       sym, (unsigned long long)off, pattern ? ", a pattern" : "", ret ? err.msg : "");
 }
 
+/* A source line: FILE and LINE. */
+static void line(const char *s, const char *file, uint32_t n)
+{
+	struct dp_err err = DP_ERR_INIT;
+	struct dp_location loc;
+	int ret = dp_spec_location_parse(s, &loc, &err);
+
+	tap_ok(!ret && loc.kind == DP_LOC_LINE && !strcmp(loc.symbol, file) && loc.line == n,
+	       "location '%s' is line %u of %s%s", s, n, file, ret ? err.msg : "");
+}
+
 /* lttng trace's event name of a location. */
 static void trace_name(const char *s, const char *want)
 {
@@ -94,6 +106,28 @@ static void context(const char *type, bool dynamic, const char *msg)
 		tap_ok(!dp_spec_context_check(type, &err), "'%s' accepted", type);
 }
 
+/* var:EXPR: the path parsed into steps (spelled back the same) and the
+ * field name the rule gives. */
+static void var(const char *spec, const char *field, const char *spelled, const char *type)
+{
+	struct dp_err err = DP_ERR_INIT;
+	struct dp_var_expr e;
+	char back[256] = "";
+	struct dp_ctx ctx;
+	int ret = dp_var_parse(spec, &e, &err);
+
+	if (!ret)
+		dp_var_format(&e, back, sizeof(back));
+	tap_ok(!ret && !strcmp(e.field, field) && !strcmp(back, spelled),
+	       "'%s': field %s, path %s (%s)", spec, ret ? "?" : e.field, back, err.msg);
+	if (type)
+		tap_ok(!ret && e.typed && (strcmp(type, "string") ? !e.string &&
+		       e.type.size == (type[strlen(type) - 1] == '6' ? 2 : 4) : e.string),
+		       "'%s': recorded as %s", spec, type);
+	tap_ok(!dp_ctx_parse(spec, NULL, NULL, &ctx, &err) && ctx.kind == DP_CTX_VAR &&
+	       !strcmp(ctx.name, field), "'%s' parses as a var context named %s", spec, ctx.name);
+}
+
 static void resolve(struct dp_object *obj, const char *s, int want, uint64_t off, const char *msg)
 {
 	struct dp_err err = DP_ERR_INIT;
@@ -118,6 +152,15 @@ int main(int argc, char **argv)
 	struct dp_location loc;
 	struct dp_err err;
 
+	line("sched.c:42", "sched.c", 42);
+	line("kernel/sched.c:7", "kernel/sched.c", 7);
+	line("/usr/src/a b/x.c:1", "/usr/src/a b/x.c", 1);
+	line("Makefile:3", "Makefile", 3);
+	location("x.c:0", -EINVAL, DP_LOC_LINE, NULL, 0, "a line number is decimal, from 1");
+	location("x.c:99999999999", -EINVAL, DP_LOC_LINE, NULL, 0, "a line number is decimal");
+	source("shop::Cart::add", "shop::Cart::add", 0, false);
+	trace_name("sched.c:42", "sched_c_42");
+	trace_name("kernel/my-file.cc:7", "my_file_cc_7");
 	number("0", 0, 0, NULL);
 	number("42", 0, 42, NULL);
 	number("052", 0, 42, NULL);
@@ -281,6 +324,33 @@ int main(int argc, char **argv)
 	context("backtrace:0", true, "1 to 128");
 	context("backtrace:fp:cfi", true, "one walker at most");
 	context("backtrace:8:8", true, "expected backtrace");
+	context("var:len", true, NULL);
+	context("args", true, NULL);
+	context("var", true, "expected var:EXPR");
+	context("var:", true, "expected var:EXPR");
+	context("var:2x", true, "expected a name");
+	context("var:req->", true, "expected a name");
+	context("var:a.b+1", true, "unexpected '+1'");
+	context("var:a[", true, "no closing ']'");
+	context("var:a[]", true, "expected a number");
+	context("var:a[-1]", true, "bad index");
+	context("var:a[i]", true, "bad index");
+	context("var:x:float", true, "unknown type 'float'");
+	context("var:x:int:8", true, "unknown type");
+	context("args:x", true, "args takes no argument");
+	context("var:a_very_long_structure_name->a_very_long_member_name.and_more", true,
+		"longer than 56 bytes");
+	var("var:len", "len", "len", NULL);
+	var("var:req->len", "req_len", "req->len", NULL);
+	var("var:cfg.opts[2]", "cfg_opts_2", "cfg.opts[2]", NULL);
+	var("var:*p", "deref_p", "*p", NULL);
+	var("var:**pp", "deref_deref_pp", "**pp", NULL);
+	var("var:argv[1]", "argv_1", "argv[1]", NULL);
+	var("var:*req->next->name", "deref_req_next_name", "*req->next->name", NULL);
+	var("var:t.a[0x10].b", "t_a_16_b", "t.a[16].b", NULL);
+	var("var:req->id:uint16", "req_id", "req->id", "uint16");
+	var("var:x:int", "x", "x", "int");
+	var("var:name:string", "name", "name", "string");
 
 	if (argc < 2)
 		return tap_done();

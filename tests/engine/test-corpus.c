@@ -60,10 +60,16 @@ long dp_c_flags(long a, long b, long std);
 long double dp_c_x87_twice(long double a);
 long dp_c_hop_near(long x);
 long dp_c_hop_far(long x);
+long dp_c_sdt_nop(long x);
+long dp_c_sdt_nop_tgt(long n);
+long dp_c_sdt_nop5(long n);
+long dp_c_sdt_nop5_mid(long x);
 long dp_c_trace(long (*drive)(long), long x);
 extern long dp_c_store_slot;
 extern int dp_c_cmp_flag;
 extern char dp_c_redzone_site[], dp_c_flags_site[], dp_c_hop_near_site[], dp_c_hop_far_site[];
+extern char dp_c_sdt_nop_site[], dp_c_sdt_nop_tgt_site[], dp_c_sdt_nop5_site[],
+	dp_c_sdt_nop5_mid_site[];
 
 #pragma GCC push_options
 #pragma GCC target("avx512f")
@@ -104,6 +110,10 @@ DRIVER(drive_endbr) { return dp_c_endbr(x); }
 DRIVER(drive_hop_near) { return dp_c_hop_near(x % 3 == 0 ? 0 : x % 3 == 1 ? 1 : x); }
 DRIVER(drive_hop_far) { return dp_c_hop_far(x % 3 == 0 ? 0 : x % 3 == 1 ? 1 : x); }
 DRIVER(drive_redzone) { return dp_c_redzone(x); }
+DRIVER(drive_sdt_nop) { return dp_c_sdt_nop(x); }
+DRIVER(drive_sdt_nop_tgt) { return dp_c_sdt_nop_tgt(x & 15); }
+DRIVER(drive_sdt_nop5) { return dp_c_sdt_nop5(x & 15); }
+DRIVER(drive_sdt_nop5_mid) { return dp_c_sdt_nop5_mid(x); }
 DRIVER(drive_flags)
 {
 	long y = x % 5 == 0 ? x : x % 3 == 0 ? x + 1 : x * 7 + 3;
@@ -257,6 +267,18 @@ static const struct ccase cases[] = {
 	{ "dp_c_flags", drive_flags, NEED_NONE, dp_c_flags_site,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
 	  "flags and DF live across the site" },
+	{ "dp_c_sdt_nop", drive_sdt_nop, NEED_NONE, dp_c_sdt_nop_site,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
+	  "SDT nop, then a RIP-relative load and a jcc: displaced" },
+	{ "dp_c_sdt_nop_tgt", drive_sdt_nop_tgt, NEED_NONE, dp_c_sdt_nop_tgt_site,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_INT3, DP_REASON_BRANCH_TARGET, HOP_NONE,
+	  "SDT nop at a loop head, the next instruction a target: int3" },
+	{ "dp_c_sdt_nop5", drive_sdt_nop5, NEED_NONE, dp_c_sdt_nop5_site,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
+	  "SDT nop; nop5, its nop in the entry's window" },
+	{ "dp_c_sdt_nop5_mid", drive_sdt_nop5_mid, NEED_NONE, dp_c_sdt_nop5_mid_site,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
+	  "SDT nop; nop5 between ordinary instructions" },
 	{ "dp_c_vec256_sum", drive_vec256, NEED_AVX2, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "__m256i argument in ymm0" },
@@ -461,6 +483,31 @@ static void check_hop_installed(const struct ccase *cc, const struct dp_patch *p
 	       cc->name);
 }
 
+/*
+ * A `nop; nop5` site as planned: a window of the nop5 alone with the nop as
+ * its lead, the probe's point the nop itself, and a trampoline that copies
+ * nothing (without hooks: the jmp back alone).
+ */
+static void check_nop5_plan(const struct ccase *cc, const struct dp_patch *p, uint64_t site)
+{
+	uint8_t code[64];
+	struct dp_tramp t = { 0 };
+	struct dp_emit e;
+	enum dp_reason why;
+	int ret;
+
+	if (!tap_ok(p && p->method == DP_SITE_JUMP && p->win.addr == site + 1 &&
+		    p->win.len == 5 && p->win.lead == 1 && p->win.ninsns == 1,
+		    "%s: the nop5 is the window (at +1, 5 bytes, lead 1)", cc->name))
+		return;
+	tap_ok(p->points[0] == site, "%s: the probe's point stays the nop", cc->name);
+	dp_emit_init(&e, code, sizeof(code), site + 4096);	/* object addresses */
+	ret = dp_tramp_build(&e, &p->win, NULL, 0, on_hit, vec, &t, &why);
+	tap_ok(!ret && t.len == 5 &&
+	       code[0] == 0xe9, "%s: its trampoline copies nothing (%zu bytes: the jmp back; %d)",
+	       cc->name, t.len, ret);
+}
+
 static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 {
 	const struct dp_function *fn = dp_object_function_by_name(obj, cc->name);
@@ -469,7 +516,7 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 	long inputs[NINPUTS], ref[NINPUTS], got[NINPUTS];
 	struct dp_patch *patches = NULL, *hop = NULL;
 	size_t npoints = 0, npatches = 0, bad_results = 0;
-	bool installed = true, same = true;
+	bool installed = true, same = true, nop5;
 
 	if (!tap_ok(fn != NULL, "%s: found by name (%s)", cc->name, cc->hazard))
 		return;
@@ -507,6 +554,10 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 	if (!strcmp(cc->name, "dp_c_endbr"))
 		tap_ok(points[0].addr == fn->start + bias + 4,
 		       "%s: the entry probe is placed after endbr64", cc->name);
+	nop5 = cc->site && !memcmp(cc->site, "\x90\x0f\x1f\x44\x00\x00", 6);
+	if (nop5)
+		check_nop5_plan(cc, patch_of(patches, npatches, npoints - 1),
+				(uint64_t)(uintptr_t)cc->site - bias);
 	if (cc->hop != HOP_NONE) {
 		hop = patch_of(patches, npatches, cc->hop == HOP_ENTRY ? 0 : npoints - 1);
 		check_hop_plan(cc, fn, hop);
@@ -557,6 +608,9 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 		       "%s: endbr64 still in place while probed", cc->name);
 	if (hop && hop->hop.len)
 		check_hop_installed(cc, hop);
+	if (nop5)
+		tap_ok((uint8_t)cc->site[0] == 0x90 && (uint8_t)cc->site[1] == 0xe9,
+		       "%s: installed: the nop in place, a jmp over the nop5", cc->name);
 	bad_results = 0;
 	for (int i = 0; i < NINPUTS; i++) {
 		got[i] = cc->drive(inputs[i]);

@@ -22,6 +22,9 @@
 #include <time.h>
 
 #include "context.h"
+#include "dwarf/dwarf.h"
+#include "dwarf/dwarf-var.h"
+#include "elf/elf.h"
 #include "patch/analysis.h"
 #include "patch/inproc.h"
 #include "patch/plan.h"
@@ -65,6 +68,43 @@ TARGET(t_cfi8, 11)
 TARGET(t_cfi16, 12)
 TARGET(t_unw8, 14)
 TARGET(t_unw16, 15)
+TARGET(t_vreg, 16)
+TARGET(t_vstack, 17)
+
+TARGET(t_var_reg, 18)
+
+/*
+ * var: rows, compiled from this program's own DWARF (it is built with -g)
+ * as the daemon compiles them: a parameter in a register, one on the stack
+ * (the seventh: [CFA], called through a one-parameter pointer, so the slot
+ * holds whatever the caller left there: the read is what is measured), and
+ * a member through a pointer parameter (the loop passes &cost_req).
+ */
+struct cost_req {
+	uint64_t id;
+	uint64_t len;
+};
+
+static struct cost_req cost_req = { 1, 4096 };
+
+/* Their calls go through target_fn, as every case's. */
+#define VAR_FN(f) ((target_fn)(void (*)(void))(f))
+
+__attribute__((noinline)) uint64_t t_var_stack(uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+					       uint64_t e, uint64_t f, uint64_t g);
+uint64_t t_var_stack(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f,
+		     uint64_t g)
+{
+	__asm__ volatile("");
+	return a * 3 + 19 + (b & c & d & e & f & g & 0);
+}
+
+__attribute__((noinline)) uint64_t t_var_ptr(const struct cost_req *req);
+uint64_t t_var_ptr(const struct cost_req *req)
+{
+	__asm__ volatile("");
+	return (uint64_t)(uintptr_t)req * 3 + 20;
+}
 
 __attribute__((noinline)) uint64_t t_static(uint64_t v);
 uint64_t t_static(uint64_t v)
@@ -96,13 +136,16 @@ __asm__(
 	"	.size t_int3, . - t_int3\n");
 
 static target_fn volatile sink;
+/* The argument of every call, when not 0 (a pointer a case reads through);
+ * else the loop's counter. */
+static uint64_t volatile loop_arg;
 
 static uint64_t call_loop(target_fn fn, uint64_t n)
 {
-	uint64_t acc = 0;
+	uint64_t acc = 0, arg = loop_arg;
 
 	for (uint64_t i = 0; i < n; i++)
-		acc += fn(i);
+		acc += fn(arg ? arg : i);
 	return acc;
 }
 
@@ -130,6 +173,7 @@ static double batch(target_fn fn, uint64_t iters)
 	double t0;
 
 	sink = fn;
+	loop_arg = fn == VAR_FN(t_var_ptr) ? (uint64_t)(uintptr_t)&cost_req : 0;
 	t0 = now_ns();
 	deep(DEPTH, sink, iters);
 	return (now_ns() - t0) / iters;
@@ -211,6 +255,55 @@ static int probe_on(target_fn fn, const char *name, const char *spec)
 	return install(fn, dp_probe_hit, p);
 }
 
+/* A probe whose one context is a value recipe (spec/value.h), as the daemon
+ * compiles an SDT argument or a DWARF location: one register, or 8 bytes
+ * at [rsp]. */
+static int probe_value(target_fn fn, const char *name, uint8_t loc, uint8_t reg)
+{
+	struct dp_ctx ctx = { .kind = DP_CTX_VALUE, .name = "v",
+			      .type = { .type = DP_FT_INT, .size = 8 } };
+	struct dp_err err = DP_ERR_INIT;
+	struct dpa_probe *p;
+
+	ctx.value.loc = loc;
+	dp_value_push(&ctx.value, DP_VOP_REG, reg, 0);
+	p = dpa_probe_new((uint64_t)(uintptr_t)fn, name, DPA_PROBE_AT_ENTRY, &ctx, 1, &err);
+	if (!p) {
+		fprintf(stderr, "probe-cost: %s: %s\n", name, err.msg[0] ? err.msg : strerror(errno));
+		return -errno;
+	}
+	return install(fn, dp_probe_hit, p);
+}
+
+/* A probe whose one context is var:EXPR at fn's entry, compiled from this
+ * program's DWARF by dwarf/ (what the daemon does for a var: context). */
+static int probe_var(target_fn fn, const char *name, const char *spec)
+{
+	struct dp_dwarf_at at = { .pc = (uint64_t)(uintptr_t)fn - bias, .bias = bias };
+	struct dp_err err = DP_ERR_INIT;
+	struct dp_var_expr e;
+	struct dp_dwarf *dw;
+	struct dpa_probe *p;
+	struct dp_ctx ctx;
+
+	at.elf = dp_elf_handle(dp_object_elf(self));
+	if (dp_dwarf_get(dp_object_elf(self), &dw, &err) || dp_var_parse(spec, &e, &err)) {
+		fprintf(stderr, "probe-cost: %s: %s\n", spec, err.msg);
+		return -EINVAL;
+	}
+	at.dbg = dp_dwarf_handle(dw);
+	if (dp_dwarf_var_compile(&at, &e, &ctx, &err)) {
+		fprintf(stderr, "probe-cost: %s: %s\n", spec, err.msg);
+		return -EINVAL;
+	}
+	p = dpa_probe_new((uint64_t)(uintptr_t)fn, name, DPA_PROBE_AT_ENTRY, &ctx, 1, &err);
+	if (!p) {
+		fprintf(stderr, "probe-cost: %s: %s\n", name, err.msg[0] ? err.msg : strerror(errno));
+		return -errno;
+	}
+	return install(fn, dp_probe_hit, p);
+}
+
 /* ---- the cases ---------------------------------------------------------- */
 
 struct row {
@@ -232,7 +325,12 @@ int main(int argc, char **argv)
 		{ "jump, event disabled", t_disabled, iters, 0 },
 		{ "jump, no payload", t_noctx, iters, 0 },
 		{ "jump, reg:rdi", t_reg, iters, 0 },
+		{ "jump, value recipe: rdi", t_vreg, iters, 0 },
 		{ "jump, uint64 on the stack ([rsp])", t_stack, iters, 0 },
+		{ "jump, value recipe: 8 bytes at rsp", t_vstack, iters, 0 },
+		{ "jump, var:v (a parameter in rdi)", t_var_reg, iters, 0 },
+		{ "jump, var:g (a parameter on the stack)", VAR_FN(t_var_stack), iters, 0 },
+		{ "jump, var:req->len (through a pointer)", VAR_FN(t_var_ptr), iters, 0 },
 		{ "jump, uint64 on the heap (*ADDR)", t_heap, iters / 10, 0 },
 		{ "jump, regs (18 fields)", t_regs, iters, 0 },
 		{ "jump, backtrace:8:fp", t_fp8, iters, 0 },
@@ -264,7 +362,12 @@ int main(int argc, char **argv)
 	ret |= probe_on(t_noctx, "cost_noctx", NULL);
 	ret |= probe_on(t_reg, "cost_reg", "reg:rdi");
 	ret |= probe_on(t_stack, "cost_stack", "uint64:s:[rsp]");
+	ret |= probe_value(t_vreg, "cost_vreg", DP_VALUE_LOC_VALUE, DP_REG_RDI);
+	ret |= probe_value(t_vstack, "cost_vstack", DP_VALUE_LOC_ADDR, DP_REG_RSP);
 	ret |= probe_on(t_heap, "cost_heap", heap_spec);
+	ret |= probe_var(t_var_reg, "cost_var_reg", "var:v");
+	ret |= probe_var(VAR_FN(t_var_stack), "cost_var_stack", "var:g");
+	ret |= probe_var(VAR_FN(t_var_ptr), "cost_var_ptr", "var:req->len");
 	ret |= probe_on(t_regs, "cost_regs", "regs");
 	ret |= probe_on(t_fp8, "cost_fp8", "backtrace:8:fp");
 	ret |= probe_on(t_fp16, "cost_fp16", "backtrace:16:fp");

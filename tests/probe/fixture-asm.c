@@ -122,6 +122,8 @@ __asm__(
 	"	movabs r13, 0xdddddddddddddddd\n"
 	"	movabs r14, 0xeeeeeeeeeeeeeeee\n"
 	"	movabs r15, 0x0123456789abcdef\n"
+	"	movq xmm0, r8\n"
+	"	movq xmm15, r15\n"
 	"	cmp eax, eax\n"
 	"	.if \\int3\n"
 	"	jmp \\site\n"

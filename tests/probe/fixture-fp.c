@@ -13,6 +13,11 @@ long fx_args(struct fx_thing *t, const char *s, long neg, unsigned long big, int
 	return t->i + s[0] + neg + (long)big + a5 + a6 + a7 + (long)a8;
 }
 
+double fx_values(struct fx_thing *t, double d, float f)
+{
+	return t->i + d + f;
+}
+
 long fp_level3(long x)
 {
 	fp_ra[3] = __builtin_return_address(0);

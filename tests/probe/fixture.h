@@ -18,7 +18,8 @@ extern uint64_t fx_locals_site, fx_locals_site2, fx_locals_ret, fx_locals_ra;
 extern uint64_t fx_regs_jump_site, fx_regs_int3_site, fx_regs_rsp;
 extern uint64_t fx_regs_after[18];	/* dp_regs order; [17] rflags */
 
-/* The values fx_regs_* load, in dp_regs order (rsp excluded: fx_regs_rsp). */
+/* The values fx_regs_* load, in dp_regs order (rsp excluded: fx_regs_rsp);
+ * xmm0 gets r8's and xmm15 r15's in its low 64 bits. */
 #define FX_REGS_FLAGS 0x246ull
 static const uint64_t fx_regs_value[16] = {
 	0x1111111111111180ull, 0x2222222222222222ull, 0x3333333333333333ull,
@@ -58,6 +59,7 @@ long fx_noctx(long x);
 long fx_thread(long id, const char *s);
 long fx_forked(long x);
 long fx_disabled(long x);
+double fx_values(struct fx_thing *t, double d, float f);
 extern void *fp_ra[4];		/* [k]: fp_levelk's return address */
 
 /* fixture-nofp.c: no frame pointers. */

@@ -245,6 +245,48 @@ static struct dpa_probe *probe(uint64_t site, const char *name, unsigned flags,
 
 #define SPECS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
+/* ---- value recipes (spec/value.h), built as the daemon builds them ------- */
+
+#define OP(o, a, i) ((struct dp_value_op){ DP_VOP_##o, a, i })
+#define OPS(...) ((const struct dp_value_op[]){ __VA_ARGS__ }), \
+	sizeof((const struct dp_value_op[]){ __VA_ARGS__ }) / sizeof(struct dp_value_op)
+
+static struct dp_ctx vint(const char *name, unsigned size, bool sgn, bool hexa, uint8_t loc,
+			  const struct dp_value_op *ops, size_t nops)
+{
+	struct dp_ctx c = { .kind = DP_CTX_VALUE };
+
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	c.type = (struct dp_field_desc){ .type = DP_FT_INT, .size = (uint8_t)size,
+					 .is_signed = sgn, .hex = hexa };
+	c.value.loc = loc;
+	for (size_t i = 0; i < nops; i++)
+		dp_value_push(&c.value, ops[i].op, ops[i].arg, ops[i].imm);
+	return c;
+}
+
+static struct dp_ctx vtyped(const char *name, uint8_t ftype, unsigned size, uint8_t loc,
+			    const struct dp_value_op *ops, size_t nops)
+{
+	struct dp_ctx c = vint(name, size, false, false, loc, ops, nops);
+
+	c.type.type = ftype;
+	if (ftype == DP_FT_STRING)
+		c.maxlen = 64;
+	return c;
+}
+
+static struct dpa_probe *probe_ctx(uint64_t site, const char *name, unsigned flags,
+				   const struct dp_ctx *ctx, size_t n)
+{
+	struct dp_err err = DP_ERR_INIT;
+	struct dpa_probe *p = dpa_probe_new(site, name, flags, ctx, n, &err);
+
+	if (!p)
+		fprintf(stderr, "probe %s: %s (%s)\n", name, dp_err_str(&err), strerror(errno));
+	return p;
+}
+
 static uint64_t addr_of(const void *p)
 {
 	return (uint64_t)(uintptr_t)p;
@@ -348,8 +390,25 @@ static void scenario_regs(const char *name, uint64_t site, void (*fn)(void), uns
 	};
 	static const unsigned order[16] = { 0, 3, 1, 2, 6, 7, 5, 4, 8, 9, 10, 11, 12, 13, 14, 15 };
 
-	p = probe(site, name, 0, SPECS("regs", "reg:eax", "reg:ah", "reg:al", "reg:r9w",
-				       "reg:sil", "reg:r10d", "reg:r11l", "reg:eflags", "reg:pc"));
+	static const char *const specs[] = { "regs", "reg:eax", "reg:ah", "reg:al", "reg:r9w",
+					     "reg:sil", "reg:r10d", "reg:r11l", "reg:eflags",
+					     "reg:pc" };
+	const size_t nspecs = sizeof(specs) / sizeof(specs[0]);
+	struct dp_ctx ctx[sizeof(specs) / sizeof(specs[0]) + 4];
+
+	/* Value recipes next to them: xmm registers from the trampoline's save
+	 * area (jump) or the signal's ucontext (int3). */
+	for (size_t i = 0; i < nspecs; i++)
+		dp_ctx_parse(specs[i], NULL, NULL, &ctx[i], NULL);
+	ctx[nspecs] = vint("x0", 8, false, true, DP_VALUE_LOC_VALUE,
+			   OPS(OP(REG, DP_VALUE_XMM0, 0)));
+	ctx[nspecs + 1] = vint("x15", 8, false, true, DP_VALUE_LOC_VALUE,
+			       OPS(OP(REG, DP_VALUE_XMM0 + 15, 0)));
+	ctx[nspecs + 2] = vint("v_ah", 1, false, true, DP_VALUE_LOC_VALUE,
+			       OPS(OP(REG, DP_REG_RAX, 0), OP(SHR, 8, 0)));
+	ctx[nspecs + 3] = vint("v_pc", 8, false, true, DP_VALUE_LOC_VALUE,
+			       OPS(OP(REG, DP_CTX_REG_RIP, 0)));
+	p = probe_ctx(site, name, 0, ctx, nspecs + 4);
 	if (!check(p && install(&self, &(struct point){ site, p }, 1, methods),
 		   "%s: probe installed", name))
 		return;
@@ -373,9 +432,73 @@ static void scenario_regs(const char *name, uint64_t site, void (*fn)(void), uns
 	}
 	event(f("dynprobe:%s", name), f("ip = %" PRIu64 " }", site), parts,
 	      f("eax = 0x11111180, ah = 0x11, al = 0x80, r9w = 0x9999, sil = 0x66, "
-		"r10d = 0xAAAAAAAA, r11l = 0xBB, eflags = 0x246, pc = %s }", hex(site)),
+		"r10d = 0xAAAAAAAA, r11l = 0xBB, eflags = 0x246, pc = %s, x0 = %s, _x0_error = 0, "
+		"x15 = %s, _x15_error = 0, v_ah = 0x11, v_pc = %s }", hex(site),
+		hex(fx_regs_value[DP_REG_R8]), hex(fx_regs_value[DP_REG_R15]), hex(site)),
 	      NULL);
 	count(f("dynprobe:%s", name), 1);
+}
+
+/*
+ * Value recipes at a function's entry: every op, every result kind and
+ * type, a failed read, and xmm registers saved by the trampoline.
+ */
+static void scenario_values(void)
+{
+	enum { RDI = DP_REG_RDI, X0 = DP_VALUE_XMM0, X1 = DP_VALUE_XMM0 + 1 };
+	const uint8_t A = DP_VALUE_LOC_ADDR, V = DP_VALUE_LOC_VALUE, P = DP_VALUE_LOC_PIECES;
+	struct fx_inner inner = { 1, -987654321 };
+	unsigned methods[3] = { 0 };
+	struct fx_thing t = {
+		.i = -5, .u16 = 65000, .h = 0xdeadbeefcafeull, .neg = -100, .name = "value-name",
+		.inner = &inner, .h8 = 0xab,
+	};
+	struct dp_ctx ctx[] = {
+		vint("p", 8, false, true, V, OPS(OP(REG, RDI, 0))),
+		vint("i", 4, true, false, A, OPS(OP(REG, RDI, 0))),
+		vint("u16", 2, false, false, A, OPS(OP(REG, RDI, 0), OP(ADDC, 0, 4))),
+		vint("h", 8, false, true, A, OPS(OP(REG, RDI, 0), OP(CONST, 0, 1), OP(MULC, 0, 8),
+						  OP(ADD, 0, 0))),
+		vint("hi", 4, false, true, V, OPS(OP(REG, RDI, 8), OP(DEREF, 8, 0), OP(SHR, 32, 0))),
+		vint("neg", 1, true, false, A, OPS(OP(REG, RDI, 16))),
+		vint("inner_v", 8, true, false, A, OPS(OP(REG, RDI, 32), OP(DEREF, 8, 0),
+						      OP(ADDC, 0, 8))),
+		vint("b", 1, false, false, V, OPS(OP(REG, RDI, 72), OP(DEREF, 1, 0))),
+		vint("pc", 4, false, true, P, OPS(OP(REG, RDI, 4), OP(DEREF, 2, 0),
+						   OP(PIECE, 2, 0), OP(CONST, 0, 0x7),
+						   OP(PIECE, 1, 2))),
+		vint("k", 2, true, false, V, OPS(OP(CONST, 0, -2))),
+		vint("neg64", 8, true, false, V, OPS(OP(REG, RDI, 16), OP(DEREF, 1, 0),
+						     OP(SEXT, 1, 0))),
+		vint("u16z", 8, false, false, V, OPS(OP(CONST, 0, -1), OP(ZEXT, 2, 0))),
+		vint("bad", 4, false, false, A, OPS(OP(CONST, 0, 0x10))),
+		vtyped("name", DP_FT_STRING, 0, V, OPS(OP(REG, RDI, 24), OP(DEREF, 8, 0))),
+		vtyped("d", DP_FT_DOUBLE, 8, V, OPS(OP(REG, X0, 0))),
+		vtyped("f", DP_FT_DOUBLE, 4, V, OPS(OP(REG, X1, 0))),
+	};
+	const double d_in = 2.5;
+	const float f_in = -1.25f;
+	struct dpa_probe *p;
+	double r;
+
+	ctx[7].value.flags = DP_VALUE_BOOL;
+	p = probe_ctx(addr_of(fx_values), "values", DPA_PROBE_AT_ENTRY, ctx,
+		      sizeof(ctx) / sizeof(ctx[0]));
+	if (!check(p && install(&self, &(struct point){ addr_of(fx_values), p }, 1, methods),
+		   "values: probe at fx_values installed"))
+		return;
+	r = fx_values(&t, d_in, f_in);
+	check(r == t.i + d_in + f_in, "values: fx_values returns what it returns unprobed");
+	event("dynprobe:values",
+	      f("{ p = %s, i = %d, _i_error = 0, u16 = %u, _u16_error = 0, h = %s, _h_error = 0, "
+		"hi = %s, _hi_error = 0, neg = %d, _neg_error = 0, inner_v = %ld, "
+		"_inner_v_error = 0, b = 1, _b_error = 0, pc = %s, _pc_error = 0, k = -2, "
+		"neg64 = %d, _neg64_error = 0, u16z = 65535, bad = 0, _bad_error = 14, name = \"%s\", _name_error = 0, ",
+		hex(addr_of(&t)), t.i, t.u16, hex(t.h), hex(t.h >> 32), t.neg, inner.v,
+		hex(t.u16 | 7u << 16), t.neg, t.name),
+	      /* babeltrace2 prints doubles as %g does */
+	      f("d = %g, _d_error = 0, f = %g, _f_error = 0 }", d_in, (double)f_in), NULL);
+	count("dynprobe:values", 1);
 }
 
 /* Locals at [rbp-N], a return site, and frame-pointer backtraces. */
@@ -716,6 +839,7 @@ static int run(const char *path)
 	scenario_args();
 	scenario_regs("regs_jump", fx_regs_jump_site, fx_regs_jump, DP_SITE_JUMP);
 	scenario_regs("regs_int3", fx_regs_int3_site, fx_regs_int3, DP_SITE_INT3);
+	scenario_values();
 	scenario_frames();
 	scenario_stacks();
 	scenario_int3();

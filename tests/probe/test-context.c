@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "probe.h"
+#include <stdio.h>
+
 #include "spec/ctx.h"
+#include "x86/insn.h"
 #include "tap.h"
 
 static const struct {
@@ -66,6 +69,92 @@ static const char *const bad[] = {
 	"backtrace:x", "backtrace:", "backtraces",
 	"int:a_name_of_fifty_seven_characters_is_too_long_for_a_fields:rdi",
 };
+
+/* Value recipes (spec/value.h): malformed ones refused with their reason,
+ * and the fields good ones lay out. */
+#define V_OP(o, a, i) { DP_VOP_##o, a, i }
+static const struct {
+	const char *what, *word;
+	uint8_t loc, ftype, size;
+	uint32_t nops;
+	struct dp_value_op ops[4];
+} bad_values[] = {
+	{ "no ops", "ops", 0, DP_FT_INT, 4, 0, { V_OP(REG, 0, 0) } },
+	{ "an empty stack popped", "empty", 0, DP_FT_INT, 4, 1, { V_OP(ADDC, 0, 1) } },
+	{ "two entries left", "ends", 0, DP_FT_INT, 4, 2, { V_OP(REG, 0, 0), V_OP(REG, 1, 0) } },
+	{ "register 20", "register", 0, DP_FT_INT, 4, 1, { V_OP(REG, 20, 0) } },
+	{ "xmm16", "register", 0, DP_FT_INT, 4, 1, { V_OP(REG, DP_VALUE_XMM0 + 16, 0) } },
+	{ "a read of 3 bytes", "read", 0, DP_FT_INT, 4, 2, { V_OP(REG, 0, 0), V_OP(DEREF, 3, 0) } },
+	{ "a shift by 64", "shift", 0, DP_FT_INT, 4, 2, { V_OP(REG, 0, 0), V_OP(SHR, 64, 0) } },
+	{ "op 0", "op", 0, DP_FT_INT, 4, 1, { { 0, 0, 0 } } },
+	{ "an extension from 8 bytes", "extension", 0, DP_FT_INT, 8, 2,
+	  { V_OP(REG, 0, 0), V_OP(SEXT, 8, 0) } },
+	{ "pieces that overlap", "overlap", DP_VALUE_LOC_PIECES, DP_FT_INT, 8, 4,
+	  { V_OP(REG, 0, 0), V_OP(PIECE, 4, 0), V_OP(REG, 1, 0), V_OP(PIECE, 2, 2) } },
+	{ "a piece past 8 bytes", "piece", DP_VALUE_LOC_PIECES, DP_FT_INT, 8, 2,
+	  { V_OP(REG, 0, 0), V_OP(PIECE, 4, 6) } },
+	{ "a piece result without pieces", "pieces", DP_VALUE_LOC_PIECES, DP_FT_INT, 8, 1,
+	  { V_OP(REG, 0, 0) } },
+	{ "a piece without a piece result", "pieces", DP_VALUE_LOC_VALUE, DP_FT_INT, 8, 2,
+	  { V_OP(REG, 0, 0), V_OP(PIECE, 4, 0) } },
+	{ "a result kind 3", "result", 3, DP_FT_INT, 4, 1, { V_OP(REG, 0, 0) } },
+	{ "an integer of 3 bytes", "integer", 0, DP_FT_INT, 3, 1, { V_OP(REG, 0, 0) } },
+	{ "a float of 2 bytes", "float", 0, DP_FT_DOUBLE, 2, 1, { V_OP(REG, 0, 0) } },
+	{ "a sequence", "type", 0, DP_FT_SEQ_U64, 8, 1, { V_OP(REG, 0, 0) } },
+};
+
+static struct dp_ctx value_ctx(const char *name, uint8_t loc, uint8_t ftype, uint8_t size,
+			       const struct dp_value_op *ops, uint32_t nops)
+{
+	struct dp_ctx c = { .kind = DP_CTX_VALUE, .maxlen = ftype == DP_FT_STRING ? 32 : 0 };
+
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	c.type = (struct dp_field_desc){ .type = ftype, .size = size };
+	c.value.loc = loc;
+	c.value.nops = nops;
+	memcpy(c.value.ops, ops, nops * sizeof(*ops));
+	return c;
+}
+
+static void test_values(void)
+{
+	static const struct dp_value_op reg[] = { V_OP(REG, DP_REG_RDI, 0) };
+	static const struct dp_value_op mem[] = { V_OP(REG, DP_REG_RBP, -0x14) };
+	static const struct dp_value_op xmm[] = { V_OP(REG, DP_VALUE_XMM0, 0) };
+	struct dp_field_desc fields[8];
+	struct dp_err err = DP_ERR_INIT;
+	struct dp_ctx c[4];
+	size_t n = 0;
+	char text[128];
+	int ret;
+
+	for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
+		c[0] = value_ctx("v", bad_values[i].loc, bad_values[i].ftype, bad_values[i].size,
+				 bad_values[i].ops, bad_values[i].nops);
+		dp_err_clear(&err);
+		ret = dp_ctx_layout(c, 1, fields, 8, &n, &err);
+		tap_ok(ret == -EINVAL && strstr(err.msg, bad_values[i].word),
+		       "a recipe with %s is refused (%s)", bad_values[i].what, err.msg);
+	}
+	c[0] = value_ctx("r", DP_VALUE_LOC_VALUE, DP_FT_INT, 4, reg, 1);
+	c[1] = value_ctx("m", DP_VALUE_LOC_ADDR, DP_FT_INT, 2, mem, 1);
+	c[2] = value_ctx("d", DP_VALUE_LOC_VALUE, DP_FT_DOUBLE, 4, xmm, 1);
+	c[3] = value_ctx("s", DP_VALUE_LOC_VALUE, DP_FT_STRING, 0, reg, 1);
+	c[0].type.is_signed = true;
+	dp_err_clear(&err);
+	ret = dp_ctx_layout(c, 4, fields, 8, &n, &err);
+	tap_ok(!ret && n == 7 && !strcmp(fields[0].name, "r") && fields[0].size == 4 &&
+	       fields[0].is_signed && !strcmp(fields[1].name, "m") &&
+	       !strcmp(fields[2].name, "_m_error") && fields[3].type == DP_FT_DOUBLE &&
+	       !strcmp(fields[4].name, "_d_error") && fields[5].type == DP_FT_STRING &&
+	       !strcmp(fields[6].name, "_s_error"),
+	       "a register value has no error field; memory, xmm and strings have one (%s)",
+	       ret ? err.msg : "ok");
+	tap_ok(dp_ctx_values_size(&c[3]) == 48 && dp_ctx_values_size(&c[0]) == 0,
+	       "a string value takes its bytes in the scratch, an integer none");
+	dp_ctx_format(&c[1], text, sizeof(text));
+	tap_ok(!strcmp(text, "value:m:uint16:rbp-0x14 addr"), "a value formats as %s", text);
+}
 
 int main(void)
 {
@@ -164,5 +253,6 @@ int main(void)
 		p = dpa_probe_new(0x1000, "fine", 0, c, 2, &err);
 		tap_ok(p != NULL, "regs and a string make an event (%s)", p ? "ok" : err.msg);
 	}
+	test_values();
 	return tap_done();
 }

@@ -77,10 +77,22 @@ static void sample_state(struct dp_app_state *s, uint32_t nprobes, uint32_t npat
 	s->traps_reasserted = 2;
 }
 
-static void sample_ctx(struct dp_ctx *c, uint32_t i)
+static void sample_ctx(struct dp_ctx *c, uint32_t i, bool ext)
 {
 	memset(c, 0, sizeof(*c));
-	c->kind = (uint8_t)(i % (DP_CTX_RETVAL + 1));
+	c->kind = (uint8_t)(i % ((ext ? DP_CTX_KIND_LAST : DP_CTX_RETVAL) + 1));
+	if (ext) {
+		/* Every op, with arguments and immediates at their extremes. */
+		c->value.loc = (uint8_t)(i % (DP_VALUE_LOC_PIECES + 1));
+		c->value.flags = i % 2 ? DP_VALUE_BOOL : 0;
+		c->value.nops = i == 7 ? DP_VALUE_MAX_OPS : 1 + i % 5;
+		for (uint32_t k = 0; k < c->value.nops; k++)
+			c->value.ops[k] = (struct dp_value_op){
+				.op = (uint8_t)(DP_VOP_REG + (i + k) % DP_VOP_LAST),
+				.arg = (uint8_t)(k * 37 + i),
+				.imm = k % 2 ? INT64_MIN + i : (int64_t)(0x7fffffff00000000ull + k),
+			};
+	}
 	if (i == 3)
 		fill_str(c->name, sizeof(c->name), 'n');
 	else
@@ -108,7 +120,8 @@ static const uint16_t all_types[] = {
 	DP_APP_ALLOC_CODE, DP_APP_ALLOC_CODE_REPLY, DP_APP_NOTE_INSTALLED,
 	DP_APP_NOTE_INSTALLED_REPLY, DP_APP_NOTE_REMOVED, DP_APP_NOTE_REMOVED_REPLY,
 	DP_APP_LIST, DP_APP_LIST_REPLY, DP_APP_PING, DP_APP_PING_REPLY, DP_APP_GO,
-	DP_APP_GO_REPLY, DP_APP_UNSUPPORTED, DP_APP_REFUSE,
+	DP_APP_GO_REPLY, DP_APP_DEFINE_PROBE_EXT, DP_APP_DEFINE_PROBE_EXT_REPLY,
+	DP_APP_UNSUPPORTED, DP_APP_REFUSE,
 };
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -130,6 +143,7 @@ static void sample_msg(struct dp_app_msg *m, uint16_t type)
 		m->hello_reply = (struct dp_app_hello_reply){ DP_APP_MAJOR, DP_APP_MINOR, 77 };
 		break;
 	case DP_APP_DEFINE_PROBE:
+	case DP_APP_DEFINE_PROBE_EXT:
 		m->define_probe.id = 9;
 		m->define_probe.site = 0x401126;
 		m->define_probe.flags = DP_APP_PROBE_AT_ENTRY;
@@ -137,9 +151,10 @@ static void sample_msg(struct dp_app_msg *m, uint16_t type)
 		m->define_probe.nctx = DP_APP_MAX_CTX;
 		m->define_probe.ctx = calloc(DP_APP_MAX_CTX, sizeof(struct dp_ctx));
 		for (uint32_t i = 0; i < DP_APP_MAX_CTX; i++)
-			sample_ctx(&m->define_probe.ctx[i], i);
+			sample_ctx(&m->define_probe.ctx[i], i, type == DP_APP_DEFINE_PROBE_EXT);
 		break;
 	case DP_APP_DEFINE_PROBE_REPLY:
+	case DP_APP_DEFINE_PROBE_EXT_REPLY:
 	case DP_APP_ALLOC_CODE_REPLY:
 		m->result.status = type == DP_APP_ALLOC_CODE_REPLY ? -ENOSPC : 0;
 		m->result.value = 0x7f1234567000ull;
@@ -217,6 +232,17 @@ static bool eq_state(const struct dp_app_state *a, const struct dp_app_state *b)
 	return true;
 }
 
+static bool eq_value(const struct dp_value *a, const struct dp_value *b)
+{
+	if (a->loc != b->loc || a->flags != b->flags || a->nops != b->nops)
+		return false;
+	for (uint32_t k = 0; k < a->nops; k++)
+		if (a->ops[k].op != b->ops[k].op || a->ops[k].arg != b->ops[k].arg ||
+		    a->ops[k].imm != b->ops[k].imm)
+			return false;
+	return true;
+}
+
 static bool eq_ctx(const struct dp_ctx *a, const struct dp_ctx *b)
 {
 	return a->kind == b->kind && !strcmp(a->name, b->name) && a->reg == b->reg &&
@@ -227,7 +253,7 @@ static bool eq_ctx(const struct dp_ctx *a, const struct dp_ctx *b)
 	       a->addr.base == b->addr.base && a->addr.deref == b->addr.deref &&
 	       a->addr.offset == b->addr.offset && a->addr.offset2 == b->addr.offset2 &&
 	       a->maxlen == b->maxlen &&
-	       a->depth == b->depth && a->walker == b->walker;
+	       a->depth == b->depth && a->walker == b->walker && eq_value(&a->value, &b->value);
 }
 
 static bool eq_result(const struct dp_app_result *a, const struct dp_app_result *b, bool value)
@@ -251,6 +277,7 @@ static bool eq_msg(const struct dp_app_msg *a, const struct dp_app_msg *b)
 		       a->hello_reply.minor == b->hello_reply.minor &&
 		       a->hello_reply.daemon_pid == b->hello_reply.daemon_pid;
 	case DP_APP_DEFINE_PROBE:
+	case DP_APP_DEFINE_PROBE_EXT:
 		if (a->define_probe.id != b->define_probe.id ||
 		    a->define_probe.site != b->define_probe.site ||
 		    a->define_probe.flags != b->define_probe.flags ||
@@ -262,6 +289,7 @@ static bool eq_msg(const struct dp_app_msg *a, const struct dp_app_msg *b)
 				return false;
 		return true;
 	case DP_APP_DEFINE_PROBE_REPLY:
+	case DP_APP_DEFINE_PROBE_EXT_REPLY:
 	case DP_APP_ALLOC_CODE_REPLY:
 		return eq_result(&a->result, &b->result, true);
 	case DP_APP_NOTE_INSTALLED_REPLY:
@@ -608,6 +636,28 @@ static void test_bounds(void)
 	e = patch_at(DP_APP_DEFINE_PROBE, 149, &b, 1, &m);
 	tap_ok(e == DP_PROTO_ERR_VALUE, "an unknown context kind is refused: %s",
 	       dp_proto_err_str(e));
+	b = DP_CTX_VALUE;
+	e = patch_at(DP_APP_DEFINE_PROBE, 149, &b, 1, &m);
+	tap_ok(e == DP_PROTO_ERR_VALUE, "a value context is refused in DEFINE_PROBE: %s",
+	       dp_proto_err_str(e));
+	b = DP_CTX_KIND_LAST + 1;
+	e = patch_at(DP_APP_DEFINE_PROBE_EXT, 149, &b, 1, &m);
+	tap_ok(e == DP_PROTO_ERR_VALUE, "an unknown context kind is refused in "
+	       "DEFINE_PROBE_EXT: %s", dp_proto_err_str(e));
+	/* The first context's recipe: after walker at 149 + 44, loc(1) flags(1)
+	 * nops(4), the first op at 149 + 51. */
+	b = 0;
+	e = patch_at(DP_APP_DEFINE_PROBE_EXT, 149 + 51, &b, 1, &m);
+	tap_ok(e == DP_PROTO_ERR_VALUE, "a recipe op 0 is refused: %s", dp_proto_err_str(e));
+	b = DP_VALUE_LOC_PIECES + 1;
+	e = patch_at(DP_APP_DEFINE_PROBE_EXT, 149 + 45, &b, 1, &m);
+	tap_ok(e == DP_PROTO_ERR_VALUE, "an unknown recipe result is refused: %s",
+	       dp_proto_err_str(e));
+	put_u32(u32_big, DP_VALUE_MAX_OPS + 1);
+	e = patch_at(DP_APP_DEFINE_PROBE_EXT, 149 + 47, u32_big, 4, &m);
+	tap_ok(e == DP_PROTO_ERR_BOUNDS || e == DP_PROTO_ERR_TRUNCATED,
+	       "a recipe of %u ops is refused: %s", DP_VALUE_MAX_OPS + 1, dp_proto_err_str(e));
+
 	/* kind(1) name("field0": 2 + 6) reg(1) width(1) shift(1) tname("t0": 2 + 2)
 	 * type(1) size(1), is_signed at 149 + 18. */
 	b = 2;
@@ -791,9 +841,11 @@ static void test_ctx_layout(void)
 {
 	/* The codec writes struct dp_ctx field by field: when the struct
 	 * grows, the new field needs its place on the wire. */
-	tap_ok(sizeof(struct dp_ctx) == 168 && sizeof(struct dp_field_desc) == 68,
-	       "struct dp_ctx has the fields the codec encodes (sizeof %zu, dp_field_desc %zu)",
-	       sizeof(struct dp_ctx), sizeof(struct dp_field_desc));
+	tap_ok(sizeof(struct dp_ctx) == 432 && sizeof(struct dp_field_desc) == 68 &&
+	       sizeof(struct dp_value) == 264 && sizeof(struct dp_value_op) == 16,
+	       "struct dp_ctx has the fields the codec encodes (sizeof %zu, dp_field_desc %zu, "
+	       "dp_value %zu)", sizeof(struct dp_ctx), sizeof(struct dp_field_desc),
+	       sizeof(struct dp_value));
 }
 
 /* Random input: pure noise, noise behind a valid header, and mutated

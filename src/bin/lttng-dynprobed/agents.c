@@ -310,6 +310,7 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 	}
 	switch (rep->type) {
 	case DP_APP_DEFINE_PROBE_REPLY:
+	case DP_APP_DEFINE_PROBE_EXT_REPLY:
 	case DP_APP_ALLOC_CODE_REPLY:
 	case DP_APP_NOTE_INSTALLED_REPLY:
 	case DP_APP_NOTE_REMOVED_REPLY:

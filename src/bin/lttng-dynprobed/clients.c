@@ -351,6 +351,14 @@ static void enable_end(struct dpd_event *ev, bool fresh, int ret, const struct d
 	dpd_info("enabled %s (%s in %s) for session %s", ev->names[0], ev->location, ev->path,
 		 ev->session);
 	set_report(r, 0, msg);
+	/* What the resolution found worth saying (copies not probed, lines
+	 * sharing an address), after the install's own words. */
+	if (ev->note[0]) {
+		size_t used = strlen(r->message);
+
+		snprintf(r->message + used, sizeof(r->message) - used, "%s%s", used ? "; " : "",
+			 ev->note);
+	}
 }
 
 static void do_enable(const struct dpd_client *c, const struct dp_client_enable *e,
@@ -533,6 +541,8 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 			struct dp_ctx nc, oc;
 
 			ret = dpd_resolve_ctx(ev->obj, a->ctx[k], 0, &nc, &msg);
+			if (!ret)
+				ret = dpd_event_check_ctx(ev, a->ctx[k], &msg);
 			for (uint32_t j = 0; j < ev->nctx + k && !ret; j++) {
 				const char *spec = j < ev->nctx ? ev->ctx[j] : a->ctx[j - ev->nctx];
 

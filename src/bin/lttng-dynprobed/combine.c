@@ -344,8 +344,10 @@ static int apply(struct group *g, struct dpd_work *ws, size_t n, const uint32_t 
 			ret = dp_err_set(msg, -ENOTSUP, "the patch at 0x%" PRIx64 " planned for "
 					 "the probes together cannot be made (see the daemon's "
 					 "log)", ws[i].rec.patch.site);
-	if (!ret)
+	if (!ret) {
+		dpd_fault("combined");
 		ret = dpd_write_batch(p, ws, n, gone, ngone, true, msg);
+	}
 	p = dpd_proc_find(pid);
 	if (!p)
 		return ret ? ret : -ESRCH;

@@ -63,6 +63,27 @@ extern int dpd_verbosity;	/* messages above it are dropped */
 int dpd_log_open(const char *path);
 void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * Tests only (--test-fault STEP[:N], not in --help): the daemon kills itself
+ * with SIGKILL the Nth time (1st by default) it reaches STEP, to prove that
+ * a daemon dying there leaves every target running and every patch
+ * recoverable.  dpd_fault_set() returns -EINVAL for a malformed spec.  The
+ * steps, in the order an install or a removal meets them:
+ *   agent      install: the agent loaded and its HELLO read
+ *   staged     install: trampolines written, patches noted to the agent
+ *   held       every thread held for a batch, nothing written yet
+ *   written    the batch written (jumps, or original bytes), threads held
+ *   detached   install: threads let go, the patches not yet recorded
+ *   rebuilt    removal: shared patches rebuilt for the other events
+ *              (trampolines written and noted), nothing written
+ *   restored   removal: the batch written and let go, the agent not yet
+ *              told (NOTE_REMOVED)
+ *   combined   a combine (install or removal): its batch planned and
+ *              staged, nothing written
+ */
+int dpd_fault_set(const char *spec);
+void dpd_fault(const char *step);
+
 #define dpd_err(...) dpd_log(DPD_ERR, __VA_ARGS__)
 #define dpd_info(...) dpd_log(DPD_INFO, __VA_ARGS__)
 #define dpd_dbg(...) dpd_log(DPD_DEBUG, __VA_ARGS__)
@@ -113,11 +134,15 @@ struct dpd_point {
 
 /*
  * Resolves an ENABLE's location in an object into points: one for a probe,
- * the entry and the return sites for a function.  0, or -errno with the
- * one-line message of dp_spec_location_resolve or dp_spec_function_entry.
+ * one per address block of a FILE:LINE, the entry and the return sites of
+ * a function's body and of each of its inlined copies (as the kind
+ * chooses).  note (may be NULL) receives what is worth saying on success
+ * (copies not probed and why, lines sharing an address).  0, or -errno
+ * with the one-line message of spec/.
  */
 int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kind,
-			 struct dpd_point **points, uint32_t *npoints, struct dp_err *msg);
+			 struct dpd_point **points, uint32_t *npoints, char *note,
+			 size_t note_size, struct dp_err *msg);
 
 /*
  * A context spec for one process: symbols of the object in ADDR replaced by
@@ -126,6 +151,26 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
  */
 int dpd_resolve_ctx(struct dpd_object *o, const char *spec, uint64_t bias, struct dp_ctx *out,
 		    struct dp_err *msg);
+
+/*
+ * The contexts a spec gives at one point of an event in one process (bias:
+ * its load bias; 0 to check an event before any process): one for most
+ * specs; for var: (spec/var.h) one compiled from the object's DWARF at the
+ * point, for args one per parameter there, and none at a return point (a
+ * function's return event records ret).  At most max into out, their
+ * number in *n.  0, or -errno with a message.
+ */
+int dpd_resolve_ctx_at(struct dpd_object *o, const char *spec, uint64_t bias,
+		       const struct dpd_point *pt, struct dp_ctx *out, size_t max, size_t *n,
+		       struct dp_err *msg);
+
+/*
+ * The ret context of a return point: typed by the function's DWARF return
+ * type when typed is true (the agent computes recipes) and the DWARF says
+ * (dwarf/dwarf-var.h); else rax as retval, a signed 64-bit integer.
+ */
+int dpd_resolve_ret(struct dpd_object *o, const struct dpd_point *pt, bool typed,
+		    struct dp_ctx *out);
 
 /*
  * Where the object is loaded in pid: its load bias (0 for a non-PIE
@@ -171,6 +216,7 @@ struct dpd_event {
 	/* Its shares of patches planned together with other events' points
 	 * (combine.c): kept until the event is freed, as sites point to them. */
 	struct dpd_share *shares;
+	char note[DP_CLIENT_MSG_MAX / 2];	/* from the resolution, said at ENABLE */
 };
 
 /* An event's part of a patch planned for several events: the patch's
@@ -195,6 +241,9 @@ void dpd_event_unlink(struct dpd_event *ev);
 /* The event's lttng names from its name as typed and its kind.  0 or -errno
  * with a message. */
 int dpd_event_names(struct dpd_event *ev, struct dp_err *msg);
+/* Checks one context spec against the event's object and every point (a
+ * var: in scope and available at each).  0 or -errno with a message. */
+int dpd_event_check_ctx(const struct dpd_event *ev, const char *spec, struct dp_err *msg);
 /* Resolves the event's spec: object, points, contexts, plan.  0 or -errno
  * with a message. */
 int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg);
@@ -414,7 +463,8 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
  */
 int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		     struct dp_client_proc *const *rps);
-/* For every process whose HELLO is waiting: installs what is pending, GO. */
+/* For every process whose HELLO is waiting: the patches its agent reported
+ * that no event claims restored, then what is pending installed, GO. */
 void dpd_install_pending(void);
 
 /* ---- remove.c ---- */

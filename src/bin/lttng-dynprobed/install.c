@@ -36,7 +36,9 @@
  * patch: a patch is written whole while every thread is held, or not at all.
  *
  * Also here: the installs waiting for a process whose agent said HELLO
- * (a process started by `lttng trace`, or one that reconnected), then GO.
+ * (a process started by `lttng trace`, or one that reconnected), then GO;
+ * before them, a reconnected agent's patches that no event claims are
+ * restored.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -287,6 +289,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		ret = msg.code;
 		goto out;
 	}
+	dpd_fault("agent");
 	blocker = dpd_sigtrap_blocker(pid, blocker_comm, sizeof(blocker_comm));
 	if (needs_combine(p, evs, nev, bias) > 0) {
 		ret = dpd_combine_install(p, evs, nev, bias[0], rps, &msg);
@@ -358,6 +361,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	}
 	if (ret)
 		goto undo;
+	dpd_fault("staged");
 	if (dpd_cfg.test_pause_ms) {
 		dpd_info("test pause: %d ms before writing into process %d", dpd_cfg.test_pause_ms,
 			 (int)pid);
@@ -366,6 +370,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	ret = dpd_write_batch(p, ws, n, NULL, 0, false, &msg);
 	if (ret)
 		goto undo;
+	dpd_fault("detached");
 	for (size_t i = 0; i < n; i++) {
 		struct dpd_work *w = &ws[i];
 
@@ -417,6 +422,47 @@ static bool installed_in(const struct dpd_proc *p, const struct dpd_event *ev)
 	return dpd_proc_count_sites(p, ev, &j, &i) > 0;
 }
 
+/*
+ * The patches a reconnecting agent reports that no event claims (an install
+ * a killed daemon never finished, and whose client was told it failed; an
+ * event whose session went meanwhile) are restored, in one stop, and the
+ * agent told: none is left that no request could take out.  0, or -ESRCH
+ * when the process is gone (and forgotten).
+ */
+static int drop_unclaimed(struct dpd_proc *p)
+{
+	struct dp_err msg = DP_ERR_INIT;
+	uint32_t *gone = calloc(p->nsites ? p->nsites : 1, sizeof(*gone)), ngone = 0;
+	pid_t pid = p->pid;
+	int ret;
+
+	if (!gone)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->nsites; i++)
+		if (p->sites[i].installed && !p->sites[i].nowners)
+			gone[ngone++] = i;
+	ret = dpd_write_batch(p, NULL, 0, gone, ngone, false, &msg);
+	if (ret == -DP_PROC_ENOPROC) {
+		dpd_proc_forget(p);
+		free(gone);
+		return -ESRCH;
+	}
+	if (ret)
+		dpd_err("process %d: the patches no event claims stay: %s", (int)pid, msg.msg);
+	for (uint32_t k = 0; k < ngone; k++) {
+		const struct dpd_site *s = &p->sites[gone[k]];
+
+		if (s->installed)
+			continue;
+		dpd_info("process %d: the patch at 0x%" PRIx64 " (%s) no event claims is "
+			 "removed", (int)pid, s->patch.site, s->event[0] ? s->event : "?");
+		if (p->fd >= 0 && dpd_agent_note_removed(p, s->patch.site, &msg))
+			dpd_info("process %d: %s", (int)pid, msg.msg);
+	}
+	free(gone);
+	return 0;
+}
+
 static void run_pending(struct dpd_proc *p)
 {
 	struct dp_app_msg req = { .type = DP_APP_GO }, rep;
@@ -426,7 +472,7 @@ static void run_pending(struct dpd_proc *p)
 	if (p->recovered) {
 		p->recovered = false;
 		dpd_agent_reconcile(p);
-		if (p->fd < 0)
+		if (p->fd < 0 || drop_unclaimed(p) == -ESRCH || p->fd < 0)
 			return;
 	}
 

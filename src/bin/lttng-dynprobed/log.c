@@ -5,8 +5,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,4 +46,37 @@ void dpd_log(enum dpd_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	dp_line_vwrite(log_fd, head, fmt, ap);
 	va_end(ap);
+}
+
+static char fault_step[16];
+static long fault_left;
+
+int dpd_fault_set(const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+	long count = 1;
+
+	if (colon) {
+		char *end;
+
+		errno = 0;
+		count = strtol(colon + 1, &end, 10);
+		if (errno || *end || count < 1)
+			return -EINVAL;
+	}
+	if (!n || n >= sizeof(fault_step))
+		return -EINVAL;
+	memcpy(fault_step, spec, n);
+	fault_step[n] = '\0';
+	fault_left = count;
+	return 0;
+}
+
+void dpd_fault(const char *step)
+{
+	if (!fault_left || strcmp(step, fault_step) || --fault_left)
+		return;
+	dpd_info("test fault: SIGKILL at step %s", step);
+	raise(SIGKILL);
 }

@@ -296,6 +296,9 @@ int main(int argc, char **argv)
 		 * writing it, so that tests can kill the daemon or the target
 		 * right there. */
 		{ "test-pause-ms", required_argument, NULL, 't' },
+		/* Not in --help either: a step where the daemon kills itself
+		 * (log.c, dpd_fault). */
+		{ "test-fault", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -336,6 +339,13 @@ int main(int argc, char **argv)
 			dpd_cfg.test_pause_ms = parse_ms(optarg);
 			if (dpd_cfg.test_pause_ms < 0)
 				return 1;
+			break;
+		case 'F':
+			if (dpd_fault_set(optarg)) {
+				fprintf(stderr, "lttng-dynprobed: --test-fault takes STEP[:N], "
+						"not '%s'\n", optarg);
+				return 1;
+			}
 			break;
 		case 'h':
 			usage(stdout);

@@ -94,6 +94,8 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 	if (dpd_stage(p, ws, n, &msg))
 		dpd_info("process %d: the patches %s shares stay: %s", (int)pid, ev->names[0],
 			 msg.msg);
+	if (n)
+		dpd_fault("rebuilt");
 	ret = dpd_write_batch(p, ws, n, gone, ngone, false, &msg);
 	if (ret == -DP_PROC_ENOPROC) {
 		/* Gone: nothing to restore, and nothing to remember. */
@@ -104,6 +106,7 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 		dpd_proc_forget(p);
 		goto out;
 	}
+	dpd_fault("restored");
 	for (uint32_t k = 0; k < ngone; k++) {
 		const struct dpd_site *s = &p->sites[gone[k]];
 

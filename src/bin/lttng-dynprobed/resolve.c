@@ -11,6 +11,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <elfutils/libdw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +21,13 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "dwarf/dwarf.h"
+#include "dwarf/dwarf-var.h"
 #include "elf/elf.h"
 #include "patch/analysis.h"
 #include "proc/maps.h"
 #include "spec/spec.h"
+#include "spec/var.h"
 #include "x86/insn.h"
 
 #define MAX_LOADS 16
@@ -35,6 +39,7 @@ struct seg {
 
 struct obj_priv {
 	struct dpd_object pub;
+	bool no_dwarf;			/* a lookup found none: typed returns stop asking */
 	size_t nsegs;
 	struct seg segs[MAX_LOADS];
 };
@@ -122,69 +127,134 @@ struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg)
 
 /* ---- locations -------------------------------------------------------- */
 
-int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kind,
-			 struct dpd_point **points, uint32_t *npoints, struct dp_err *msg)
+/* The points of a --function location: each body's entry and returns,
+ * each copy's entry and returns.  0 or -errno with msg. */
+static int function_points(struct dpd_object *o, const char *location,
+			   const struct dp_location *loc, uint8_t kind, struct dpd_point **points,
+			   uint32_t *npoints, char *note, size_t note_size, struct dp_err *msg)
 {
-	const struct dp_function *fn, **fns = NULL;
+	enum dp_spec_copies_sel sel = kind == DP_CLIENT_KIND_FUNCTION_OUTLINE ?
+		DP_SPEC_COPIES_OUTLINE : kind == DP_CLIENT_KIND_FUNCTION_INLINED ?
+		DP_SPEC_COPIES_INLINED : DP_SPEC_COPIES_ALL;
+	struct dp_spec_fn_sites fs;
+	struct dpd_point *pts;
+	struct dp_err err;
+	size_t total = 0;
+	uint32_t n = 0;
+	int ret = dp_spec_function_sites(o->obj, o->path, loc, sel, &fs, &err);
+
+	if (ret)
+		return dp_err_set(msg, ret, "%s", err.msg);
+	for (size_t f = 0; f < fs.nfns; f++)
+		total += 1 + fs.fns[f]->nrets;	/* at most */
+	for (size_t c = 0; c < fs.copies.n; c++)
+		total += fs.copies.v[c].entry ? 1 + fs.copies.v[c].nrets : 0;
+	if (total > DP_APP_MAX_PATCHES) {
+		ret = dp_err_set(msg, -E2BIG, "'%s' matches %zu functions and %zu inlined copies "
+				 "of %s, %zu entries and returns: more than the %u one process can "
+				 "hold; narrow the pattern, or choose the copies (--copies)",
+				 location, fs.nfns, fs.nplaced, o->path, total, DP_APP_MAX_PATCHES);
+		goto out;
+	}
+	pts = calloc(total ? total : 1, sizeof(*pts));
+	if (!pts) {
+		ret = dp_err_set(msg, -ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Each function of a pattern (or of a C++ name's overloads), and
+	 * each inlined copy, stands alone: one whose entry cannot be placed
+	 * is left out, not the whole event. */
+	for (size_t f = 0; f < fs.nfns; f++) {
+		const struct dp_function *fn = fs.fns[f];
+
+		pts[n++] = (struct dpd_point){ fn->start, DPD_ROLE_ENTRY,
+					       loc->pattern || fs.nfns > 1 };
+		for (uint32_t i = 0; i < fn->nrets; i++)
+			if (dp_spec_return_leaves(o->obj, fn, &fn->rets[i]))
+				pts[n++] = (struct dpd_point){ fn->rets[i].addr, DPD_ROLE_RETURN,
+							       true };
+	}
+	for (size_t c = 0; c < fs.copies.n; c++) {
+		const struct dp_spec_copy *cp = &fs.copies.v[c];
+
+		if (!cp->entry)
+			continue;
+		pts[n++] = (struct dpd_point){ cp->entry, DPD_ROLE_ENTRY, true };
+		for (uint32_t i = 0; i < cp->nrets; i++)
+			pts[n++] = (struct dpd_point){ cp->rets[i], DPD_ROLE_RETURN, true };
+	}
+	*points = pts;
+	*npoints = n;
+	if (note)
+		snprintf(note, note_size, "%s", fs.note);
+out:
+	dp_spec_fn_sites_release(&fs);
+	return ret;
+}
+
+/* The points of a FILE:LINE: one per address block, none optional. */
+static int line_points(struct dpd_object *o, const struct dp_location *loc,
+		       struct dpd_point **points, uint32_t *npoints, char *note, size_t note_size,
+		       struct dp_err *msg)
+{
+	struct dp_err err;
+	uint64_t *addrs;
+	size_t n;
+	int ret = dp_spec_line_resolve(o->obj, o->path, loc, &addrs, &n, note, note_size, &err);
+
+	if (ret)
+		return dp_err_set(msg, ret, "%s", err.msg);
+	if (n > DP_APP_MAX_PATCHES) {
+		free(addrs);
+		return dp_err_set(msg, -E2BIG, "line %" PRIu32 " of %s has %zu address blocks in "
+				  "%s: more than the %u one process can hold", loc->line,
+				  loc->symbol, n, o->path, DP_APP_MAX_PATCHES);
+	}
+	*points = calloc(n, sizeof(**points));
+	if (!*points) {
+		free(addrs);
+		return dp_err_set(msg, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+		(*points)[i] = (struct dpd_point){ addrs[i], DPD_ROLE_PROBE, false };
+	*npoints = (uint32_t)n;
+	free(addrs);
+	return 0;
+}
+
+int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kind,
+			 struct dpd_point **points, uint32_t *npoints, char *note,
+			 size_t note_size, struct dp_err *msg)
+{
+	const struct dp_function *fn;
 	struct dp_location loc;
 	struct dp_err err;
-	struct dpd_point *pts;
 	uint64_t addr;
-	size_t nfns = 0;
-	uint32_t n = 0;
 	int ret;
 
 	*points = NULL;
 	*npoints = 0;
+	if (note && note_size)
+		note[0] = '\0';
+	if (kind != DP_CLIENT_KIND_PROBE && !dp_client_kind_function(kind))
+		return dp_err_set(msg, -EINVAL, "unknown kind of probe %u", kind);
 	ret = dp_spec_location_parse(location, &loc, &err);
-	if (!ret && kind == DP_CLIENT_KIND_FUNCTION)
-		ret = dp_spec_functions_match(o->obj, o->path, &loc, &fns, &nfns, &err);
-	else if (!ret)
-		ret = dp_spec_location_resolve(o->obj, o->path, &loc, &addr, &fn, &err);
-	if (ret) {
-		dp_err_set(msg, ret, "%s", err.msg);
-		return ret;
-	}
-	if (kind == DP_CLIENT_KIND_FUNCTION) {
-		size_t total = 0;
-
-		for (size_t f = 0; f < nfns; f++)
-			total += 1 + fns[f]->nrets;	/* at most */
-		if (total > DP_APP_MAX_PATCHES) {
-			dp_err_set(msg, -E2BIG, "'%s' matches %zu functions of %s, %zu entries "
-				   "and returns: more than the %u one process can hold; narrow "
-				   "the pattern", location, nfns, o->path, total,
-				   DP_APP_MAX_PATCHES);
-			ret = -E2BIG;
-			goto out;
-		}
-		pts = calloc(total, sizeof(*pts));
-		if (!pts) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		/* Each function of a pattern (or of a C++ name's overloads)
-		 * stands alone: one whose entry cannot be placed is left out,
-		 * not the whole event. */
-		for (size_t f = 0; f < nfns; f++) {
-			pts[n++] = (struct dpd_point){ fns[f]->start, DPD_ROLE_ENTRY,
-						       loc.pattern || nfns > 1 };
-			for (uint32_t i = 0; i < fns[f]->nrets; i++)
-				if (dp_spec_return_leaves(o->obj, fns[f], &fns[f]->rets[i]))
-					pts[n++] = (struct dpd_point){ fns[f]->rets[i].addr,
-								       DPD_ROLE_RETURN, true };
-		}
-	} else {
-		pts = calloc(1, sizeof(*pts));
-		if (!pts)
-			return -ENOMEM;
-		pts[n++] = (struct dpd_point){ addr, DPD_ROLE_PROBE, false };
-	}
-	*points = pts;
-	*npoints = n;
-out:
-	free(fns);
-	return ret;
+	if (ret)
+		return dp_err_set(msg, ret, "%s", err.msg);
+	if (dp_client_kind_function(kind))
+		return function_points(o, location, &loc, kind, points, npoints, note, note_size,
+				       msg);
+	if (loc.kind == DP_LOC_LINE)
+		return line_points(o, &loc, points, npoints, note, note_size, msg);
+	ret = dp_spec_location_resolve(o->obj, o->path, &loc, &addr, &fn, &err);
+	if (ret)
+		return dp_err_set(msg, ret, "%s", err.msg);
+	*points = calloc(1, sizeof(**points));
+	if (!*points)
+		return dp_err_set(msg, -ENOMEM, "out of memory");
+	(*points)[0] = (struct dpd_point){ addr, DPD_ROLE_PROBE, false };
+	*npoints = 1;
+	return 0;
 }
 
 /* ---- contexts --------------------------------------------------------- */
@@ -216,6 +286,81 @@ int dpd_resolve_ctx(struct dpd_object *o, const char *spec, uint64_t bias, struc
 	if (ret)
 		dp_err_prefix(msg, "context '%s': ", spec);
 	return ret;
+}
+
+/* The DWARF of an object (dwarf/dwarf.h finds it and keeps it). */
+static int object_dwarf(struct dpd_object *o, Dwarf **dbg, struct dp_err *msg)
+{
+	struct dp_dwarf *dw;
+	int ret = dp_dwarf_get(dp_object_elf(o->obj), &dw, msg);
+
+	*dbg = ret ? NULL : dp_dwarf_handle(dw);
+	((struct obj_priv *)o)->no_dwarf = ret == -ENOENT;
+	return ret;
+}
+
+static int var_ctx(struct dpd_object *o, const char *spec, const struct dp_dwarf_at *at,
+		   struct dp_ctx *out, size_t max, size_t *n, struct dp_err *msg)
+{
+	struct dp_var_expr e;
+	int ret;
+
+	if (dp_var_is_args(spec)) {
+		ret = dp_ctx_parse(spec, NULL, NULL, out, msg);
+		if (!ret)
+			ret = dp_dwarf_args_compile(at, out, max, n, msg);
+		return ret;
+	}
+	if (max < 1)
+		return dp_err_set(msg, -E2BIG, "too many contexts");
+	ret = dp_var_parse(spec, &e, msg);
+	if (!ret)
+		ret = dp_dwarf_var_compile(at, &e, out, msg);
+	if (!ret)
+		*n = 1;
+	(void)o;
+	return ret;
+}
+
+int dpd_resolve_ctx_at(struct dpd_object *o, const char *spec, uint64_t bias,
+		       const struct dpd_point *pt, struct dp_ctx *out, size_t max, size_t *n,
+		       struct dp_err *msg)
+{
+	struct dp_dwarf_at at = { .elf = dp_elf_handle(dp_object_elf(o->obj)), .pc = pt->vaddr,
+				  .bias = bias };
+	int ret;
+
+	*n = 0;
+	if (!dp_var_is_var(spec) && !dp_var_is_args(spec)) {
+		if (max < 1)
+			return dp_err_set(msg, -E2BIG, "too many contexts");
+		ret = dpd_resolve_ctx(o, spec, bias, out, msg);
+		*n = !ret;
+		return ret;
+	}
+	/* A function's return event records ret, not its variables: its
+	 * parameters are gone by then (lttng-dynprobe(7)). */
+	if (pt->role == DPD_ROLE_RETURN)
+		return 0;
+	ret = object_dwarf(o, &at.dbg, msg);
+	if (!ret)
+		ret = var_ctx(o, spec, &at, out, max, n, msg);
+	if (ret)
+		dp_err_prefix(msg, "context '%s': ", spec);
+	return ret;
+}
+
+int dpd_resolve_ret(struct dpd_object *o, const struct dpd_point *pt, bool typed,
+		    struct dp_ctx *out)
+{
+	struct dp_dwarf_at at = { .elf = dp_elf_handle(dp_object_elf(o->obj)), .pc = pt->vaddr };
+
+	/* Every return point of every process asks: an object without DWARF
+	 * is looked up once (a var: context looks again). */
+	if (typed && !((struct obj_priv *)o)->no_dwarf && !object_dwarf(o, &at.dbg, NULL) &&
+	    !dp_dwarf_ret_compile(&at, out, NULL))
+		return 0;
+	return dp_ctx_parse("retval", NULL, NULL, out, NULL);
 }
 
 /* ---- processes -------------------------------------------------------- */

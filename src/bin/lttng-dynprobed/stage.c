@@ -96,7 +96,7 @@ static void ctx_sig(const struct dp_ctx *ctx, uint32_t n, uint32_t flags, char *
 static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_point *pt,
 		     uint64_t bias, uint32_t *id, uint64_t *handle, struct dp_err *msg)
 {
-	struct dp_ctx ctx[DP_CLIENT_MAX_CTX + 1];
+	struct dp_ctx ctx[DP_APP_MAX_CTX];
 	struct dp_app_msg req = { .type = DP_APP_DEFINE_PROBE }, rep;
 	const char *name = dpd_event_point_name(ev, pt);
 	uint64_t site = pt->vaddr + bias;
@@ -106,12 +106,16 @@ static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_
 	int ret;
 
 	for (uint32_t i = 0; i < ev->nctx; i++) {
-		ret = dpd_resolve_ctx(ev->obj, ev->ctx[i], bias, &ctx[n], msg);
+		size_t got;
+
+		ret = dpd_resolve_ctx_at(ev->obj, ev->ctx[i], bias, pt, &ctx[n],
+					 DP_APP_MAX_CTX - 1 - n, &got, msg);
 		if (ret)
 			return ret;
-		n++;
+		n += (uint32_t)got;
 	}
-	if (pt->role == DPD_ROLE_RETURN && dp_ctx_parse("retval", NULL, NULL, &ctx[n], NULL) == 0)
+	if (pt->role == DPD_ROLE_RETURN &&
+	    dpd_resolve_ret(ev->obj, pt, p->minor >= DP_APP_MINOR_DEFINE_EXT, &ctx[n]) == 0)
 		n++;
 	ctx_sig(ctx, n, flags, sig, sizeof(sig));
 	for (uint32_t i = 0; i < p->nprobes; i++) {
@@ -129,6 +133,15 @@ static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_
 		return -ENOMEM;
 	}
 	p->probes = pr;
+	if (dp_app_ctx_need_ext(ctx, n)) {
+		/* Recipes travel in DEFINE_PROBE_EXT, which older agents lack. */
+		if (p->minor < DP_APP_MINOR_DEFINE_EXT)
+			return dp_err_set(msg, -EPROTONOSUPPORT, "process %d: its agent (protocol "
+					  "1.%u) is older than this daemon and cannot compute "
+					  "typed values; restart the process with this version's "
+					  "agent", (int)p->pid, (unsigned)p->minor);
+		req.type = DP_APP_DEFINE_PROBE_EXT;
+	}
 	req.define_probe.id = p->next_id++;
 	req.define_probe.site = site;
 	req.define_probe.flags = flags;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "dwarf/dwarf-var.h"
 #include "spec/spec.h"
 
 #ifndef DP_AGENT_PATH
@@ -117,9 +118,9 @@ int dpd_event_names(struct dpd_event *ev, struct dp_err *msg)
 {
 	struct dp_err err;
 
-	ev->nnames = ev->kind == DP_CLIENT_KIND_FUNCTION ? 2 : 1;
+	ev->nnames = dp_client_kind_function(ev->kind) ? 2 : 1;
 	for (uint32_t i = 0; i < ev->nnames; i++) {
-		const char *suffix = ev->kind != DP_CLIENT_KIND_FUNCTION ? "" :
+		const char *suffix = !dp_client_kind_function(ev->kind) ? "" :
 				     i ? "_return" : "_entry";
 		int ret = dp_spec_event_name(ev->event, suffix, ev->names[i],
 					     sizeof(ev->names[i]), &err);
@@ -132,6 +133,51 @@ int dpd_event_names(struct dpd_event *ev, struct dp_err *msg)
 	return 0;
 }
 
+int dpd_event_check_ctx(const struct dpd_event *ev, const char *spec, struct dp_err *msg)
+{
+	struct dp_ctx c[DP_DWARF_ARGS_MAX];
+	size_t n;
+	int ret = dpd_resolve_ctx(ev->obj, spec, 0, c, msg);
+
+	/* A variable is looked up at every point: one missing or optimized
+	 * out at any of them refuses the context, naming the point. */
+	for (uint32_t i = 0; i < ev->npoints && !ret; i++) {
+		ret = dpd_resolve_ctx_at(ev->obj, spec, 0, &ev->points[i], c, DP_DWARF_ARGS_MAX,
+					 &n, msg);
+		if (ret && ev->npoints > 1)
+			dp_err_prefix(msg, "at %s 0x%" PRIx64 ": ",
+				      ev->points[i].role == DPD_ROLE_ENTRY ? "entry" : "site",
+				      ev->points[i].vaddr);
+	}
+	return ret;
+}
+
+/* Some entry (or probe point) of ev can be placed: when every one may be
+ * left out (inlined copies, a pattern's functions), not all of them.
+ * 0, or -ENOTSUP with the first reason. */
+static int some_entry(const struct dpd_event *ev, struct dp_err *msg)
+{
+	const struct dp_patch *first = NULL;
+
+	for (size_t i = 0; i < ev->nplan; i++) {
+		const struct dp_patch *pl = &ev->plan[i];
+
+		for (unsigned k = 0; k < pl->npoints; k++) {
+			if (ev->points[pl->point_ids[k]].role == DPD_ROLE_RETURN)
+				continue;
+			if (pl->method != DP_SITE_REFUSED)
+				return 0;
+			if (!first)
+				first = pl;
+		}
+	}
+	if (!first)
+		return 0;
+	return dp_err_set(msg, -ENOTSUP, "every entry of %s in %s is refused: the first, "
+			  "0x%" PRIx64 ": %s", ev->location, ev->path, first->points[0],
+			  dp_reason_str(first->reason));
+}
+
 int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 {
 	uint64_t *vaddrs;
@@ -141,15 +187,13 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 	if (!ev->obj)
 		return -ENOENT;
 	ret = dpd_resolve_location(ev->obj, ev->location, ev->kind, &ev->points, &ev->npoints,
-				   msg);
+				   ev->note, sizeof(ev->note), msg);
 	if (ret)
 		return ret;
 	/* Contexts are checked now, with the object's symbols at bias 0: a
 	 * process only changes the numbers. */
 	for (uint32_t i = 0; i < ev->nctx; i++) {
-		struct dp_ctx c;
-
-		ret = dpd_resolve_ctx(ev->obj, ev->ctx[i], 0, &c, msg);
+		ret = dpd_event_check_ctx(ev, ev->ctx[i], msg);
 		if (ret)
 			return ret;
 	}
@@ -186,7 +230,7 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 			return -ENOTSUP;
 		}
 	}
-	return 0;
+	return some_entry(ev, msg);
 }
 
 /* ---- processes and their patches ----------------------------------------- */

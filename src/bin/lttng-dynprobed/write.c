@@ -216,6 +216,7 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		return ret;
 	}
 	pcs = held_pcs(proc, &npcs);
+	dpd_fault("held");
 	/* The sites that go first: a window that replaces them may cover
 	 * their bytes (threads they send back to the original code are then
 	 * moved again, into the new trampoline: their PCs are read again). */
@@ -254,6 +255,7 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 			ret = -EIO;
 		}
 	free(pcs);
+	dpd_fault("written");
 	if (dp_proc_detach(proc) && !ret) {
 		dp_err_set(msg, -ESRCH, "%s", dp_proc_errmsg(proc));
 		ret = -ESRCH;

@@ -50,6 +50,9 @@ int dp_cmd_add_context(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_destroy(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv);
+
+/* list --vars (commands/list_vars.c): DP_CMD_SUCCESS or DP_CMD_ERROR. */
+int dp_list_vars(const char *path, const char *location);
 int dp_cmd_save(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_load(struct dp_cli *cli, int argc, const char **argv);
 int dp_cmd_help(struct dp_cli *cli, int argc, const char **argv);
@@ -137,9 +140,12 @@ int dp_parse_pids(const char *s, uint32_t **pids, uint32_t *npids, struct dp_err
  * kernel maps the file under its real name: resolved); NULL on failure. */
 char *dp_abs_path(const char *path, struct dp_err *err);
 /* Checks, before anything is touched, that path is an ELF object we can
- * analyse and the location resolves in it; 0 or -errno. */
-int dp_check_location(const char *path, const char *location, bool function,
-		      struct dp_err *err);
+ * analyse and the location resolves in it for that kind (enum
+ * dp_client_kind: a FILE:LINE, a function's copies); 0 or -errno. */
+int dp_check_location(const char *path, const char *location, int kind, struct dp_err *err);
+/* The kind of --function a --copies=all|out-of-line|inlined gives; 0 or
+ * -EINVAL with the words. */
+int dp_copies_kind(const char *arg, int *kind, struct dp_err *err);
 
 /*
  * The machine interface (mi.c): --mi xml, the stock lttng's MI 4.1

@@ -115,7 +115,7 @@ void dp_mi_dynamic_event(const struct dp_client_event *ev)
 	dp_mi_elem("dp:session", "%s", ev->session);
 	dp_mi_elem("dp:channel", "%s", ev->channel);
 	dp_mi_elem("dp:enabled", "%s", ev->enabled ? "true" : "false");
-	dp_mi_elem("dp:kind", "%s", ev->kind == DP_CLIENT_KIND_FUNCTION ? "function" : "probe");
+	dp_mi_elem("dp:kind", "%s", dp_client_kind_str(ev->kind));
 	dp_mi_elem("dp:location", "%s", ev->location);
 	dp_mi_elem("dp:path", "%s", ev->path);
 	printf("<dp:pids>");

@@ -10,7 +10,8 @@
  * probes), and the probes travel with the file.
  *
  *   <!-- lttng-dynprobe 1 session=NAME
- *   event channel=C name=N kind=probe|function location=L path=P enabled=1
+ *   event channel=C name=N kind=K location=L path=P enabled=1
+ *         (K: probe, function, function-out-of-line, function-inlined)
  *         [pids=1,2] [ctx=SPEC]...
  *   -->
  *
@@ -67,7 +68,7 @@ int dp_saved_append(const char *file, const char *session, const struct dp_clien
 		fputs("event", f);
 		put_pair(f, "channel", ev->channel);
 		put_pair(f, "name", ev->event);
-		put_pair(f, "kind", ev->kind == DP_CLIENT_KIND_FUNCTION ? "function" : "probe");
+		put_pair(f, "kind", dp_client_kind_str(ev->kind));
 		put_pair(f, "location", ev->location);
 		put_pair(f, "path", ev->path);
 		put_pair(f, "enabled", ev->enabled ? "1" : "0");
@@ -137,8 +138,9 @@ static int parse_event(const char *line, struct dp_client_event *ev)
 		} else if (KEY("name")) {
 			snprintf(ev->event, sizeof(ev->event), "%s", val);
 		} else if (KEY("kind")) {
-			ev->kind = !strcmp(val, "function") ? DP_CLIENT_KIND_FUNCTION :
-							      DP_CLIENT_KIND_PROBE;
+			ev->kind = dp_client_kind_parse(val);
+			if (!ev->kind)
+				ev->kind = DP_CLIENT_KIND_PROBE;
 		} else if (KEY("location")) {
 			snprintf(ev->location, sizeof(ev->location), "%s", val);
 		} else if (KEY("path")) {

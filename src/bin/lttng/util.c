@@ -415,8 +415,21 @@ char *dp_abs_path(const char *path, struct dp_err *err)
 	return real;
 }
 
-int dp_check_location(const char *path, const char *location, bool function,
-		      struct dp_err *err)
+int dp_copies_kind(const char *arg, int *kind, struct dp_err *err)
+{
+	if (!strcmp(arg, "all"))
+		*kind = DP_CLIENT_KIND_FUNCTION;
+	else if (!strcmp(arg, "out-of-line"))
+		*kind = DP_CLIENT_KIND_FUNCTION_OUTLINE;
+	else if (!strcmp(arg, "inlined"))
+		*kind = DP_CLIENT_KIND_FUNCTION_INLINED;
+	else
+		return dp_err_set(err, -EINVAL, "--copies=%s: expected all (the out-of-line body "
+				  "and every inlined copy), out-of-line or inlined", arg);
+	return 0;
+}
+
+int dp_check_location(const char *path, const char *location, int kind, struct dp_err *err)
 {
 	struct dp_location loc;
 	struct dp_object *obj;
@@ -430,12 +443,22 @@ int dp_check_location(const char *path, const char *location, bool function,
 	obj = dp_object_open(path);
 	if (!obj)
 		return dp_err_set(err, -errno, "%s: %s", path, dp_elf_strerror(errno));
-	if (function) {
-		const struct dp_function **fns;
+	if (dp_client_kind_function((uint8_t)kind)) {
+		struct dp_spec_fn_sites fs;
+		enum dp_spec_copies_sel sel = kind == DP_CLIENT_KIND_FUNCTION_OUTLINE ?
+			DP_SPEC_COPIES_OUTLINE : kind == DP_CLIENT_KIND_FUNCTION_INLINED ?
+			DP_SPEC_COPIES_INLINED : DP_SPEC_COPIES_ALL;
+
+		ret = dp_spec_function_sites(obj, path, &loc, sel, &fs, err);
+		if (!ret)
+			dp_spec_fn_sites_release(&fs);
+	} else if (loc.kind == DP_LOC_LINE) {
+		uint64_t *addrs;
 		size_t n;
 
-		ret = dp_spec_functions_match(obj, path, &loc, &fns, &n, err);
-		free(fns);
+		ret = dp_spec_line_resolve(obj, path, &loc, &addrs, &n, NULL, 0, err);
+		if (!ret)
+			free(addrs);
 	} else {
 		ret = dp_spec_location_resolve(obj, path, &loc, &vaddr, &fn, err);
 	}

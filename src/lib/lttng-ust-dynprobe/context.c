@@ -8,6 +8,7 @@
 #include <asm/prctl.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -69,10 +70,35 @@ static uint64_t reg_value(const struct dp_regs *regs, unsigned reg)
 	return seg_base(reg);
 }
 
+/* What the trampolines save (the daemon detects it the same way). */
+static enum dp_vec_save vec_save;
+static bool vec_save_known;
+
+/* The low 64 bits of xmm n at this hit: 0 or -ENODATA (not saved). */
+static int xmm_value(const struct dp_regs *regs, unsigned n, uint64_t *out)
+{
+	const struct dpa_thread *t = &dpa_self;
+	const uint8_t *p;
+
+	if (t->trap_regs == regs)
+		p = t->trap_xmm ? (const uint8_t *)t->trap_xmm + 16 * n : NULL;
+	else
+		p = __atomic_load_n(&vec_save_known, __ATOMIC_ACQUIRE)
+			    ? dp_tramp_vec_reg(regs, vec_save, n) : NULL;
+	if (!p)
+		return -ENODATA;
+	memcpy(out, p, sizeof(*out));
+	return 0;
+}
+
 size_t dpa_ctx_prepare(const struct dp_ctx *ctx, size_t nctx)
 {
 	size_t total = dp_ctx_list_values_size(ctx, nctx), walker = 0;
 
+	if (!__atomic_load_n(&vec_save_known, __ATOMIC_ACQUIRE)) {
+		vec_save = dp_vec_save_detect();
+		__atomic_store_n(&vec_save_known, true, __ATOMIC_RELEASE);
+	}
 	for (size_t i = 0; i < nctx; i++) {
 		if (ctx[i].kind == DP_CTX_BACKTRACE) {
 			size_t need = dpa_bt_prepare(ctx[i].walker);
@@ -99,6 +125,84 @@ static int ctx_address(const struct dp_ctx_addr *a, const struct dpa_ctx_env *en
 		addr = p + (uint64_t)a->offset2;
 	}
 	*out = addr;
+	return 0;
+}
+
+/* Runs a checked recipe (spec/value.h): its value in *out (a string's
+ * address), 0 or the -errno of the read that failed. */
+static int value_run(const struct dp_value *v, const struct dp_field_desc *type,
+		     const struct dpa_ctx_env *env, uint64_t *out)
+{
+	uint64_t stack[DP_VALUE_MAX_DEPTH], pieces = 0, x;
+	unsigned sp = 0;
+	int ret;
+
+	for (uint32_t i = 0; i < v->nops; i++) {
+		const struct dp_value_op *o = &v->ops[i];
+
+		switch (o->op) {
+		case DP_VOP_REG:
+			if (o->arg >= DP_VALUE_XMM0) {
+				ret = xmm_value(env->regs, o->arg - DP_VALUE_XMM0, &x);
+				if (ret)
+					return ret;
+			} else {
+				x = reg_value(env->regs, o->arg);
+			}
+			stack[sp++] = x + (uint64_t)o->imm;
+			break;
+		case DP_VOP_CONST:
+			stack[sp++] = (uint64_t)o->imm;
+			break;
+		case DP_VOP_ADDC:
+			stack[sp - 1] += (uint64_t)o->imm;
+			break;
+		case DP_VOP_ADD:
+			sp--;
+			stack[sp - 1] += stack[sp];
+			break;
+		case DP_VOP_MULC:
+			stack[sp - 1] *= (uint64_t)o->imm;
+			break;
+		case DP_VOP_SHR:
+			stack[sp - 1] >>= o->arg;
+			break;
+		case DP_VOP_DEREF:
+			x = 0;
+			ret = dpa_mem_read(env->regs, env->own, &x, stack[sp - 1], o->arg);
+			if (ret)
+				return ret;
+			stack[sp - 1] = x;
+			break;
+		case DP_VOP_SEXT:
+			x = stack[sp - 1] << (64 - o->arg * 8);
+			stack[sp - 1] = (uint64_t)((int64_t)x >> (64 - o->arg * 8));
+			break;
+		case DP_VOP_ZEXT:
+			stack[sp - 1] &= (1ull << (o->arg * 8)) - 1;
+			break;
+		case DP_VOP_PIECE:
+			x = stack[--sp];
+			if (o->arg < 8)
+				x &= (1ull << (o->arg * 8)) - 1;
+			pieces |= x << (o->imm * 8);
+			break;
+		}
+	}
+	if (v->loc == DP_VALUE_LOC_PIECES) {
+		*out = pieces;
+		return 0;
+	}
+	x = stack[sp - 1];
+	if (v->loc == DP_VALUE_LOC_ADDR && type->type != DP_FT_STRING) {
+		uint64_t addr = x;
+
+		x = 0;
+		ret = dpa_mem_read(env->regs, env->own, &x, addr, type->size);
+		if (ret)
+			return ret;
+	}
+	*out = x;
 	return 0;
 }
 
@@ -162,6 +266,46 @@ unsigned dpa_ctx_eval(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ct
 			errors += ret < 0 && ret != -E2BIG;
 			break;
 		}
+		case DP_CTX_VALUE:
+			ret = value_run(&c->value, &c->type, env, &v);
+			if (c->type.type == DP_FT_STRING) {
+				char *buf = (char *)scratch + off;
+
+				off += dp_ctx_values_size(c);
+				if (!ret)
+					ret = dpa_mem_read_str(regs, env->own, buf, v, c->maxlen);
+				if (ret < 0 && ret != -E2BIG)
+					buf[0] = 0;
+				values[f].str.ptr = buf;
+				values[f].str.len = ret >= 0 ? (uint32_t)ret
+						    : ret == -E2BIG ? c->maxlen : 0;
+				f++;
+				values[f++].u = error_value(ret);
+				errors += ret < 0 && ret != -E2BIG;
+				break;
+			}
+			if (ret)
+				v = 0;
+			if (c->type.type == DP_FT_DOUBLE) {
+				float fl;
+
+				if (c->type.size == 4) {
+					uint32_t lo = (uint32_t)v;
+
+					memcpy(&fl, &lo, sizeof(fl));
+					values[f].d = fl;
+				} else {
+					memcpy(&values[f].d, &v, sizeof(v));
+				}
+			} else {
+				values[f].u = c->value.flags & DP_VALUE_BOOL ? v != 0 : v;
+			}
+			f++;
+			if (dp_value_can_fail(&c->value, &c->type)) {
+				values[f++].u = error_value(ret);
+				errors += ret != 0;
+			}
+			break;
 		case DP_CTX_BACKTRACE: {
 			uint64_t *bt = (uint64_t *)(scratch + off);
 			unsigned n;

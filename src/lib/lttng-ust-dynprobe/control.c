@@ -468,8 +468,9 @@ static int serve_one(int fd, const struct dp_app_msg *req)
 
 	switch (req->type) {
 	case DP_APP_DEFINE_PROBE:
+	case DP_APP_DEFINE_PROBE_EXT:
 		do_define_probe(&req->define_probe, &rep.result);
-		dbg("DEFINE_PROBE %u %s at 0x%llx: %s", req->define_probe.id,
+		dbg("%s %u %s at 0x%llx: %s", dp_app_type_name(req->type), req->define_probe.id,
 		    req->define_probe.event, (unsigned long long)req->define_probe.site,
 		    rep.result.status ? rep.result.error : "ok");
 		break;
@@ -532,6 +533,7 @@ static int serve_bad(int fd, const struct dp_app_msg *req, enum dp_proto_err why
 		return 0;	/* nothing asked, nothing to answer */
 	switch (req->type) {
 	case DP_APP_DEFINE_PROBE:
+	case DP_APP_DEFINE_PROBE_EXT:
 	case DP_APP_ALLOC_CODE:
 	case DP_APP_NOTE_INSTALLED:
 	case DP_APP_NOTE_REMOVED:

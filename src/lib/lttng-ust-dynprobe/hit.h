@@ -29,6 +29,11 @@ struct dpa_thread {
 	size_t scratch_size;
 	uint64_t stack_lo, stack_hi;	/* the mapping holding this thread's stack */
 	uint64_t fs_base, gs_base;
+	/* While the SIGTRAP handler runs probes: the regs it built and the
+	 * xmm registers of its ucontext (NULL if the kernel gave none), for
+	 * value recipes that read xmm (a trampoline's are next to its regs). */
+	const struct dp_regs *trap_regs;
+	const void *trap_xmm;
 };
 
 extern __thread struct dpa_thread dpa_self __attribute__((tls_model("initial-exec")));

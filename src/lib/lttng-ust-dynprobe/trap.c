@@ -130,8 +130,12 @@ static void on_sigtrap(int sig, siginfo_t *si, void *ucv)
 		if (s) {
 			atomic_fetch_add_explicit(&n_ours, 1, memory_order_relaxed);
 			dp_regs_from_gregs(g, s->site, &r);
+			dpa_self.trap_regs = &r;
+			dpa_self.trap_xmm = uc->uc_mcontext.fpregs ? uc->uc_mcontext.fpregs->_xmm
+								   : NULL;
 			for (unsigned i = 0; i < s->n; i++)
 				dp_probe_hit(s->probes[i], &r);
+			dpa_self.trap_regs = NULL;
 			g[REG_RIP] = (greg_t)s->resume;
 			atomic_fetch_sub(&inside, 1);
 			errno = saved_errno;

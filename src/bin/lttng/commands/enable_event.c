@@ -33,6 +33,7 @@ enum {
 	OPT_EXCLUDE,
 	OPT_LOGLEVEL,
 	OPT_LOGLEVEL_ONLY,
+	OPT_COPIES,
 };
 
 static struct poptOption options[] = {
@@ -44,6 +45,7 @@ static struct poptOption options[] = {
 	{ "syscall", 0, POPT_ARG_NONE, NULL, OPT_SYSCALL, NULL, NULL },
 	{ "probe", 0, POPT_ARG_STRING, NULL, OPT_PROBE, NULL, NULL },
 	{ "function", 0, POPT_ARG_STRING, NULL, OPT_FUNCTION, NULL, NULL },
+	{ "copies", 0, POPT_ARG_STRING, NULL, OPT_COPIES, NULL, NULL },
 	{ "userspace-probe", 0, POPT_ARG_STRING, NULL, OPT_USERSPACE_PROBE, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_path),
 	{ "pid", 0, POPT_ARG_STRING, NULL, OPT_PID, NULL, NULL },
@@ -241,7 +243,8 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 	struct dp_err err;
 	struct dp_location loc;
 	char upath[DP_CLIENT_PATH_MAX];
-	char full[DP_SPEC_EVENT_MAX];
+	char full[DP_SPEC_EVENT_MAX], line_name[DP_SPEC_EVENT_MAX];
+	const char *default_name[2] = { NULL, NULL };
 	int nlocs;
 
 	while ((opt = poptGetNextOpt(pc)) > 0) {
@@ -322,9 +325,21 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		       o.arg[OPT_LOGLEVEL] ? "--loglevel" : "--loglevel-only");
 		goto out;
 	}
+	if (o.arg[OPT_COPIES] && !function) {
+		dp_err("--copies chooses the copies of a --function: give --function NAME");
+		goto out;
+	}
 	names = poptGetArgs(pc);
 	while (names && names[nnames])
 		nnames++;
+	/* A source line names its own event, FILE_LINE, when none is given. */
+	if (!nnames && probe && !dp_spec_location_parse(probe, &loc, &err) &&
+	    loc.kind == DP_LOC_LINE && !dp_spec_location_event_name(&loc, line_name,
+								    sizeof(line_name))) {
+		default_name[0] = line_name;
+		names = default_name;
+		nnames = 1;
+	}
 	if (nnames != 1) {
 		dp_err(nnames ? "a dynamic probe takes one event name, got %d" :
 		       "the event name is missing: lttng enable-event -u --path PATH --probe LOC NAME",
@@ -376,9 +391,12 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		a.path = dp_abs_path(path, &err);
 		a.location = probe ? probe : function;
 		a.kind = probe ? DP_CLIENT_KIND_PROBE : DP_CLIENT_KIND_FUNCTION;
+		if (o.arg[OPT_COPIES] && dp_copies_kind(o.arg[OPT_COPIES], &a.kind, &err)) {
+			dp_err_print(&err);
+			goto out;
+		}
 	}
-	if (!a.path || dp_check_location(a.path, a.location, a.kind == DP_CLIENT_KIND_FUNCTION,
-					 &err)) {
+	if (!a.path || dp_check_location(a.path, a.location, a.kind, &err)) {
 		dp_err_print(&err);
 		goto out;
 	}

@@ -11,6 +11,12 @@
  *   list -u --path PATH --sdt [PROVIDER:NAME]   the statically defined
  *       probes (<sys/sdt.h>) of PATH by provider and name: each site's
  *       address, bytes and placement, its argument spec and what it means.
+ *   list -u --path PATH --lines FILE[:FROM-TO]   the source lines of FILE
+ *       that have code (from DWARF) and their probe addresses (as perf
+ *       probe -L), with the source text when the file is readable.
+ *   list -u --path PATH --inlines NAME   every copy of NAME: the
+ *       out-of-line body and each inlined copy (caller, call site, ranges),
+ *       with their entry and return sites and how each would be placed.
  *   list -u, list SESSION   the stock listing, then the dynamic events
  *       (lttng-dynprobed's, when it runs): specs and sites per process.
  * Everything else is the stock list.
@@ -29,6 +35,7 @@
 #include "patch/analysis.h"
 #include "patch/plan.h"
 #include "spec/sdt.h"
+#include "dwarf/dwarf.h"
 #include "x86/insn.h"
 
 enum {
@@ -38,6 +45,9 @@ enum {
 	OPT_SITES,
 	OPT_FUNCTIONS,
 	OPT_SDT,
+	OPT_LINES,
+	OPT_INLINES,
+	OPT_VARS,
 };
 
 static struct poptOption options[] = {
@@ -50,6 +60,9 @@ static struct poptOption options[] = {
 	{ "sites", 0, POPT_ARG_STRING, NULL, OPT_SITES, NULL, NULL },
 	{ "functions", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, NULL, OPT_FUNCTIONS, NULL, NULL },
 	{ "sdt", 0, POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, NULL, OPT_SDT, NULL, NULL },
+	{ "lines", 0, POPT_ARG_STRING, NULL, OPT_LINES, NULL, NULL },
+	{ "inlines", 0, POPT_ARG_STRING, NULL, OPT_INLINES, NULL, NULL },
+	{ "vars", 0, POPT_ARG_STRING, NULL, OPT_VARS, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_help),
 	DP_OPT_INCLUDE(dp_opt_list_options),
 	POPT_TABLEEND
@@ -444,7 +457,7 @@ static void print_event(const struct dp_client_event *ev, bool with_session)
 	printf("  %s (%s)%s%s, channel %s\n", ev->event,
 	       ev->enabled ? "enabled" : "disabled", with_session ? ", session " : "",
 	       with_session ? ev->session : "", ev->channel);
-	printf("    %s %s in %s", ev->kind == DP_CLIENT_KIND_FUNCTION ? "function" : "probe",
+	printf("    %s %s in %s", dp_client_kind_str(ev->kind),
 	       ev->location, ev->path);
 	if (ev->npids) {
 		printf(", pid%s", ev->npids > 1 ? "s" : "");
@@ -542,6 +555,204 @@ static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int arg
 	return ret;
 }
 
+/* ---- --lines and --inlines ------------------------------------------- */
+
+/* The DWARF of obj, said where it came from; NULL once said why. */
+static struct dp_dwarf *dwarf_of(struct dp_object *obj)
+{
+	struct dp_err err = DP_ERR_INIT;
+	struct dp_dwarf *dw;
+
+	if (dp_dwarf_get(dp_object_elf(obj), &dw, &err)) {
+		dp_err_print(&err);
+		return NULL;
+	}
+	return dw;
+}
+
+/* FILE[:FROM-TO] or FILE:LINE: 0, or -1 once said why. */
+static int lines_arg(const char *arg, char *file, size_t size, uint32_t *from, uint32_t *to)
+{
+	const char *colon = strrchr(arg, ':');
+	unsigned long a, b;
+	char *end;
+
+	*from = 1;
+	*to = UINT32_MAX;
+	if (!colon || !colon[1] || colon[1] < '0' || colon[1] > '9') {
+		snprintf(file, size, "%s", arg);
+		return 0;
+	}
+	snprintf(file, size, "%.*s", (int)(colon - arg), arg);
+	a = strtoul(colon + 1, &end, 10);
+	b = a;
+	if (*end == '-')
+		b = end[1] ? strtoul(end + 1, &end, 10) : UINT32_MAX;
+	if (*end || !a || b < a || a > UINT32_MAX) {
+		dp_err("--lines %s: expected FILE, FILE:LINE or FILE:FROM-TO (decimal lines, "
+		       "from 1)", arg);
+		return -1;
+	}
+	*from = (uint32_t)a;
+	*to = b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
+	return 0;
+}
+
+static int list_lines(const char *upath, const char *arg)
+{
+	char *path = NULL, name[DP_SPEC_SYMBOL_MAX], text[512];
+	struct dp_err err = DP_ERR_INIT;
+	struct dp_object *obj = NULL;
+	const struct dp_dwarf_row *rows;
+	struct dp_dwarf *dw;
+	const char *file;
+	uint32_t from, to, shown = 0, line = 0;
+	struct dp_location loc = { 0 };
+	uint64_t *addrs = NULL;
+	size_t n, na, naddr = 0;
+	FILE *src;
+	int ret = DP_CMD_ERROR;
+
+	if (lines_arg(arg, name, sizeof(name), &from, &to) || object_open(upath, &path, &obj) ||
+	    !(dw = dwarf_of(obj)))
+		goto out;
+	if (dp_spec_source_file(obj, path, name, &file, &err) ||
+	    dp_dwarf_file_rows(dw, file, from, to, &rows, &n, &err)) {
+		dp_err_print(&err);
+		goto out;
+	}
+	if (!n) {
+		loc.kind = DP_LOC_LINE;
+		loc.line = from;
+		snprintf(loc.symbol, sizeof(loc.symbol), "%s", file);
+		if (from == to && dp_spec_line_resolve(obj, path, &loc, &addrs, &na, NULL, 0, &err))
+			dp_err_print(&err);
+		else
+			dp_err("no line of %s from %" PRIu32 " to %" PRIu32 " has code", file, from,
+			       to);
+		goto out;
+	}
+	src = fopen(file, "r");
+	printf("Lines of %s in %s (DWARF: %s, %s)\n\n", file, path, dp_dwarf_path(dw),
+	       dp_dwarf_origin_str(dp_dwarf_origin(dw)));
+	snprintf(loc.symbol, sizeof(loc.symbol), "%s", file);
+	loc.kind = DP_LOC_LINE;
+	for (size_t i = 0; i < n; i++) {
+		if (i && rows[i].line == rows[i - 1].line)
+			continue;
+		/* The source text up to this line, when the file is here. */
+		while (src && line < rows[i].line && fgets(text, sizeof(text), src)) {
+			if (!strchr(text, '\n') && !feof(src)) {
+				int c;
+
+				while ((c = fgetc(src)) != EOF && c != '\n')
+					;
+			}
+			line++;
+		}
+		text[strcspn(text, "\n")] = '\0';
+		printf("  %6" PRIu32 " ", rows[i].line);
+		loc.line = rows[i].line;
+		if (!dp_spec_line_resolve(obj, path, &loc, &addrs, &na, NULL, 0, NULL)) {
+			for (size_t k = 0; k < na; k++)
+				printf(" 0x%" PRIx64, addrs[k]);
+			naddr += na;
+			free(addrs);
+		} else {
+			printf(" (no instruction starts there)");
+		}
+		if (src && line == rows[i].line)
+			printf("\t%s", text);
+		printf("\n");
+		shown++;
+	}
+	if (src)
+		fclose(src);
+	printf("\nLines with code: %" PRIu32 ", %zu probe address%s\n", shown, naddr,
+	       naddr == 1 ? "" : "es");
+	ret = DP_CMD_SUCCESS;
+out:
+	dp_object_close(obj);
+	free(path);
+	return ret;
+}
+
+static void print_ranges(const struct dp_dwarf_inline *inl)
+{
+	printf("    ranges  ");
+	for (uint32_t r = 0; r < inl->nranges; r++)
+		printf(" 0x%" PRIx64 "-0x%" PRIx64, inl->ranges[r].lo, inl->ranges[r].hi);
+	printf("%s\n", inl->nranges ? (inl->listed ? "  (DW_AT_ranges)" : "  (low/high pc)") :
+			       " none");
+}
+
+static int list_inlines(const char *upath, const char *name)
+{
+	char *path = NULL, where[DP_SPEC_SYMBOL_MAX + 128];
+	struct dp_err err = DP_ERR_INIT;
+	struct dp_object *obj = NULL;
+	struct dp_spec_copies copies = { 0 };
+	const struct dp_function *fn;
+	unsigned counts[3] = { 0 };
+	size_t nrefused = 0;
+	int ret = DP_CMD_ERROR;
+
+	if (object_open(upath, &path, &obj) || !dwarf_of(obj))
+		goto out;
+	if (dp_spec_inline_copies(obj, path, name, &copies, &err)) {
+		dp_err_print(&err);
+		goto out;
+	}
+	fn = dp_object_function_by_name(obj, name);
+	if (!fn && !copies.n) {
+		dp_err("%s has no function %s, out of line or inlined (lttng list -u --path %s "
+		       "--functions lists the functions)", path, name, path);
+		goto out;
+	}
+	printf("Copies of %s in %s: %s, %zu inlined\n", name, path,
+	       fn ? "an out-of-line body" : "no out-of-line body", copies.n);
+	if (fn) {
+		printf("\n  out of line: 0x%" PRIx64 ", %" PRIu64 " bytes\n", fn->start, fn->size);
+		printf("    entry    0x%-10" PRIx64 "  ", fn->start);
+		print_placement(obj, fn->start, counts);
+		for (uint32_t i = 0; i < fn->nrets; i++) {
+			if (!dp_spec_return_leaves(obj, fn, &fn->rets[i]))
+				continue;
+			printf("    return   0x%-10" PRIx64 "  ", fn->rets[i].addr);
+			print_placement(obj, fn->rets[i].addr, counts);
+		}
+	}
+	for (size_t i = 0; i < copies.n; i++) {
+		const struct dp_spec_copy *c = &copies.v[i];
+
+		dp_spec_copy_format(c->inl, where, sizeof(where));
+		printf("\n  copy %zu: %s\n", i + 1, where);
+		print_ranges(c->inl);
+		if (!c->entry) {
+			printf("    refused: %s\n", c->why);
+			nrefused++;
+			continue;
+		}
+		printf("    entry    0x%-10" PRIx64 "  (%s)  ", c->entry,
+		       c->inl->entry_pc ? "DW_AT_entry_pc" : "first range");
+		print_placement(obj, c->entry, counts);
+		for (uint32_t k = 0; k < c->nrets; k++) {
+			printf("    return   0x%-10" PRIx64 "  (%s)  ", c->rets[k],
+			       dp_spec_ret_how_str(c->how[k]));
+			print_placement(obj, c->rets[k], counts);
+		}
+	}
+	printf("\nSites: %u by jump, %u by int3, %u refused; %zu cop%s without a site\n",
+	       counts[DP_SITE_JUMP], counts[DP_SITE_INT3], counts[DP_SITE_REFUSED], nrefused,
+	       nrefused == 1 ? "y" : "ies");
+	ret = DP_CMD_SUCCESS;
+out:
+	dp_spec_copies_release(&copies);
+	dp_object_close(obj);
+	free(path);
+	return ret;
+}
+
 int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 {
 	struct dp_opts o = { .set = { false } };
@@ -555,7 +766,7 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 	const char **args;
 
 	if (opt < -1) {
-		if (path || sites || functions || sdt) {
+		if (path || sites || functions || sdt || o.set[OPT_VARS]) {
 			dp_err("%s: %s", poptBadOption(pc, POPT_BADOPTION_NOALIAS), poptStrerror(opt));
 			ret = DP_CMD_ERROR;
 		}
@@ -570,6 +781,41 @@ int dp_cmd_list(struct dp_cli *cli, int argc, const char **argv)
 		goto out;
 	}
 	args = poptGetArgs(pc);
+	if (o.set[OPT_VARS]) {
+		ret = DP_CMD_ERROR;
+		if (!path)
+			dp_err("--vars needs --path PATH (the executable or shared library)");
+		else if (sites || functions || sdt || other || o.arg[DP_OPT_CHANNEL] ||
+			 (args && args[0]) ||
+			 o.set[OPT_LINES] || o.set[OPT_INLINES])
+			dp_err("--vars goes with -u and --path only: lttng list -u --path PATH "
+			       "--vars LOCATION");
+		else if (cli->mi)
+			dp_err("the machine interface (--mi) does not cover --vars: run without it");
+		else
+			ret = dp_list_vars(path, o.arg[OPT_VARS]);
+		goto out;
+	}
+	if (o.set[OPT_LINES] || o.set[OPT_INLINES]) {
+		const char *what = o.set[OPT_LINES] ? "--lines" : "--inlines";
+
+		ret = DP_CMD_ERROR;
+		if (!path)
+			dp_err("%s needs --path PATH (the executable or shared library)", what);
+		else if (sites || functions || sdt || (o.set[OPT_LINES] && o.set[OPT_INLINES]))
+			dp_err("--lines, --inlines, --sdt, --sites and --functions go one at a time");
+		else if (other || o.arg[DP_OPT_CHANNEL] || (args && args[0]))
+			dp_err("%s goes with -u and --path only: lttng list -u --path PATH %s", what,
+			       o.set[OPT_LINES] ? "--lines FILE[:FROM-TO]" : "--inlines NAME");
+		else if (cli->mi)
+			dp_err("the machine interface (--mi) does not cover %s: run without it",
+			       what);
+		else if (o.set[OPT_LINES])
+			ret = list_lines(path, o.arg[OPT_LINES]);
+		else
+			ret = list_inlines(path, o.arg[OPT_INLINES]);
+		goto out;
+	}
 	if (sdt) {
 		ret = DP_CMD_ERROR;
 		if (!path)

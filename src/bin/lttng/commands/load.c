@@ -82,7 +82,7 @@ static int load_event(struct load *l, struct dp_client_event *ev, const char *se
 	}
 	if (reply.report.status) {
 		dp_err("dynamic event %s of session '%s' (%s %s in %s): %s", ev->event, session,
-		       ev->kind == DP_CLIENT_KIND_FUNCTION ? "function" : "probe", ev->location,
+		       dp_client_kind_str(ev->kind), ev->location,
 		       ev->path, reply.report.message);
 		goto out;
 	}

@@ -60,6 +60,7 @@ enum {
 	OPT_COMMAND,
 	OPT_OUTPUT,
 	OPT_NO_VIEW,
+	OPT_COPIES,
 };
 
 static struct poptOption options[] = {
@@ -69,6 +70,7 @@ static struct poptOption options[] = {
 	DP_OPT_INCLUDE(dp_opt_path),
 	{ "probe", 0, POPT_ARG_STRING, NULL, OPT_PROBE, NULL, NULL },
 	{ "function", 0, POPT_ARG_STRING, NULL, OPT_FUNCTION, NULL, NULL },
+	{ "copies", 0, POPT_ARG_STRING, NULL, OPT_COPIES, NULL, NULL },
 	{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
 	{ "no-view", 0, POPT_ARG_NONE, NULL, OPT_NO_VIEW, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_help),
@@ -243,7 +245,7 @@ static int enable_expected_names(struct trace *t)
 	struct dp_err err;
 
 	for (size_t i = 0; i < t->nprobes; i++) {
-		bool fn = t->probes[i].kind == DP_CLIENT_KIND_FUNCTION;
+		bool fn = dp_client_kind_function((uint8_t)t->probes[i].kind);
 
 		if (dp_spec_event_name(t->probes[i].name, fn ? "_entry" : "", names[0],
 				       sizeof(names[0]), &err) ||
@@ -266,7 +268,7 @@ static void show_report(const struct trace *t, const struct probe_arg *pa,
 		return;
 	for (uint32_t k = 0; k < r->nevents; k++)
 		fprintf(stderr, "Dynamic UST event %s: %s %s in %s\n", r->events[k],
-			pa->kind == DP_CLIENT_KIND_FUNCTION ? "function" : "probe", pa->location,
+			dp_client_kind_str((uint8_t)pa->kind), pa->location,
 			t->path);
 	for (uint32_t p = 0; p < r->nprocs; p++) {
 		const struct dp_client_proc *pr = &r->procs[p];
@@ -544,8 +546,7 @@ static void mi_print(const struct trace *t, char **argv, int wstatus)
 	printf("<dp:probes>");
 	for (size_t i = 0; i < t->nprobes; i++) {
 		printf("<dp:probe>");
-		dp_mi_elem("dp:kind", "%s", t->probes[i].kind == DP_CLIENT_KIND_FUNCTION ?
-			   "function" : "probe");
+		dp_mi_elem("dp:kind", "%s", dp_client_kind_str((uint8_t)t->probes[i].kind));
 		dp_mi_elem("dp:location", "%s", t->probes[i].location);
 		dp_mi_elem("dp:name", "%s", t->probes[i].name);
 		printf("</dp:probe>");
@@ -670,8 +671,12 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	for (size_t i = 0; i < t.nprobes; i++) {
 		struct dp_location loc;
 
-		if (dp_check_location(t.path, t.probes[i].location,
-				      t.probes[i].kind == DP_CLIENT_KIND_FUNCTION, &err)) {
+		if (t.probes[i].kind == DP_CLIENT_KIND_FUNCTION && o.arg[OPT_COPIES] &&
+		    dp_copies_kind(o.arg[OPT_COPIES], &t.probes[i].kind, &err)) {
+			dp_err_print(&err);
+			goto out;
+		}
+		if (dp_check_location(t.path, t.probes[i].location, t.probes[i].kind, &err)) {
 			dp_err_print(&err);
 			goto out;
 		}

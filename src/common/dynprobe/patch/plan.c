@@ -126,6 +126,38 @@ static bool window_before(struct dp_object *obj, const struct dp_function *fn, b
 static void set_int3(struct dp_patch *p, uint64_t point, const struct dp_insn *insn,
 		     const uint8_t *bytes, enum dp_reason why);
 
+/*
+ * A `nop; nop5` at the point (the SDT site of newer <sys/sdt.h> and of
+ * <lttng/dynprobe/sdt.h>): the jump goes over the nop5 alone, nothing is
+ * displaced and the trampoline copies nothing.  The nop stays and runs in
+ * place; the point's hook runs first in the trampoline and sees rip = the
+ * point, the state at the point being the same as after the nop.  A branch
+ * to the nop5 itself is fine (a window's first byte), one into it is not.
+ */
+static bool nop_nop5(struct dp_object *obj, const struct dp_function *fn, uint64_t point,
+		     struct dp_window *w)
+{
+	static const uint8_t form[] = { 0x90, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	const uint8_t *p = dp_elf_code(dp_object_elf(obj), point, sizeof(form));
+	struct dp_insn insn;
+	const uint8_t *bytes;
+
+	if (!p || memcmp(p, form, sizeof(form)) || dp_function_insn_index(fn, point + 1) < 0 ||
+	    pl_decode_at(obj, point + 1, &insn, &bytes) || insn.len != PL_JMP_LEN)
+		return false;
+	for (uint64_t b = point + 2; b < point + 1 + PL_JMP_LEN; b++)
+		if (dp_object_target_kind(obj, b))
+			return false;
+	memset(w, 0, sizeof(*w));
+	w->addr = point + 1;
+	w->len = PL_JMP_LEN;
+	w->lead = 1;
+	w->ninsns = 1;
+	w->insns[0] = insn;
+	memcpy(w->bytes, bytes, PL_JMP_LEN);
+	return true;
+}
+
 /* Whether the window's last bytes are fill after its instructions. */
 static bool window_in_fill(const struct dp_window *w)
 {
@@ -194,6 +226,10 @@ static int plan_site(struct dp_object *obj, uint64_t point, struct dp_patch *out
 	r = dp_reloc_check(&insn, &last_only);
 	if (r != DP_REASON_NONE) {
 		out->reason = r;
+		return 0;
+	}
+	if (nop_nop5(obj, fn, point, &out->win)) {
+		out->method = DP_SITE_JUMP;
 		return 0;
 	}
 
@@ -292,11 +328,15 @@ static int cmp_patch_addr(const void *a, const void *b)
 	return cmp_u64(&x->win.addr, &y->win.addr);
 }
 
-/* The accepted jump patch whose window holds va as an instruction start. */
+/* The accepted jump patch whose window holds va as an instruction start,
+ * or in its lead (that one first: an earlier window may end with the lead's
+ * nop, but the point is the nop5's). */
 static struct dp_patch *window_holding(struct dp_patch *jumps, size_t n, uint64_t va)
 {
 	size_t lo = DP_BOUND(jumps, n, win.addr, va, DP_BOUND_UPPER);
 
+	if (lo < n && va >= jumps[lo].win.addr - jumps[lo].win.lead)
+		return &jumps[lo];
 	if (!lo)
 		return NULL;
 	struct dp_patch *p = &jumps[lo - 1];
@@ -414,7 +454,7 @@ int dp_plan_sites(struct dp_object *obj, const uint64_t *points, size_t n,
 			jumps[njumps++] = single[i];
 	qsort(jumps, njumps, sizeof(*jumps), cmp_patch_addr);
 	for (size_t i = 0; i < njumps && !ret; i++)
-		ret = pl_ranges_add(&taken.windows, jumps[i].win.addr,
+		ret = pl_ranges_add(&taken.windows, jumps[i].win.addr - jumps[i].win.lead,
 				    jumps[i].win.addr + jumps[i].win.len);
 	for (size_t i = 0; i < n && !ret; i++)
 		if (single[i].method == DP_SITE_INT3)

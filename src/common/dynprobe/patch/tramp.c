@@ -2,7 +2,6 @@
  * Trampoline layout (see tramp.h): the save/call/restore block around each
  * hook, and the relocated instructions.
  */
-#include <cpuid.h>
 #include <errno.h>
 #include <stddef.h>
 
@@ -14,63 +13,6 @@
 /* struct dp_regs as pushed: rflags first, then rip, r15 ... rax. */
 #define REGS_SIZE ((int32_t)sizeof(struct dp_regs))
 
-/* The vector save area: registers, then MXCSR and the x87 control word. */
-struct vec_layout {
-	unsigned nregs, regsize;	/* vector registers and their size */
-	unsigned nmask;			/* k registers */
-	int32_t mask_off, mxcsr_off, fcw_off;
-	uint32_t size;			/* a multiple of 64 */
-};
-
-static struct vec_layout vec_layout(enum dp_vec_save vec)
-{
-	struct vec_layout l = { 0 };
-
-	switch (vec) {
-	case DP_VEC_AVX512: l.nregs = 32; l.regsize = 64; l.nmask = 8; break;
-	case DP_VEC_AVX: l.nregs = 16; l.regsize = 32; break;
-	default: l.nregs = 16; l.regsize = 16; break;
-	}
-	l.mask_off = l.nregs * l.regsize;
-	l.mxcsr_off = l.mask_off + l.nmask * 8;
-	l.fcw_off = l.mxcsr_off + 4;
-	l.size = (l.fcw_off + 4 + 63) & ~63u;
-	return l;
-}
-
-static uint64_t xgetbv0(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-	return (uint64_t)hi << 32 | lo;
-}
-
-enum dp_vec_save dp_vec_save_detect(void)
-{
-	unsigned a, b, c, d;
-	uint64_t xcr0;
-
-	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX))
-		return DP_VEC_SSE;
-	xcr0 = xgetbv0();
-	if ((xcr0 & 0x6) != 0x6)		/* SSE and AVX state enabled */
-		return DP_VEC_SSE;
-	if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX512F) &&
-	    (xcr0 & 0xe0) == 0xe0)		/* opmask, ZMM_Hi256, Hi16_ZMM */
-		return DP_VEC_AVX512;
-	return DP_VEC_AVX;
-}
-
-const char *dp_vec_save_str(enum dp_vec_save vec)
-{
-	switch (vec) {
-	case DP_VEC_AVX512: return "zmm0-31 k0-7";
-	case DP_VEC_AVX: return "ymm0-15";
-	default: return "xmm0-15";
-	}
-}
-
 /* The moves of one vector register to and from the save area, by width. */
 static const struct {
 	void (*store)(struct dp_emit *e, int32_t disp, unsigned reg);
@@ -81,7 +23,7 @@ static const struct {
 	[DP_VEC_AVX512] = { dp_emit_vmovdqu64_store, dp_emit_vmovdqu64_load },
 };
 
-static void vec_save(struct dp_emit *e, enum dp_vec_save vec, const struct vec_layout *l)
+static void vec_save(struct dp_emit *e, enum dp_vec_save vec, const struct dp_vec_layout *l)
 {
 	for (unsigned i = 0; i < l->nregs; i++)
 		vec_moves[vec].store(e, i * l->regsize, i);
@@ -94,7 +36,7 @@ static void vec_save(struct dp_emit *e, enum dp_vec_save vec, const struct vec_l
 		dp_emit_vzeroupper(e);
 }
 
-static void vec_restore(struct dp_emit *e, enum dp_vec_save vec, const struct vec_layout *l)
+static void vec_restore(struct dp_emit *e, enum dp_vec_save vec, const struct dp_vec_layout *l)
 {
 	dp_emit_fldcw(e, l->fcw_off);
 	dp_emit_ldmxcsr(e, l->mxcsr_off);
@@ -114,7 +56,7 @@ static const enum dp_reg push_order[16] = {
 static void emit_hook(struct dp_emit *e, const struct dp_tramp_hook *h, dp_handler_fn handler,
 		      enum dp_vec_save vec)
 {
-	struct vec_layout l = vec_layout(vec);
+	struct dp_vec_layout l = dp_vec_layout(vec);
 
 	dp_emit_lea_rsp(e, -RED_ZONE);
 	dp_emit_pushfq(e);
@@ -151,7 +93,7 @@ static void emit_hook(struct dp_emit *e, const struct dp_tramp_hook *h, dp_handl
 
 size_t dp_tramp_max_len(size_t nhooks, enum dp_vec_save vec)
 {
-	struct vec_layout l = vec_layout(vec);
+	struct dp_vec_layout l = dp_vec_layout(vec);
 	/* Per hook: a fixed part of ~175 bytes (bounded by 256 here), at most
 	 * 11 bytes per vector register and 10 per mask register moved, both
 	 * ways; per instruction at most ~45 bytes (an out-of-reach RIP-relative
@@ -159,6 +101,20 @@ size_t dp_tramp_max_len(size_t nhooks, enum dp_vec_save vec)
 	size_t hook = 256 + 2 * (l.nregs * 11 + l.nmask * 10);
 
 	return nhooks * hook + DP_WINDOW_MAX_INSNS * 64 + 16;
+}
+
+/*
+ * Whether the instruction does nothing at all: 0x90 alone (with REX.B it is
+ * xchg r8, rax; with F3 it is pause) or 0F 1F /0, whose memory operand is
+ * never accessed.  The trampoline need not copy it.
+ */
+static bool is_nop(const struct dp_insn *insn, const uint8_t *bytes)
+{
+	if (insn->len == 1)
+		return bytes[0] == 0x90;
+	return insn->enc == DP_ENC_LEGACY && insn->map == DP_MAP_0F &&
+	       insn->opcode == 0x1f && insn->has_modrm && (insn->reg & 7) == 0 &&
+	       !(insn->prefixes & ~(unsigned)(DP_PFX_OPSIZE | DP_PFX_ADSIZE | DP_PFX_SEG));
 }
 
 int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
@@ -172,15 +128,19 @@ int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
 	out->entry = dp_emit_pc(e);
 	for (unsigned i = 0; i < w->ninsns; i++) {
 		uint64_t at = w->addr + w->off[i];
+		/* The lead's nops ran in place: their hooks come first. */
+		uint64_t from = i ? at : at - w->lead;
 
 		/* A thread moved here still runs the hooks of this instruction. */
 		out->insn_at[i] = dp_emit_pc(e);
 		for (size_t h = 0; h < nhooks; h++) {
-			if (hooks[h].addr == at) {
+			if (hooks[h].addr >= from && hooks[h].addr <= at) {
 				emit_hook(e, &hooks[h], handler, vec);
 				placed++;
 			}
 		}
+		if (is_nop(&w->insns[i], w->bytes + w->off[i]))
+			continue;
 		ret = dp_reloc_insn(e, &w->insns[i], w->bytes + w->off[i], at, why);
 		if (ret)
 			return ret;

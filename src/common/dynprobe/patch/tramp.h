@@ -12,6 +12,15 @@
  * clobber with explicit moves chosen from CPUID/XCR0 (zmm0-31 and k0-7, or
  * ymm0-15, or xmm0-15; MXCSR and the x87 control word in every case).
  * Restoring is exact: the interrupted code sees no difference.
+ *
+ * Where the handler finds the vector registers (the contract value
+ * recipes read xmm operands by, spec/value.h): the save area begins
+ * dp_vec_layout(vec).size bytes below the regs pointer rounded down to 64,
+ * register n at n * regsize (its low 16 bytes are xmm n), for the vec the
+ * daemon chose, dp_vec_save_detect() on the same machine.  Every hook saves
+ * every vector register: a trampoline that ever saves fewer (an entry or a
+ * return site, where the ABI keeps only some live) must say so to the
+ * hooks whose probes read them, or keep saving those.
  */
 #ifndef DP_PATCH_TRAMP_H
 #define DP_PATCH_TRAMP_H
@@ -39,9 +48,24 @@ enum dp_vec_save {
 	DP_VEC_AVX512,		/* zmm0-31, k0-7 */
 };
 
-/* What this CPU and kernel enable (CPUID and XCR0). */
+/* What this CPU and kernel enable (CPUID and XCR0).  (vec.c, with the
+ * layout: the agent links it.) */
 enum dp_vec_save dp_vec_save_detect(void);
 const char *dp_vec_save_str(enum dp_vec_save vec);
+
+/* The vector save area: registers, then the mask registers, MXCSR and the
+ * x87 control word; offsets from its start. */
+struct dp_vec_layout {
+	unsigned nregs, regsize;	/* vector registers and their size */
+	unsigned nmask;			/* k registers */
+	int32_t mask_off, mxcsr_off, fcw_off;
+	uint32_t size;			/* a multiple of 64 */
+};
+struct dp_vec_layout dp_vec_layout(enum dp_vec_save vec);
+
+/* Where a hook's trampoline saved vector register n (its low bytes are
+ * xmm n), from the regs pointer its handler got; NULL for no such register. */
+const uint8_t *dp_tramp_vec_reg(const struct dp_regs *regs, enum dp_vec_save vec, unsigned n);
 
 #define DP_WINDOW_MAX_INSNS 8
 #define DP_WINDOW_MAX_LEN 32
@@ -51,6 +75,9 @@ struct dp_window {
 	uint64_t addr;			/* run-time address of the first byte */
 	uint8_t len;			/* bytes overwritten (padding after a ret included) */
 	uint8_t ninsns;			/* instructions that run, from addr on */
+	uint8_t lead;			/* nop bytes right before addr that run in
+					   place, their hooks served first (the nop
+					   of a `nop; nop5` site: plan.h) */
 	uint8_t bytes[DP_WINDOW_MAX_LEN];	/* the original bytes */
 	struct dp_insn insns[DP_WINDOW_MAX_INSNS];
 	uint8_t off[DP_WINDOW_MAX_INSNS];	/* offset of each instruction */
@@ -75,7 +102,9 @@ size_t dp_tramp_max_len(size_t nhooks, enum dp_vec_save vec);
 
 /*
  * Emits the trampoline of window w at the emitter's address.  Hooks must lie
- * on instruction starts of the window.  Returns 0, -ENOTSUP with *why when an
+ * on instruction starts of the window, or in its lead (they run first, at
+ * the entry, and see rip = their own address: a nop changes nothing else).
+ * Nops among the window's instructions are not copied.  Returns 0, -ENOTSUP with *why when an
  * instruction cannot move, -EINVAL for a hook off the instructions, or the
  * emitter's error.  Calls dp_emit_finish().
  */

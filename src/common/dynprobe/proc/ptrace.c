@@ -402,13 +402,44 @@ uint64_t dp_proc_total_held_ns(const struct dp_proc *p, uint32_t *nholds)
 	return p->total_held_ns;
 }
 
+/*
+ * Delivers every signal held in its delivery stop, each thread stopping
+ * again before it runs a user instruction (dp__settle): at the first one of
+ * its handler, or in a job-control stop.  A tracer that dies (SIGKILL) while
+ * a thread sits in a delivery stop takes the signal with it: the kernel lets
+ * the thread go without it, and a thread whose int3 trap is lost runs on one
+ * byte into the instruction the int3 stands for.  Once settled, nothing is
+ * held that a dead tracer could lose.
+ */
+static int settle_signals(struct dp_proc *p)
+{
+	for (int round = 0; round < 256; round++) {
+		pid_t tid = 0;
+		int ret;
+
+		for (size_t i = 0; i < p->n && !tid; i++)
+			if (p->t[i].stop == DP_STOP_SIGNAL && !(p->t[i].flags & T_OWNED))
+				tid = p->t[i].tid;
+		if (!tid)
+			return 0;
+		ret = dp__settle(p, tid);
+		if (ret)
+			return ret;
+	}
+	return dp_err_set(&p->err, -EAGAIN, "threads of pid %d keep receiving signals",
+			  (int)p->pid);
+}
+
 int dp_proc_stop(struct dp_proc *p)
 {
+	int ret;
+
 	if (!p->attached)
 		return dp_err_set(&p->err, -EINVAL, "pid %d is not attached", (int)p->pid);
 	hold_begins(p);
 	interrupt_all(p);
-	return wait_held(p, p->timeout_ms);
+	ret = wait_held(p, p->timeout_ms);
+	return ret ? ret : settle_signals(p);
 }
 
 int dp__hold_thread(struct dp_proc *p, pid_t tid)
@@ -721,6 +752,8 @@ int dp_proc_attach(struct dp_proc *p, unsigned int flags)
 		interrupt_all(p);
 		ret = wait_held(p, p->timeout_ms);
 	}
+	if (!ret)
+		ret = settle_signals(p);
 	if (!ret)
 		ret = open_mem(p);
 	if (ret) {

@@ -19,9 +19,13 @@
  * where the kernel itself would let a debugger look: an interrupt stop (the
  * thread was running user code or sleeping in a system call), a job-control
  * stop (the process was or became stopped by SIGSTOP & co.), or the delivery
- * stop of a signal that reached it while we were stopping it.  The last one is
- * held as it is, never suppressed: the signal and its siginfo stay with the
- * kernel and are delivered when the thread resumes or is detached.  A thread
+ * stop of a signal that reached it while we were stopping it.  The last one
+ * never stays held, nor is it suppressed: dp_proc_attach() and dp_proc_stop()
+ * deliver the signal, with its siginfo, and hold the thread again before it
+ * runs a user instruction (at its handler's first one, or in a job-control
+ * stop).  A signal left in a delivery stop would be lost if the caller died
+ * holding it (the kernel detaches a dead tracer's threads without it), and
+ * an int3's SIGTRAP lost leaves its thread inside an instruction.  A thread
  * interrupted inside a blocking system call keeps the kernel's restart state
  * (orig_rax and -ERESTART* in rax): the kernel restarts the call when the
  * thread resumes, as after any stop.
@@ -61,7 +65,7 @@ enum dp_thread_stop {
 	DP_STOP_NONE,		/* not held: running (or not yet reported) */
 	DP_STOP_INTERRUPT,	/* PTRACE_INTERRUPT, or a new thread's first stop */
 	DP_STOP_GROUP,		/* job-control stop of the whole process */
-	DP_STOP_SIGNAL,		/* about to receive `signal`: delivered on resume/detach */
+	DP_STOP_SIGNAL,		/* about to receive `signal` (delivered before the hold ends) */
 };
 
 struct dp_thread {

@@ -75,14 +75,14 @@ static bool size_ok(uint8_t size)
 	return size == 0 || size == 1 || size == 2 || size == 4 || size == 8;
 }
 
-static enum dp_proto_err check_ctx(const struct dp_ctx *c)
+static enum dp_proto_err check_ctx_kind(const struct dp_ctx *c, uint8_t last)
 {
 	bool base_ok = c->addr.base < 16 || c->addr.base == DP_CTX_REG_RIP ||
 		       c->addr.base == DP_CTX_ABS;
 
 	/* Byte-level ranges only: what the values mean is the agent's to
 	 * check (dp_ctx_layout), with a message. */
-	if (c->kind > DP_CTX_RETVAL || c->reg >= DP_CTX_REG__COUNT || !size_ok(c->width) ||
+	if (c->kind > last || c->reg >= DP_CTX_REG__COUNT || !size_ok(c->width) ||
 	    c->shift >= 64 || c->type.type > DP_FT_DOUBLE || !size_ok(c->type.size) ||
 	    !base_ok || c->addr.deref > 1 || c->walker > DP_BT_WALKER_LAST)
 		return DP_PROTO_ERR_VALUE;
@@ -91,7 +91,40 @@ static enum dp_proto_err check_ctx(const struct dp_ctx *c)
 	return DP_PROTO_ERR_NONE;
 }
 
-static enum dp_proto_err check_define(const void *payload)
+/* A recipe's bytes: its checks with a message are the agent's
+ * (dp_value_check through dp_ctx_layout). */
+static enum dp_proto_err check_value(const struct dp_value *v)
+{
+	if (v->loc > DP_VALUE_LOC_PIECES || (v->flags & ~(unsigned)DP_VALUE_FLAGS_ALL))
+		return DP_PROTO_ERR_VALUE;
+	for (uint32_t i = 0; i < v->nops && i < DP_VALUE_MAX_OPS; i++)
+		if (v->ops[i].op < DP_VOP_REG || v->ops[i].op > DP_VOP_LAST)
+			return DP_PROTO_ERR_VALUE;
+	return DP_PROTO_ERR_NONE;
+}
+
+static enum dp_proto_err check_ctx(const struct dp_ctx *c)
+{
+	return check_ctx_kind(c, DP_CTX_RETVAL);
+}
+
+static enum dp_proto_err check_ctx_ext(const struct dp_ctx *c)
+{
+	enum dp_proto_err err = check_ctx_kind(c, DP_CTX_KIND_LAST);
+
+	return err ? err : check_value(&c->value);
+}
+
+bool dp_app_ctx_need_ext(const struct dp_ctx *ctx, size_t nctx)
+{
+	for (size_t i = 0; i < nctx; i++)
+		if (ctx[i].kind > DP_CTX_RETVAL)
+			return true;
+	return false;
+}
+
+static enum dp_proto_err check_define_with(const void *payload,
+					   enum dp_proto_err (*ctx_ok)(const struct dp_ctx *))
 {
 	const struct dp_app_define_probe *d = payload;
 	enum dp_proto_err err = DP_PROTO_ERR_NONE;
@@ -103,8 +136,18 @@ static enum dp_proto_err check_define(const void *payload)
 	if (d->nctx > DP_APP_MAX_CTX || (d->nctx && !d->ctx))
 		return DP_PROTO_ERR_BOUNDS;
 	for (uint32_t i = 0; i < d->nctx && !err; i++)
-		err = check_ctx(&d->ctx[i]);
+		err = ctx_ok(&d->ctx[i]);
 	return err;
+}
+
+static enum dp_proto_err check_define(const void *payload)
+{
+	return check_define_with(payload, check_ctx);
+}
+
+static enum dp_proto_err check_define_ext(const void *payload)
+{
+	return check_define_with(payload, check_ctx_ext);
 }
 
 static enum dp_proto_err check_state(const void *payload)
@@ -209,6 +252,42 @@ static const struct dp_field ctx_fields[] = {
 DP_STRUCT_DESC(ctx_desc, T, ctx_fields);
 #undef T
 
+#define T struct dp_value_op
+static const struct dp_field value_op_fields[] = {
+	DP_FIELD_U8(T, op),
+	DP_FIELD_U8(T, arg),
+	DP_FIELD_U64(T, imm),
+};
+DP_STRUCT_DESC(value_op_desc, T, value_op_fields);
+#undef T
+
+#define T struct dp_value
+static const struct dp_field value_fields[] = {
+	DP_FIELD_U8(T, loc),
+	DP_FIELD_U8(T, flags),
+	DP_FIELD_FIXED(T, ops, nops, value_op_desc),
+};
+DP_STRUCT_DESC(value_desc, T, value_fields);
+#undef T
+
+/* DEFINE_PROBE_EXT's context: DEFINE_PROBE's, then the recipe. */
+#define T struct dp_ctx
+static const struct dp_field ctx_ext_fields[] = {
+	DP_FIELD_U8(T, kind),
+	DP_FIELD_STR(T, name, 0),
+	DP_FIELD_U8(T, reg),
+	DP_FIELD_U8(T, width),
+	DP_FIELD_U8(T, shift),
+	DP_FIELD_STRUCT(T, type, field_desc_desc),
+	DP_FIELD_STRUCT(T, addr, ctx_addr_desc),
+	DP_FIELD_U32(T, maxlen),
+	DP_FIELD_U16(T, depth),
+	DP_FIELD_U8(T, walker),
+	DP_FIELD_STRUCT(T, value, value_desc),
+};
+DP_STRUCT_DESC(ctx_ext_desc, T, ctx_ext_fields);
+#undef T
+
 #define T struct dp_app_hello
 static const struct dp_field hello_fields[] = {
 	DP_FIELD_U8(T, major),
@@ -240,6 +319,14 @@ static const struct dp_field define_fields[] = {
 	DP_FIELD_ARRAY(T, ctx, nctx, DP_APP_MAX_CTX, ctx_desc),
 };
 DP_STRUCT_DESC(define_desc, T, define_fields);
+static const struct dp_field define_ext_fields[] = {
+	DP_FIELD_U32(T, id),
+	DP_FIELD_U64(T, site),
+	DP_FIELD_U32(T, flags),
+	DP_FIELD_STR(T, event, 0),
+	DP_FIELD_ARRAY(T, ctx, nctx, DP_APP_MAX_CTX, ctx_ext_desc),
+};
+DP_STRUCT_DESC(define_ext_desc, T, define_ext_fields);
 #undef T
 
 #define T struct dp_app_alloc_code
@@ -281,6 +368,7 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_LIST, "LIST", NULL, NULL },
 	{ DP_APP_PING, "PING", &dp_codec_u64, NULL },
 	{ DP_APP_GO, "GO", NULL, NULL },
+	{ DP_APP_DEFINE_PROBE_EXT, "DEFINE_PROBE_EXT", &define_ext_desc, check_define_ext },
 	{ DP_APP_HELLO_REPLY, "HELLO_REPLY", &hello_reply_desc, NULL },
 	{ DP_APP_DEFINE_PROBE_REPLY, "DEFINE_PROBE_REPLY", &result_value_desc, NULL },
 	{ DP_APP_ALLOC_CODE_REPLY, "ALLOC_CODE_REPLY", &result_value_desc, NULL },
@@ -289,6 +377,7 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_LIST_REPLY, "LIST_REPLY", &state_desc, check_state },
 	{ DP_APP_PING_REPLY, "PING_REPLY", &dp_codec_u64, NULL },
 	{ DP_APP_GO_REPLY, "GO_REPLY", NULL, NULL },
+	{ DP_APP_DEFINE_PROBE_EXT_REPLY, "DEFINE_PROBE_EXT_REPLY", &result_value_desc, NULL },
 	{ DP_APP_UNSUPPORTED, "UNSUPPORTED", &dp_codec_u16, NULL },
 	{ DP_APP_REFUSE, "REFUSE", &refuse_desc, NULL },
 };

@@ -27,6 +27,8 @@
  *   0x8007    reply          cookie u64
  *   0x0008  GO               (empty)                          (minor 1)
  *   0x8008    reply          (empty)
+ *   0x0009  DEFINE_PROBE_EXT as DEFINE_PROBE, each ctx a ctx_ext (minor 2)
+ *   0x8009    reply          as DEFINE_PROBE's
  *   0xfffe  UNSUPPORTED      type u16 (the request's)
  *   0xffff  REFUSE           major u8, minor u8, reason str
  *
@@ -41,6 +43,8 @@
  *           type { name str, type u8, size u8, is_signed u8, hex u8 },
  *           addr { base u8, deref u8, offset u64, offset2 u64 }, maxlen u32,
  *           depth u16, walker u8
+ *   ctx_ext = ctx, then value { loc u8, flags u8, nops u32,
+ *           op[nops] { op u8, arg u8, imm u64 } }  (spec/value.h)
  *   str   = len u16, bytes (no NUL), len < the receiving array's size
  *
  * Versions: the header's major must match or the connection is refused,
@@ -72,6 +76,11 @@
  *  - the agent reports everything noted, with counters, in every HELLO:
  *    after a reconnection, and from a forked child (its own pid, what it
  *    inherited);
+ *  - DEFINE_PROBE_EXT, only for a probe with a context DEFINE_PROBE cannot
+ *    carry (DP_CTX_VALUE), and only to an agent of minor 2 or later (the
+ *    daemon refuses the probe, with a message, for an older one);
+ *    DEFINE_PROBE stays as it was, so an older agent and the golden bytes
+ *    of tests/proto keep working;
  *  - GO, after every HELLO once the daemon has installed every enabled
  *    path-wide event whose object the process maps (the probes of `lttng
  *    trace` among them), which must be in place before the program's main
@@ -94,7 +103,7 @@
 
 #define DP_APP_MAGIC 0x50415044u	/* "DPAP" in byte order */
 #define DP_APP_MAJOR 1
-#define DP_APP_MINOR 1
+#define DP_APP_MINOR 2
 
 /* Bounds every receiver enforces. */
 #define DP_APP_MAX_PAYLOAD (8u << 20)	/* a frame's payload, in bytes */
@@ -128,6 +137,7 @@ enum dp_app_type {
 	DP_APP_LIST = 0x0006,
 	DP_APP_PING = 0x0007,
 	DP_APP_GO = 0x0008,		/* minor 1 */
+	DP_APP_DEFINE_PROBE_EXT = 0x0009,	/* minor 2 */
 
 	DP_APP_HELLO_REPLY = DP_APP_HELLO | DP_FRAME_REPLY,
 	DP_APP_DEFINE_PROBE_REPLY = DP_APP_DEFINE_PROBE | DP_FRAME_REPLY,
@@ -137,6 +147,7 @@ enum dp_app_type {
 	DP_APP_LIST_REPLY = DP_APP_LIST | DP_FRAME_REPLY,
 	DP_APP_PING_REPLY = DP_APP_PING | DP_FRAME_REPLY,
 	DP_APP_GO_REPLY = DP_APP_GO | DP_FRAME_REPLY,
+	DP_APP_DEFINE_PROBE_EXT_REPLY = DP_APP_DEFINE_PROBE_EXT | DP_FRAME_REPLY,
 
 	/* The same in every protocol (frame.h): the reply to a request of an
 	 * unknown type, and "I will not talk to you" (the sender closes). */
@@ -167,6 +178,12 @@ enum dp_app_probe_flag {
 	DP_APP_PROBE_AT_ENTRY = 1u << 0,	/* the site is a function's first instruction */
 };
 #define DP_APP_PROBE_FLAGS_ALL DP_APP_PROBE_AT_ENTRY
+
+/* The first minor version whose agents take DEFINE_PROBE_EXT. */
+#define DP_APP_MINOR_DEFINE_EXT 2
+
+/* Whether a probe with these contexts needs DEFINE_PROBE_EXT. */
+bool dp_app_ctx_need_ext(const struct dp_ctx *ctx, size_t nctx);
 
 /* A probe the agent holds; ids are the daemon's, never 0. */
 struct dp_app_probe {
@@ -258,7 +275,7 @@ struct dp_app_msg {
 	union {
 		struct dp_app_hello hello;
 		struct dp_app_hello_reply hello_reply;
-		struct dp_app_define_probe define_probe;
+		struct dp_app_define_probe define_probe;	/* and DEFINE_PROBE_EXT */
 		struct dp_app_alloc_code alloc_code;
 		struct dp_app_patch note_installed;
 		uint64_t note_removed;		/* the site */

@@ -130,7 +130,7 @@ static const struct dp_field report_fields[] = {
 DP_STRUCT_DESC(report_desc, T, report_fields);
 #undef T
 
-#define KIND(T) DP_FIELD_U8_IN(T, kind, DP_CLIENT_KIND_PROBE, DP_CLIENT_KIND_FUNCTION, 0)
+#define KIND(T) DP_FIELD_U8_IN(T, kind, DP_CLIENT_KIND_PROBE, DP_CLIENT_KIND_FUNCTION_INLINED, 0)
 #define PIDS(T) DP_FIELD_ARRAY(T, pids, npids, DP_CLIENT_MAX_PIDS, pid_desc)
 #define CTXS(T) DP_FIELD_ARRAY(T, ctx, nctx, DP_CLIENT_MAX_CTX, ctx_spec_desc)
 
@@ -398,4 +398,32 @@ int dp_client_connect(void)
 		return -EPERM;
 	}
 	return fd;
+}
+
+bool dp_client_kind_function(uint8_t kind)
+{
+	return kind == DP_CLIENT_KIND_FUNCTION || kind == DP_CLIENT_KIND_FUNCTION_OUTLINE ||
+	       kind == DP_CLIENT_KIND_FUNCTION_INLINED;
+}
+
+static const char *const kind_names[] = {
+	[DP_CLIENT_KIND_PROBE] = "probe",
+	[DP_CLIENT_KIND_FUNCTION] = "function",
+	[DP_CLIENT_KIND_FUNCTION_OUTLINE] = "function-out-of-line",
+	[DP_CLIENT_KIND_FUNCTION_INLINED] = "function-inlined",
+};
+
+const char *dp_client_kind_str(uint8_t kind)
+{
+	if (kind < sizeof(kind_names) / sizeof(kind_names[0]) && kind_names[kind])
+		return kind_names[kind];
+	return "?";
+}
+
+uint8_t dp_client_kind_parse(const char *name)
+{
+	for (size_t i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
+		if (kind_names[i] && !strcmp(kind_names[i], name))
+			return (uint8_t)i;
+	return 0;
 }

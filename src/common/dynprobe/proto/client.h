@@ -67,7 +67,11 @@
  *   "dynprobe:NAME", "PROVIDER:EVENT" is kept.  kind PROBE probes the
  *   location itself (one event); kind FUNCTION probes the function the
  *   location names, at its entry (event NAME_entry) and at every return site
- *   (event NAME_return, which records the return value as the field "ret").
+ *   (event NAME_return, which records the return value as the field "ret");
+ *   for a C name (or a C++ linkage name), every inlined copy of it too, found
+ *   in the object's DWARF (kind FUNCTION_OUTLINE: the out-of-line body only;
+ *   FUNCTION_INLINED: the copies only).  kind PROBE with a FILE:LINE
+ *   location probes every address block of that source line.
  *   `location` is the text as typed: ADDR | SYMBOL | SYMBOL+OFFSET, numbers
  *   in octal (0NNN), decimal or hex (0xNNN); ADDR is a virtual address of
  *   the ELF file `path` (as nm prints it).  `path` is absolute.  `pids`
@@ -203,9 +207,21 @@ const char *dp_client_type_name(uint16_t type);
 
 /* What an ENABLE probes. */
 enum dp_client_kind {
-	DP_CLIENT_KIND_PROBE = 1,	/* the location: one event */
-	DP_CLIENT_KIND_FUNCTION = 2,	/* the function's entry and returns: two events */
+	DP_CLIENT_KIND_PROBE = 1,	/* the location: one event (a FILE:LINE: every
+					   address block of the line) */
+	DP_CLIENT_KIND_FUNCTION = 2,	/* the function's entry and returns: two events;
+					   its out-of-line body and every inlined copy */
+	DP_CLIENT_KIND_FUNCTION_OUTLINE = 4,	/* as FUNCTION, the out-of-line body only */
+	DP_CLIENT_KIND_FUNCTION_INLINED = 5,	/* as FUNCTION, the inlined copies only */
 };
+
+/* Whether a kind probes a function's entry and returns (two events). */
+bool dp_client_kind_function(uint8_t kind);
+/* Its name in saved sessions, --mi and listings: "probe", "function",
+ * "function-out-of-line", "function-inlined"; "?" for another value. */
+const char *dp_client_kind_str(uint8_t kind);
+/* The kind a name gives (as dp_client_kind_str), 0 when none. */
+uint8_t dp_client_kind_parse(const char *name);
 
 /* How a site is (or would be) installed. */
 enum dp_client_method {

@@ -27,6 +27,7 @@ size_t dp_ctx_nfields(const struct dp_ctx *ctx)
 	switch (ctx->kind) {
 	case DP_CTX_REGS: return DP_CTX_REGS_FIELDS;
 	case DP_CTX_MEM: case DP_CTX_STRING: return 2;
+	case DP_CTX_VALUE: return dp_value_can_fail(&ctx->value, &ctx->type) ? 2 : 1;
 	default: return 1;
 	}
 }
@@ -38,7 +39,8 @@ static size_t align16(size_t n)
 
 size_t dp_ctx_values_size(const struct dp_ctx *c)
 {
-	if (c->kind == DP_CTX_STRING)
+	if (c->kind == DP_CTX_STRING ||
+	    (c->kind == DP_CTX_VALUE && c->type.type == DP_FT_STRING))
 		return align16(c->maxlen + 1);
 	if (c->kind == DP_CTX_BACKTRACE)
 		return align16(c->depth * sizeof(uint64_t));
@@ -95,8 +97,35 @@ static bool ctx_valid(const struct dp_ctx *c)
 	case DP_CTX_BACKTRACE:
 		return c->depth >= 1 && c->depth <= DP_CTX_BT_MAX &&
 		       c->walker <= DP_BT_WALKER_LAST;
+	case DP_CTX_VALUE:
+		return true;	/* the recipe: dp_value_check, with its reason */
 	}
 	return false;
+}
+
+/* A value's field (bool: an unsigned byte; float: a double), and its error
+ * field when the recipe reads memory. */
+static int value_fields(const struct dp_ctx *c, struct dp_field_desc *fields, size_t *n,
+			struct dp_err *err)
+{
+	bool mem = dp_value_can_fail(&c->value, &c->type);
+	char ename[DP_FIELD_NAME_MAX];
+
+	if (mem && strlen(c->name) > MEM_NAME_MAX)
+		return dp_err_set(err, -EINVAL, "field name too long");
+	if (c->type.type == DP_FT_INT && (c->value.flags & DP_VALUE_BOOL))
+		fields[*n] = int_field(c->name, 1, false, false);
+	else if (c->type.type == DP_FT_INT)
+		fields[*n] = int_field(c->name, c->type.size, c->type.is_signed, c->type.hex);
+	else
+		fields[*n] = (struct dp_field_desc){ .type = c->type.type };
+	snprintf(fields[*n].name, sizeof(fields[*n].name), "%s", c->name);
+	(*n)++;
+	if (mem) {
+		snprintf(ename, sizeof(ename), "_%s_error", c->name);
+		fields[(*n)++] = int_field(ename, 1, false, false);
+	}
+	return 0;
 }
 
 /* The fields of one valid context at fields[*n], or -EINVAL. */
@@ -131,6 +160,8 @@ static int ctx_fields(const struct dp_ctx *c, struct dp_field_desc *fields, size
 		snprintf(ename, sizeof(ename), "_%s_error", c->name);
 		fields[(*n)++] = int_field(ename, 1, false, false);
 		break;
+	case DP_CTX_VALUE:
+		return value_fields(c, fields, n, err);
 	case DP_CTX_BACKTRACE:
 		fields[*n] = (struct dp_field_desc){ .type = DP_FT_SEQ_U64, .hex = true };
 		snprintf(fields[*n].name, sizeof(fields[*n].name), "%s", c->name);
@@ -149,6 +180,11 @@ int dp_ctx_layout(const struct dp_ctx *ctx, size_t nctx, struct dp_field_desc *f
 	for (size_t i = 0; i < nctx; i++) {
 		if (!ctx_valid(&ctx[i]))
 			return dp_err_set(err, -EINVAL, "bad context");
+		if (ctx[i].kind == DP_CTX_VALUE) {
+			ret = dp_value_check(&ctx[i].value, &ctx[i].type, ctx[i].maxlen, err);
+			if (ret)
+				return ret;
+		}
 		if (n + dp_ctx_nfields(&ctx[i]) > max)
 			return dp_err_set(err, -E2BIG, "too many fields for one event");
 		ret = ctx_fields(&ctx[i], fields, &n, err);

@@ -12,6 +12,7 @@
 #include "spec/ctx.h"
 #include "spec/spec.h"
 #include "spec/spec-internal.h"
+#include "spec/var.h"
 
 /* The longest NAME of a memory context: "_NAME_error" must fit too. */
 #define MEM_NAME_MAX (DP_FIELD_NAME_MAX - 1 - 7)
@@ -155,7 +156,8 @@ static const struct type_name *int_type(const char *spec)
 
 bool dp_spec_context_is_dynamic(const char *type)
 {
-	return kind_is(type, "regs") || kind_is(type, "reg") || kind_is(type, "backtrace") ||
+	return kind_is(type, "regs") || kind_is(type, "reg") || kind_is(type, "var") ||
+	       kind_is(type, "args") || kind_is(type, "backtrace") ||
 	       kind_is(type, "retval") || kind_is(type, "string") || int_type(type);
 }
 
@@ -422,6 +424,20 @@ static int parse_mem(const char *spec, dp_ctx_symbol_fn symbol, void *arg, struc
 	return parse_addr(abuf, symbol, arg, &out->addr, err);
 }
 
+/* var:EXPR[:TYPE]: its syntax and field name here; what it means is the
+ * DWARF's, at each probe site (the daemon). */
+static int parse_var(const char *spec, struct dp_ctx *out, struct dp_err *err)
+{
+	struct dp_var_expr e;
+	int ret = dp_var_parse(spec, &e, err);
+
+	if (ret)
+		return ret;
+	out->kind = DP_CTX_VAR;
+	snprintf(out->name, sizeof(out->name), "%s", e.field);
+	return 0;
+}
+
 int dp_ctx_parse(const char *spec, dp_ctx_symbol_fn symbol, void *arg, struct dp_ctx *out,
 		 struct dp_err *err)
 {
@@ -434,6 +450,15 @@ int dp_ctx_parse(const char *spec, dp_ctx_symbol_fn symbol, void *arg, struct dp
 					  (int)kind_len(spec), spec);
 		out->kind = kind_is(spec, "regs") ? DP_CTX_REGS : DP_CTX_RETVAL;
 		strcpy(out->name, kind_is(spec, "regs") ? "regs" : "ret");
+		return 0;
+	}
+	if (kind_is(spec, "var"))
+		return parse_var(spec, out, err);
+	if (kind_is(spec, "args")) {
+		if (spec[4])
+			return dp_err_set(err, -EINVAL, "args takes no argument");
+		out->kind = DP_CTX_ARGS;
+		strcpy(out->name, "args");
 		return 0;
 	}
 	if (kind_is(spec, "backtrace"))
@@ -501,6 +526,28 @@ static const char *type_spelling(const struct dp_field_desc *t)
 	return "?";
 }
 
+/* Not a spec users type: "value:NAME:TYPE:RECIPE", which tells recipes
+ * apart (the daemon's probe signatures) and reads well in logs. */
+static int format_value(const struct dp_ctx *ctx, char *buf, size_t size)
+{
+	char recipe[512], type[24];
+
+	dp_value_format(&ctx->value, recipe, sizeof(recipe));
+	switch (ctx->type.type) {
+	case DP_FT_DOUBLE:
+		snprintf(type, sizeof(type), "%s", ctx->type.size == 4 ? "float" : "double");
+		break;
+	case DP_FT_STRING:
+		snprintf(type, sizeof(type), "string%u", ctx->maxlen);
+		break;
+	default:
+		snprintf(type, sizeof(type), "%s", ctx->value.flags & DP_VALUE_BOOL
+			 ? "bool" : type_spelling(&ctx->type));
+		break;
+	}
+	return snprintf(buf, size, "value:%s:%s:%s", ctx->name, type, recipe);
+}
+
 int dp_ctx_format(const struct dp_ctx *ctx, char *buf, size_t size)
 {
 	char addr[96];
@@ -523,6 +570,12 @@ int dp_ctx_format(const struct dp_ctx *ctx, char *buf, size_t size)
 		if (ctx->maxlen != DP_CTX_STRING_DEFAULT)
 			return snprintf(buf, size, "string:%s:%s:%u", ctx->name, addr, ctx->maxlen);
 		return snprintf(buf, size, "string:%s:%s", ctx->name, addr);
+	case DP_CTX_VALUE:
+		return format_value(ctx, buf, size);
+	case DP_CTX_VAR:
+		return snprintf(buf, size, "var:%s", ctx->name);
+	case DP_CTX_ARGS:
+		return snprintf(buf, size, "args");
 	}
 	return snprintf(buf, size, "?");
 }

@@ -22,6 +22,14 @@
  *                         return addresses of its callers (default depth 16,
  *                         at most 128; walker: see DP_BT_WALKER_DEFAULT)
  *   retval                rax as the signed 64-bit field "ret" (return sites)
+ *   var:EXPR[:TYPE]       a variable by name at the probe site, typed from
+ *                         the DWARF (spec/var.h: the grammar, the field name)
+ *   args                  every parameter of the function around the site,
+ *                         each a field named as the parameter
+ *   (value)               a typed value computed by a recipe (spec/value.h):
+ *                         made by the daemon (SDT arguments, DWARF
+ *                         variables), never typed by users; NAME, and
+ *                         `_NAME_error` when the recipe reads memory
  *
  * ADDR is where the value lies:
  *   NUMBER                an absolute address (octal 0NNN, decimal, 0xNNN)
@@ -48,7 +56,8 @@
  * keeps the two apart, and a filter can test it (`_hits_error == 0`).
  *
  * The parser and the checks live in ctx.c (with the CLI and the daemon);
- * the layout in ctx-layout.c, the one part the agent links.
+ * the layout in ctx-layout.c and the recipes' checks in value.c, the parts
+ * the agent links.
  */
 #ifndef DP_SPEC_CTX_H
 #define DP_SPEC_CTX_H
@@ -59,6 +68,7 @@
 
 #include "err.h"
 #include "spec/field.h"
+#include "spec/value.h"
 
 enum dp_ctx_kind {
 	DP_CTX_REG,
@@ -67,7 +77,13 @@ enum dp_ctx_kind {
 	DP_CTX_STRING,		/* string in memory */
 	DP_CTX_BACKTRACE,
 	DP_CTX_RETVAL,		/* rax at a return site, as the signed field "ret" */
+	DP_CTX_VALUE,		/* a recipe's value (spec/value.h); travels only in
+				   DEFINE_PROBE_EXT (proto/app.h) */
+	DP_CTX_VAR,		/* var:EXPR (spec/var.h): the daemon's, compiled into
+				   a DP_CTX_VALUE per probe site; never travels */
+	DP_CTX_ARGS,		/* args: likewise, one DP_CTX_VALUE per parameter */
 };
+#define DP_CTX_KIND_LAST DP_CTX_VALUE
 
 /* Registers by number: 0..15 in dp_regs order (enum dp_reg), then these. */
 enum dp_ctx_reg {
@@ -112,11 +128,14 @@ struct dp_ctx {
 	uint8_t reg;			/* DP_CTX_REG: register number */
 	uint8_t width;			/* DP_CTX_REG: bytes of the view: 8, 4, 2 or 1 */
 	uint8_t shift;			/* DP_CTX_REG: bit offset of the view (8: ah) */
-	struct dp_field_desc type;	/* DP_CTX_MEM: size, signedness, hex */
+	struct dp_field_desc type;	/* DP_CTX_MEM: size, signedness, hex; DP_CTX_VALUE:
+					   the value's type (spec/value.h) */
 	struct dp_ctx_addr addr;	/* DP_CTX_MEM, DP_CTX_STRING */
-	uint32_t maxlen;		/* DP_CTX_STRING: bytes read at most */
+	uint32_t maxlen;		/* DP_CTX_STRING, a DP_CTX_VALUE string: bytes read
+					   at most */
 	uint16_t depth;			/* DP_CTX_BACKTRACE: addresses at most */
 	uint8_t walker;			/* DP_CTX_BACKTRACE: enum dp_bt_walker */
+	struct dp_value value;		/* DP_CTX_VALUE: the recipe */
 };
 
 /* ---- the grammar (ctx.c) ---------------------------------------------- */

@@ -340,6 +340,10 @@ int dp_spec_function_find(struct dp_object *obj, const char *path,
 	const struct dp_function *fn;
 	int e;
 
+	if (loc->kind == DP_LOC_LINE)
+		return dp_err_set(err, -EINVAL, "'%s:%" PRIu32 "' is a source line: it goes with "
+				  "--probe, not where a function is expected", loc->symbol,
+				  loc->line);
 	if (loc->source)
 		return source_find(obj, path, loc, fnp, err);
 	if (loc->pattern)

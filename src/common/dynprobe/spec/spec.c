@@ -174,6 +174,38 @@ static int source_parse(const char *s, struct dp_location *loc, struct dp_err *e
 	return offset_parse(s, plus, loc, err);
 }
 
+/* FILE:LINE: digits after the last ':', which does not end a "::". */
+static bool line_form(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+
+	if (!colon || colon == s || colon[-1] == ':' || !colon[1])
+		return false;
+	for (const char *p = colon + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+static int line_parse(const char *s, struct dp_location *loc, struct dp_err *err)
+{
+	const char *colon = strrchr(s, ':');
+	size_t len = (size_t)(colon - s);
+	uint64_t line;
+
+	loc->kind = DP_LOC_LINE;
+	if (len >= sizeof(loc->symbol))
+		return dp_err_set(err, -ENAMETOOLONG, "'%s': the file name is longer than %zu "
+				  "bytes", s, sizeof(loc->symbol) - 1);
+	memcpy(loc->symbol, s, len);
+	loc->symbol[len] = '\0';
+	if (strlen(colon + 1) > 9 || sscanf(colon + 1, "%" SCNu64, &line) != 1 || !line)
+		return dp_err_set(err, -EINVAL, "'%s': a line number is decimal, from 1 (expected "
+				  "FILE:LINE)", s);
+	loc->line = (uint32_t)line;
+	return 0;
+}
+
 int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_err *err)
 {
 	const char *plus;
@@ -184,6 +216,8 @@ int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_err
 	if (!*s)
 		return dp_err_set(err, -EINVAL, "empty location: expected ADDR, SYMBOL or "
 				  "SYMBOL+OFFSET");
+	if (line_form(s))
+		return line_parse(s, loc, err);
 	if (*s >= '0' && *s <= '9') {
 		loc->kind = DP_LOC_ADDR;
 		if (strpbrk(s, "+-"))
@@ -230,6 +264,8 @@ int dp_spec_location_format(const struct dp_location *loc, char *buf, size_t siz
 {
 	if (loc->kind == DP_LOC_ADDR)
 		return snprintf(buf, size, "0x%" PRIx64, loc->addr);
+	if (loc->kind == DP_LOC_LINE)
+		return snprintf(buf, size, "%s:%" PRIu32, loc->symbol, loc->line);
 	if (loc->has_offset || loc->offset)
 		return snprintf(buf, size, "%s+0x%" PRIx64, loc->symbol, loc->offset);
 	return snprintf(buf, size, "%s", loc->symbol);
@@ -437,7 +473,11 @@ int dp_spec_location_event_name(const struct dp_location *loc, char *out, size_t
 
 	if (loc->source && !loc->pattern)
 		return source_event_name(loc, out, size);
-	if (loc->pattern) {
+	if (loc->kind == DP_LOC_LINE) {
+		const char *base = strrchr(loc->symbol, '/');
+
+		n = snprintf(out, size, "%s_%" PRIu32, base ? base + 1 : loc->symbol, loc->line);
+	} else if (loc->pattern) {
 		/* Its name characters alone: "dp_fn_1???" -> "dp_fn_1". */
 		size_t k = 0;
 

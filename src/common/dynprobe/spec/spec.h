@@ -4,7 +4,7 @@
  * both read user input through this file, so that a location, an event name
  * or a context type means the same thing everywhere.
  *
- *   location   ADDR | SYMBOL | SYMBOL+OFFSET | PATTERN
+ *   location   ADDR | SYMBOL | SYMBOL+OFFSET | PATTERN | FILE:LINE
  *              numbers: octal 0NNN, decimal, hex 0xNNN (no sign);
  *              ADDR is a virtual address of the ELF file (as nm prints it);
  *              SYMBOL, a symbol (C, or mangled C++/Rust) or a C++ or Rust
@@ -19,6 +19,11 @@
  *              --function only: every function it matches.  A C++ name
  *              that exactly names functions means them even when it
  *              holds * or [ (operator*, f(char*))
+ *              FILE:LINE, a source line (--probe only; from DWARF,
+ *              spec-dwarf.c): FILE is a basename, any path suffix of a
+ *              compilation unit's file name, or an absolute path; LINE a
+ *              decimal number.  A location whose text after its last ':'
+ *              is all digits (and not after "::") is one.
  *   event      NAME -> dynprobe:NAME; PROVIDER:EVENT is kept;
  *              --function gives NAME_entry and NAME_return
  *   context    regs | reg:NAME | TYPE:NAME:ADDR | string:NAME:ADDR[:MAX] |
@@ -59,6 +64,7 @@ int dp_spec_number(const char *s, uint64_t *out, struct dp_err *err);
 enum dp_loc_kind {
 	DP_LOC_ADDR,		/* an address of the file */
 	DP_LOC_SYMBOL,		/* a function's name, plus an offset (maybe 0) */
+	DP_LOC_LINE,		/* a source line: FILE (in symbol) and line */
 };
 
 struct dp_location {
@@ -70,6 +76,7 @@ struct dp_location {
 	bool pattern;				/* symbol is a shell pattern */
 	bool source;				/* symbol is a C++ or Rust name as written
 						 * ("shop::Cart::add(int)"), not a symbol */
+	uint32_t line;				/* DP_LOC_LINE */
 };
 
 /* Parses ADDR | SYMBOL | SYMBOL+OFFSET | PATTERN.  -EINVAL or -ERANGE. */
@@ -106,7 +113,8 @@ int dp_spec_event_name(const char *name, const char *suffix, char *out, size_t s
  * other characters one '_' ("shop::Cart::add" -> "shop_Cart_add",
  * "shop::Cart::add(int)" -> "shop_Cart_add_int", "f()" -> "f_void"),
  * '~' as "dtor_", an operator's symbols as words ("operator+=" ->
- * "operator_plus_eq"); past DP_SPEC_EVENT_MAX, cut and ended with 8 hex
+ * "operator_plus_eq"); a source line: FILE's basename and the line
+ * ("sched.c:42" -> "sched_c_42"); past DP_SPEC_EVENT_MAX, cut and ended with 8 hex
  * digits of a hash of the whole name, so distinct names stay distinct.
  */
 int dp_spec_location_event_name(const struct dp_location *loc, char *out, size_t size);
@@ -184,5 +192,9 @@ bool dp_spec_return_leaves(struct dp_object *obj, const struct dp_function *fn,
 /* How users see a function: its name (C++ and Rust names demangled, with
  * their parameter lists), or "the function at 0xADDR". */
 int dp_spec_function_format(const struct dp_function *fn, char *buf, size_t size);
+
+/* Source-level locations from DWARF (spec-dwarf.c): source lines and
+ * inlined copies. */
+#include "spec/spec-dwarf.h"
 
 #endif /* DP_SPEC_H */

@@ -1,0 +1,97 @@
+/*
+ * What dwarf-vars.c (names, paths), dwarf-expr.c (locations) and
+ * dwarf-types.c (types) share; not part of the folder's contract.
+ */
+#ifndef DP_DWARF_VAR_INTERNAL_H
+#define DP_DWARF_VAR_INTERNAL_H
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+
+#include "dwarf/dwarf-var.h"
+#include "spec/value.h"
+
+/* ---- locations (dwarf-expr.c) ---- */
+
+enum vpart_kind {
+	VPART_VALUE,		/* the ops leave the value itself */
+	VPART_ADDR,		/* the ops leave the value's address */
+	VPART_NONE,		/* a piece with no location: optimized out */
+};
+
+/* One part of a variable's location: the whole variable, or one
+ * DW_OP_piece of it (bytes off .. off+size). */
+struct vpart {
+	uint8_t kind;		/* enum vpart_kind */
+	uint32_t off, size;	/* size 0: the whole variable (no pieces) */
+	uint32_t nops;
+	struct dp_value_op ops[DP_VALUE_MAX_OPS];
+};
+
+#define VLOC_MAX_PARTS 8
+
+struct vloc {
+	uint32_t nparts;
+	struct vpart parts[VLOC_MAX_PARTS];
+};
+
+/*
+ * Where var (a DW_TAG_variable or DW_TAG_formal_parameter) lives at at->pc,
+ * fn being the innermost subprogram around it (its DW_AT_frame_base).
+ * -ENODATA (optimized out: err names where it is available), -EOPNOTSUPP
+ * (err names the operation).  name is for messages.
+ */
+int vx_location(const struct dp_dwarf_at *at, Dwarf_Die *var, Dwarf_Die *fn, const char *name,
+		struct vloc *out, struct dp_err *err);
+
+/* DWARF register number -> the recipe's (spec/value.h), or -1. */
+int vx_reg(unsigned dwreg);
+
+/* Appends an op to a part: 0 or -E2BIG. */
+int vx_push(struct vpart *p, uint8_t op, uint8_t arg, int64_t imm, struct dp_err *err);
+
+/* ---- types (dwarf-types.c) ---- */
+
+/* The type a DIE has (DW_AT_type, through abstract origins): 0, or 1 for
+ * none (void). */
+int vt_type_of(Dwarf_Die *die, Dwarf_Die *type);
+
+/* type through typedefs and qualifiers (in place). */
+void vt_peel(Dwarf_Die *type);
+
+/* What a value of a (peeled) type is recorded as. */
+enum vt_kind {
+	VT_INT,			/* integer, enum, bool (flags) */
+	VT_FLOAT,
+	VT_POINTER,
+	VT_STRING_PTR,		/* char *: the string it points to */
+	VT_STRING_ARRAY,	/* char[N]: the string in place */
+};
+
+/*
+ * The field a scalar type records: its kind, its field description and
+ * recipe flags, a string's maxlen.  -EINVAL for a struct, union or array
+ * of other than chars (err: ask for a member, listing them, or an
+ * element), -EOPNOTSUPP for other types.  what names the value in err.
+ */
+int vt_scalar(Dwarf_Die *type, const char *what, enum vt_kind *kind, struct dp_field_desc *fd,
+	      uint8_t *flags, uint32_t *maxlen, struct dp_err *err);
+
+/* A member of a (peeled) struct, union or class, anonymous members
+ * searched through: its byte offset and type.  -EINVAL listing the members,
+ * -EOPNOTSUPP for a bit-field. */
+int vt_member(Dwarf_Die *stype, const char *name, const char *what, uint64_t *off,
+	      Dwarf_Die *mtype, struct dp_err *err);
+
+/* The element type, its size and the element count (-1: unknown) of a
+ * (peeled) one-dimensional array. */
+int vt_array(Dwarf_Die *atype, Dwarf_Die *elem, uint64_t *elsize, int64_t *count,
+	     struct dp_err *err);
+
+/* The size of a pointee (peeled): 0 or -EINVAL (void, unknown size). */
+int vt_size(Dwarf_Die *type, uint64_t *size);
+
+/* A type as C spells it ("const char *", "struct req *", "int[4]"). */
+void vt_name(Dwarf_Die *type, char *buf, size_t size);
+
+#endif /* DP_DWARF_VAR_INTERNAL_H */
