@@ -82,7 +82,9 @@ start_postgres() {
 pg_backends() {
 	local pid
 	for pid in $(pg_children); do
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q '127\.0\.0\.1(' && echo "$pid"
+		# A process may end meanwhile: its cmdline is then gone.
+		{ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q '127\.0\.0\.1(' &&
+			echo "$pid"
 	done
 }
 
