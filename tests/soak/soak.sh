@@ -36,15 +36,15 @@
 #       descriptor more; from "pre" to the end, only what loading the agent
 #       brings (see allowed_maps below);
 #     - per process, the events in the traces plus the events the tracer
-#       discarded are no more than what the agent counted as recorded, and
-#       recorded plus the hits skipped inside a hit (recursions: libc
-#       functions the hit path itself calls) no more than its hits (read
-#       from the agents themselves, through tests/proto's stand-in daemon,
-#       once lttng-dynprobed has stopped).  Not equalities: the agent's
-#       counters are plain increments, exact for one thread only (probe.h),
-#       and under the churn a few dozen recorded hits per million are in
-#       no trace and no discard count (seen, cause not found yet: the
-#       figures are printed);
+#       discarded are what the agent counted as recorded, and recorded
+#       plus the hits skipped inside a hit (recursions: libc functions the
+#       hit path itself calls) no more than its hits (read from the agents
+#       themselves, through tests/proto's stand-in daemon, once
+#       lttng-dynprobed has stopped), within 1/1000: the agent's counters
+#       are plain increments, exact for one thread only (probe.h), and
+#       under the churn a few hundred recorded hits per million in nginx's
+#       workers are in no trace and no discard count (seen, cause not
+#       found yet: the figures are printed);
 #  5. the figures: duration, requests or transactions, errors, enable and
 #     disable cycles, throughput with and without probes.
 #
@@ -325,8 +325,16 @@ churn() {
 check_text() {
 	local pid bad=0 n=0
 	for pid in $(server_pids); do
-		n=$((n + 1))
-		"$SOAK_MEM" text "$pid" >"$DP_TMP/$SERVER/text-$pid" 2>&1 || bad=$((bad + 1))
+		if "$SOAK_MEM" text "$pid" >"$DP_TMP/$SERVER/text-$pid" 2>&1; then
+			n=$((n + 1))
+		elif [ -d /proc/"$pid" ]; then
+			n=$((n + 1))
+			bad=$((bad + 1))
+		else
+			# A process of the server that ended meanwhile (postgres
+			# forks short-lived ones): nothing left to compare.
+			rm -f "$DP_TMP/$SERVER/text-$pid"
+		fi
 	done
 	tap_ok "$bad" "$SERVER: after the last disable, the code of every file mapped executable in its $n processes is the file's, byte for byte" ||
 		cat "$DP_TMP/$SERVER"/text-* | grep -v ' same$' | head -20 | sed 's/^/# /'
@@ -383,7 +391,7 @@ check_leaks() {
 # HELLO what it counted.  Then the daemon starts again.
 check_counts() {
 	local pids npids pid i got=0 bad=0 recorded hits traced disc total_rec=0 total_hits=0
-	local total_ev=0 total_disc=0 total_rec_skip=0 recursions s dir fake fifo=$DP_TMP/$SERVER/fake.in
+	local total_ev=0 total_disc=0 total_rec_skip=0 recursions slack s dir fake fifo=$DP_TMP/$SERVER/fake.in
 	pids=$(for pid in $(server_pids); do
 		grep -q liblttng-ust-dynprobe /proc/"$pid"/maps 2>/dev/null && echo "$pid"
 	done | sort -n)
@@ -441,7 +449,14 @@ check_counts() {
 		total_disc=$((total_disc + disc))
 		total_rec_skip=$((total_rec_skip + recursions))
 		tap_diag "process $pid: $traced events + $disc discarded; the agent counted $hits hits, $recorded recorded, $recursions inside a hit (not recorded)"
-		if [ $((traced + disc)) -gt "$recorded" ] || [ $((recorded + recursions)) -gt "$hits" ]; then
+		# The agent's counters are plain increments, exact for one
+		# thread only (probe.h): a hit of another thread of the process
+		# (the agent's, lttng-ust's) on the same probe at the same
+		# instant is lost, so the comparison allows 1/1000 (and 10).
+		slack=$((recorded / 1000 + 10))
+		if [ $((traced + disc)) -gt $((recorded + slack)) ] ||
+			[ $((traced + disc)) -lt $((recorded - slack)) ] ||
+			[ $((recorded + recursions)) -gt $((hits + slack)) ]; then
 			bad=$((bad + 1))
 		fi
 	done
@@ -449,7 +464,7 @@ check_counts() {
 	tap_ok $? "$SERVER: the agents of all $npids probed processes report their counters ($got did)" ||
 		tail -n 5 "$DP_TMP/$SERVER/fake.out" | sed 's/^/# /'
 	[ "$bad" -eq 0 ] && [ "$total_ev" -gt 0 ]
-	tap_ok $? "$SERVER: per process, events in the traces + discarded <= recorded by the agent <= hits - recursions ($total_ev + $total_disc <= $total_rec <= $total_hits - $total_rec_skip)"
+	tap_ok $? "$SERVER: per process, events in the traces + discarded = recorded by the agent <= hits - recursions, within 1/1000 ($total_ev + $total_disc ~ $total_rec <= $total_hits - $total_rec_skip)"
 	HITS=$total_hits
 	RECORDED=$total_rec
 	TRACED=$total_ev
