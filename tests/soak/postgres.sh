@@ -232,8 +232,8 @@ $more"
 		tap_diag "postgres: pgbench ended before the checks: they see the postmaster's processes only (SOAK_PG_MARGIN=$PG_MARGIN s)"
 	snapshot end
 	check_text
-	check_counts
 	check_leaks
+	check_counts
 
 	wait "$load"
 	tap_ok $? "postgres: pgbench of the soak exits 0" || tail -n 20 "$d/pgbench-soak" | sed 's/^/# /'
