@@ -16,6 +16,9 @@ packages=(
 	gzip sqlite3 libsqlite3-0 openssl zlib1g-dev
 	# a Rust program probed by its names (tests/cli/test-rust.sh)
 	rustc
+	# DWARF: libc's from its debug package, and elfutils' debuginfod client
+	# (tests/cli/test-dwarf-*.sh, test-vars.sh)
+	libc6-dbg libdebuginfod1
 	# a busy interpreter attached by pid (tests/daemon/test-busy.sh)
 	python3
 	# --mi xml and saved sessions checked with an XML parser (tests/cli)

@@ -33,6 +33,9 @@
 enum colour { RED = 1, GREEN = 2 };
 
 long hdr_counter = 42;
+/* With a second argument: what each probe is passed, one line per hit, as
+ * `PROVIDER:NAME { arg0 = V, ... }` (the oracle of test-sdthdr.sh). */
+static int verbose;
 
 static inline __attribute__((always_inline)) long step(long i)
 {
@@ -42,11 +45,15 @@ static inline __attribute__((always_inline)) long step(long i)
 
 __attribute__((noinline)) static long caller_a(long i)
 {
+	if (verbose)
+		printf("hdr:step { arg0 = %ld }\n", i);
 	return step(i) + 1;
 }
 
 __attribute__((noinline)) static long caller_b(long i)
 {
+	if (verbose)
+		printf("hdr:step { arg0 = %ld }\n", -i);
 	return step(-i) - 1;
 }
 
@@ -72,6 +79,20 @@ __attribute__((noinline)) static long work(int n, const char *name)
 		P6(hdr, six, c, h, w, q, i, name);
 		P2(hdr, global, hdr_counter, &hdr_counter);
 		P1(hdr, colour, col);
+		if (verbose) {
+			printf("hdr:loop\n");
+			printf("hdr:ints { arg0 = %d, arg1 = %d }\n", c, h);
+			printf("hdr:more { arg0 = %d, arg1 = %lld, arg2 = %u }\n", w, (long long)q, uc);
+			printf("hdr:unsigned { arg0 = %u, arg1 = %u, arg2 = %u, arg3 = %llu }\n", uc,
+			       uh, uw, (unsigned long long)uq);
+			printf("hdr:five { arg0 = 1, arg1 = -2, arg2 = 3, arg3 = -4, arg4 = 5 }\n");
+			printf("hdr:six { arg0 = %d, arg1 = %d, arg2 = %d, arg3 = %lld, arg4 = %d, "
+			       "arg5 = %llu }\n", c, h, w, (long long)q, i,
+			       (unsigned long long)(uintptr_t)name);
+			printf("hdr:global { arg0 = %ld, arg1 = %llu }\n", hdr_counter,
+			       (unsigned long long)(uintptr_t)&hdr_counter);
+			printf("hdr:colour { arg0 = %d }\n", (int)col);
+		}
 		acc += caller_a(i) + caller_b(i) + c + h + w + (long)(q % 1000) + uc + uh;
 		hdr_counter++;
 	}
@@ -81,9 +102,13 @@ __attribute__((noinline)) static long work(int n, const char *name)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 10;
-	long r = work(n, argv[0]);
+	long r;
 
+	verbose = argc > 2;
+	r = work(n, argv[0]);
 	P0(hdr, start);
+	if (verbose)
+		printf("hdr:start\n");
 	printf("sdthdr-target: %d rounds, result %ld, counter %ld\n", n, r, hdr_counter);
 	return 0;
 }

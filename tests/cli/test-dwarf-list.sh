@@ -93,6 +93,36 @@ a=$(awk '$1 == 3 { print $2 }' <<<"$out")
 tap_check "a longer path suffix names one file (line 3 in $(fn_at "$DP_TMP/same" "$a"))" \
 	[ "$(fn_at "$DP_TMP/same" "$a")" = two ]
 
+# C++: a member's DW_AT_name is unqualified; its copies are found by its
+# linkage name, and a C function of the same short name has none of them.
+cat >"$DP_TMP/cx.cc" <<'EOC'
+volatile long sink;
+__attribute__((noinline)) void mark(long x) { sink += x; }
+namespace shop {
+struct Cart {
+	long n = 0;
+	inline __attribute__((always_inline)) void add(long x) { n += x; mark(x); }
+};
+}
+extern "C" __attribute__((noinline)) long add(long x) { mark(x); return x; }
+__attribute__((noinline)) long user(shop::Cart &c, long x) { c.add(x); c.add(x + 1); return c.n; }
+int main() { shop::Cart c; return (int)user(c, 2) + (int)add(3); }
+EOC
+g++ -O2 -g -o "$DP_TMP/cx" "$DP_TMP/cx.cc" || tap_bail "cannot build the C++ program"
+out=$("$LTTNG" list -u --path "$DP_TMP/cx" --inlines _ZN4shop4Cart3addEl 2>&1)
+tap_check "C++: shop::Cart::add's two copies by its linkage name ($(grep -c '^  copy' <<<"$out"))" \
+	[ "$(grep -c '^  copy [0-9]*: inlined into user at cx.cc:' <<<"$out")" = 2 ]
+out=$("$LTTNG" list -u --path "$DP_TMP/cx" --inlines add 2>&1)
+grep -q '^Copies of add in .*: 1 out-of-line body, 0 inlined' <<<"$out"
+tap_ok $? "C++: the C function add is not taken for the member's copies" || tap_diag "$out"
+for n in 'shop::Cart::add' 'shop::Cart::add(long)'; do
+	out=$("$LTTNG" list -u --path "$DP_TMP/cx" --inlines "$n" 2>&1)
+	tap_check "C++: '$n' as written means the member's two copies ($(grep -c '^  copy' <<<"$out"))" \
+		[ "$(grep -c '^  copy [0-9]*: inlined into user at cx.cc:' <<<"$out")" = 2 ]
+done
+refused "C++: another parameter list means no copy" "no function 'shop::Cart::add\\(int\\)'" \
+	list -u --path "$DP_TMP/cx" --inlines 'shop::Cart::add(int)'
+
 # Separate debug info.
 cd "$DP_TMP" || tap_bail "cd"
 id=$(readelf -n "$T" | awk '/Build ID/ { print $3 }')
@@ -136,10 +166,17 @@ LIBC=$(ldd "$T" | awk '/libc.so.6/ { print $3 }')
 libc_id=$(readelf -n "$LIBC" | awk '/Build ID/ { print $3 }')
 out=$("$LTTNG" list -u --path "$LIBC" --inlines tcache_put 2>&1)
 tap_ok $? "libc: list --inlines tcache_put"
-grep -q "DWARF\|Copies of tcache_put in .*: no out-of-line body" <<<"$out"
+grep -q "^Copies of tcache_put in .*: 0 out-of-line bodies" <<<"$out"
 tap_ok $? "libc: tcache_put has no out-of-line body"
 dpkg -L libc6-dbg | grep -q "${libc_id:2}.debug"
 tap_ok $? "libc6-dbg ships libc's DWARF under its build-id"
 n=$(grep -c '^  copy [0-9]*: inlined into ' <<<"$out")
 tap_check "libc: tcache_put's copies are listed, each with its caller ($n)" [ "$n" -ge 1 ]
+# _IO_free_backup_area's DWARF carries the asm label __GI__IO_free_backup_area
+# as its linkage name: no C++ mangling, the C name still finds its copies.
+readelf --debug-dump=info "$(grep -o '/[^ ]*\.debug' <<<"$out" | head -1)" 2>/dev/null |
+	grep -q '__GI__IO_free_backup_area' || tap_diag "no __GI__IO_free_backup_area in libc's DWARF"
+out=$("$LTTNG" list -u --path "$LIBC" --inlines _IO_free_backup_area 2>&1)
+n=$(grep -c '^  copy [0-9]*: inlined into ' <<<"$out")
+tap_check "libc: a function with an asm label keeps its copies by its C name ($n)" [ "$n" -ge 1 ]
 tap_done

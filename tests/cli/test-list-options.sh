@@ -24,12 +24,12 @@ check() {
 	tap_ok $? "lttng $cmd: one option or command a line, none twice"
 }
 
-check "enable-event --list-options" --copies --path --pid
+check "enable-event --list-options" --copies --sdt --path --pid
 check "disable-event --list-options"
 check "add-context --list-options" --event -e
 check "list --list-options" --path --sites --functions --sdt --lines --inlines --vars
 check "trace --list-options" --command -c --session -s --output -o --path --probe --function --copies \
-	--type -t --no-view --help -h --list-options
+	--sdt --type -t --no-view --follow-exec --help -h --list-options
 check "save --list-options"
 check "load --list-options"
 check "--list-commands" trace

@@ -67,7 +67,7 @@ check_refused "--probe and --function together" "give one of --probe, --function
 	"${ee[@]}" --path "$TARGET" --probe foo --function foo ev
 check_refused "--all with a probe" "--all does not apply to a dynamic probe" \
 	"${ee[@]}" -a --path "$TARGET" --probe foo ev
-check_refused "sdt userspace probe" "SDT probes are not dynamic probes" \
+check_refused "sdt userspace probe on an object without SDT notes" "has no SDT probe \\(no \\.note\\.stapsdt note\\)" \
 	"${ee[@]}" --userspace-probe=sdt:"$TARGET":p:n ev
 check_refused "--userspace-probe with a bad symbol" "no function 'nosuch'" \
 	"${ee[@]}" --userspace-probe=elf:"$TARGET":nosuch ev

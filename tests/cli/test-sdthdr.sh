@@ -10,7 +10,9 @@
 # --probe at the notes' addresses of the sites in the loop, side by side, and
 # of the inlined ones, non-PIE builds of both): every hit
 # recorded, the event's ip the note's address, the arguments the notes name
-# the program's own values, the output unchanged.
+# the program's own values, the output unchanged.  And enabled as SDT probes
+# (lttng trace --sdt 'hdr:*'): every hit of every probe recorded with the
+# values the program says it passed.
 . "$top_srcdir/tests/utils/tap.sh"
 . "$top_srcdir/tests/utils/sessiond.sh"
 . "$top_srcdir/tests/cli/cli.sh"
@@ -160,6 +162,25 @@ for build in sdthdr-target-nopie sdthdr-target-sys-nopie; do
 	[ $want -eq $((42 + ROUNDS)) ] || ok=1
 	tap_ok "$ok" "$build: hdr:global's arguments: the counter 42..$((41 + ROUNDS)) and its address 0x$addr"
 	[ "$ok" -eq 0 ] || tap_diag_file "$DP_TMP/vals"
+done
+
+# ---- enabled as SDT probes: lttng trace --sdt 'hdr:*' -------------------------
+# The oracle: what the program says it passes to each probe (its second
+# argument makes it say so), one line per hit, against the events.
+for build in sdthdr-target sdthdr-target-nopie sdthdr-target-cxx sdthdr-target-sys; do
+	obj=$B/$build
+	"$LTTNG" trace --no-view -o "$DP_TMP/sdt-$build" --sdt 'hdr:*' -- "$obj" $ROUNDS v \
+		>"$DP_TMP/v.out" 2>"$DP_TMP/v.err"
+	tap_ok $? "$build: lttng trace --sdt 'hdr:*'" || tap_diag_file "$DP_TMP/v.err"
+	grep '^hdr:' "$DP_TMP/v.out" | sort >"$DP_TMP/passed"
+	bt_text "$DP_TMP/sdt-$build" |
+		sed -E 's/^([a-z_]+:[a-z_]+): \{[^}]*\}, \{ (.*) \}$/\1 { \2 }/;
+			s/^([a-z_]+:[a-z_]+): \{[^}]*\}, \{ \}$/\1/;
+			s/, _arg[0-9]+_error = 0//g' | sort >"$DP_TMP/recorded"
+	n=$(wc -l <"$DP_TMP/passed")
+	[ "$n" -eq $((ROUNDS * 10 + 1)) ] && diff "$DP_TMP/passed" "$DP_TMP/recorded" >"$DP_TMP/diff"
+	tap_ok $? "$build: $n hits, each recorded with the arguments the program passed"
+	[ -s "$DP_TMP/diff" ] && tap_diag_file "$DP_TMP/diff"
 done
 
 tap_done

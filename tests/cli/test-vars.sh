@@ -49,7 +49,13 @@ same() {
 	[ -n "$got" ] && [ "$got" = "$4" ] || tap_diag "$(head -3 "$DP_TMP/$1.ev")" "$(cat "$DP_TMP/$1.err")"
 }
 
-for build in var-target var-target-dwarf4; do
+builds=(var-target var-target-dwarf4)
+if [ -x "$top_builddir/tests/cli/var-target-clang" ]; then
+	builds+=(var-target-clang)
+else
+	tap_diag "clang is not installed: the gcc builds alone are tested"
+fi
+for build in "${builds[@]}"; do
 	BIN=$top_builddir/tests/cli/$build
 	b=${build#var-target}
 	b=${b:--dwarf5}
@@ -58,7 +64,7 @@ for build in var-target var-target-dwarf4; do
 	TRACE_OPTS=(--function handle -t var:req-\>len -t var:n -t var:req-\>name \
 		-t var:req-\>tag -t var:c -t var:flag -t var:scale -t var:dd -t var:small \
 		-t var:sh -t var:req-\>ratio -t var:req-\>next-\>id -t var:config.opts[2] \
-		-t var:counter_global -t var:config.port -t var:req-\>id:uint16)
+		-t var:counter_global -t var:config.port -t var:req-\>id:uint16 -t var:tls_counter)
 	trace "h$b" "$BIN" 3 bob
 	same "h$b" handle_entry req_len "$(printed "h$b" len)" "$b: a long through a pointer"
 	same "h$b" handle_entry n "$(printed "h$b" n)" "$b: an int parameter"
@@ -76,6 +82,7 @@ for build in var-target var-target-dwarf4; do
 	same "h$b" handle_entry counter_global "$(printed "h$b" counter)" "$b: a global"
 	same "h$b" handle_entry config_port "$(printed "h$b" port)" "$b: an unsigned short member"
 	same "h$b" handle_entry req_id "$(printed "h$b" id)" "$b: :uint16 overrides the type"
+	same "h$b" handle_entry tls_counter "$(printed "h$b" tls)" "$b: a thread-local variable"
 	same "h$b" handle_return ret "$(printed "h$b" ret)" "$b: ret typed by the return type (long)"
 	grep -m1 "^dynprobe:handle_return: " "$DP_TMP/h$b.ev" | grep -qv "req_len"
 	tap_ok $? "$b: the return event carries ret, not the entry's variables"
@@ -123,6 +130,14 @@ for build in var-target var-target-dwarf4; do
 	same "p$b" "$ev" p_a "$(printed "p$b" a)" "$b: a member held in a piece"
 	same "p$b" "$ev" p_b "$(printed "p$b" b)" "$b: the other piece"
 
+	# Bit-fields through a pointer: signed ones negative.
+	TRACE_OPTS=(--function bitfields -t var:f-\>ready -t var:f-\>level -t var:f-\>code \
+		-t var:f-\>delta -t var:f-\>tail)
+	trace "f$b" "$BIN" 11
+	for m in ready level code delta tail; do
+		same "f$b" bitfields_entry "f_$m" "$(printed "f$b" $m)" "$b: bit-field $m"
+	done
+
 	# An inlined function's parameters at each copy's entry (f a constant
 	# there): every pair the program passed, and only those.
 	TRACE_OPTS=(--function scale_by -t var:v -t var:f)
@@ -146,6 +161,10 @@ got=$(sed -nE 's/^dynprobe:malloc_entry: .*[{,] bytes = ([0-9]+).*/\1/p' "$DP_TM
 [ -n "$want" ] && [ "$got" = "$want" ]
 tap_ok $? "libc malloc's bytes records exactly the sizes the program allocated ($got; the program: $want)"
 [ "$got" = "$want" ] || tap_diag "$(cat "$DP_TMP/mal.err")" "$(head -3 "$DP_TMP/mal.ev")"
+n=$(grep -c "^dynprobe:malloc_return: " "$DP_TMP/mal.ev")
+[ "$n" -gt 0 ] && [ "$(grep "^dynprobe:malloc_return: " "$DP_TMP/mal.ev" |
+	grep -cE "[{,] ret = 0x[0-9A-Fa-f]+ ")" -eq "$n" ]
+tap_ok $? "malloc's $n returns record ret as a pointer (hex), its DWARF return type"
 
 # refused NAME REGEX DESC: the trace was refused with one Error line, and
 # the program never ran.
@@ -175,6 +194,15 @@ TRACE_OPTS=(--function handle -t var:req-\>nope)
 trace e5 "$BIN" 3
 refused e5 "'req' has no member 'nope' \(its members: id, len, name, tag, ratio, next\)" \
 	"an unknown member lists the members"
+TRACE_OPTS=(--path "$LIBC" --function malloc -t var:tcache)
+trace e7 "$MU" 5
+refused e7 "thread-local variable of a shared library" "a shared library's thread-local variable is refused"
+# Without its build-id too: the daemon keeps DWARF by build-id, and this
+# one has var-target's.
+objcopy --strip-debug --remove-section=.note.gnu.build-id "$BIN" "$DP_TMP/stripped"
+TRACE_OPTS=(--function handle -t var:n)
+trace e8 "$DP_TMP/stripped" 3
+refused e8 "context .var:n.: no DWARF for .*stripped.*looked in" "a program without debug information says where its DWARF was looked for"
 TRACE_OPTS=(--function foo -t var:x)
 trace e6 "$TARGET" 3
 refused e6 "no DWARF" "an object without DWARF for the code is refused"

@@ -10,6 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Each function stays one out-of-line body (its asm label once): gcc's
+ * noipa, clang's noinline (clang 14 clones nothing). */
+#ifdef __clang__
+#define NOIPA __attribute__((noinline))
+#else
+#define NOIPA __attribute__((noipa))
+#endif
+
 struct req {
 	int id;
 	long len;
@@ -26,6 +34,14 @@ struct cfg {
 
 enum color { RED = 1, GREEN = 2, BLUE = 7 };
 
+struct flags {
+	unsigned int ready : 1;
+	int level : 4;
+	unsigned int code : 11;
+	int delta : 7;
+	unsigned char tail;
+};
+
 struct pair {
 	int a;
 	int b;
@@ -33,6 +49,7 @@ struct pair {
 
 static struct cfg config;
 int counter_global;
+__thread long tls_counter;
 
 long ext(long v);
 long handle(struct req *req, int n, enum color c, bool flag, float scale, double dd,
@@ -43,26 +60,27 @@ long stacked(long seed);
 int pieces(int x, int y);
 int dropped(int x);
 long inl_a(long v);
+int bitfields(const struct flags *f);
 long inl_b(long v);
 
-__attribute__((noipa)) long ext(long v)
+NOIPA long ext(long v)
 {
 	return v + 1;
 }
 
-__attribute__((noipa)) long handle(struct req *req, int n, enum color c, bool flag, float scale,
+NOIPA long handle(struct req *req, int n, enum color c, bool flag, float scale,
 				   double dd, unsigned char small, short sh)
 {
 	printf("handle len=%ld n=%d name=%s tag=%s c=%d flag=%d scale=%g dd=%g small=%u sh=%d "
 	       "ratio=%g id=%d next_id=%d\n", req->len, n, req->name, req->tag, (int)c, (int)flag,
 	       (double)scale, dd, (unsigned)small, (int)sh, req->ratio, req->id, req->next->id);
-	printf("handle opts2=%d port=%u counter=%d\n", config.opts[2], config.port,
-	       counter_global);
+	printf("handle opts2=%d port=%u counter=%d tls=%ld\n", config.opts[2], config.port,
+	       counter_global, tls_counter);
 	return req->len * n + c + flag + (long)(scale * dd) + small + sh;
 }
 
 /* v is in rdi at the entry, in a callee-saved register after the call. */
-__attribute__((noipa)) long loclist(long v)
+NOIPA long loclist(long v)
 {
 	long r = ext(v);
 
@@ -72,7 +90,7 @@ __attribute__((noipa)) long loclist(long v)
 }
 
 /* The inner x hides the outer one in the block. */
-__attribute__((noipa)) int blocks(int a)
+NOIPA int blocks(int a)
 {
 	int x = a + 1;
 
@@ -90,7 +108,7 @@ __attribute__((noipa)) int blocks(int a)
 }
 
 /* A local on the stack (its address escapes). */
-__attribute__((noipa)) long stacked(long seed)
+NOIPA long stacked(long seed)
 {
 	long arr[4] = { seed, seed + 1, seed + 2, seed + 3 };
 	volatile int onstack = (int)seed * 3;
@@ -101,7 +119,7 @@ __attribute__((noipa)) long stacked(long seed)
 }
 
 /* A struct split into registers: DW_OP_piece. */
-__attribute__((noipa)) int pieces(int x, int y)
+NOIPA int pieces(int x, int y)
 {
 	struct pair p = { x * 2, y * 3 };
 
@@ -111,12 +129,20 @@ __attribute__((noipa)) int pieces(int x, int y)
 }
 
 /* A value the compiler drops. */
-__attribute__((noipa)) int dropped(int x)
+NOIPA int dropped(int x)
 {
 	int gone __attribute__((unused)) = (int)ext(x);
 
 	__asm__ volatile("dropped_site: nop");
 	return x + 1;
+}
+
+/* Bit-fields, signed and not, through a pointer. */
+NOIPA int bitfields(const struct flags *f)
+{
+	printf("bitfields ready=%u level=%d code=%u delta=%d tail=%u\n", f->ready, f->level,
+	       f->code, f->delta, f->tail);
+	return f->level + f->delta;
 }
 
 /* Inlined into two callers: its parameters live where each caller put
@@ -126,13 +152,13 @@ static inline __attribute__((always_inline)) long scale_by(long v, int f)
 	return ext(v * f) + f;
 }
 
-__attribute__((noipa)) long inl_a(long v)
+NOIPA long inl_a(long v)
 {
 	printf("inline v=%ld f=2\n", v);
 	return scale_by(v, 2);
 }
 
-__attribute__((noipa)) long inl_b(long v)
+NOIPA long inl_b(long v)
 {
 	printf("inline v=%ld f=5\n", v + 1);
 	return scale_by(v + 1, 5);
@@ -152,6 +178,7 @@ int main(int argc, char **argv)
 	config.opts[2] = (int)k * 11;
 	config.port = 8080;
 	counter_global = (int)k + 100;
+	tls_counter = k * 1000000 + 1;
 	printf("handle ret=%ld\n",
 	       handle(&req, (int)k + 1, BLUE, true, (float)k / 2, (double)k * 1.5, 200, -3));
 	loclist(k * 7);
@@ -159,6 +186,12 @@ int main(int argc, char **argv)
 	stacked(k + 40);
 	pieces((int)k, (int)k + 1);
 	dropped((int)k);
+	{
+		struct flags fl = { .ready = 1, .level = -3, .code = (unsigned)(k * 100) % 2048,
+				    .delta = (int)-k, .tail = 42 };
+
+		bitfields(&fl);
+	}
 	inl_a(k);
 	inl_b(k * 2);
 	return 0;

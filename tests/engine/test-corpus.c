@@ -501,6 +501,20 @@ static void check_nop5_plan(const struct ccase *cc, const struct dp_patch *p, ui
 		    "%s: the nop5 is the window (at +1, 5 bytes, lead 1)", cc->name))
 		return;
 	tap_ok(p->points[0] == site, "%s: the probe's point stays the nop", cc->name);
+	/* Probed at the nop and at the nop5 itself: one window, both hooks. */
+	{
+		uint64_t both[2] = { site + 1, site };
+		struct dp_patch *pp = NULL;
+		size_t np = 0;
+
+		ret = dp_plan_sites(obj, both, 2, &pp, &np);
+		tap_ok(!ret && np == 1 && pp[0].method == DP_SITE_JUMP && pp[0].win.addr == site + 1 &&
+		       pp[0].win.lead == 1 && pp[0].npoints == 2 && pp[0].points[0] == site &&
+		       pp[0].points[1] == site + 1,
+		       "%s: the nop and the nop5 probed together: one window, both points (%zu)",
+		       cc->name, np);
+		free(pp);
+	}
 	dp_emit_init(&e, code, sizeof(code), site + 4096);	/* object addresses */
 	ret = dp_tramp_build(&e, &p->win, NULL, 0, on_hit, vec, &t, &why);
 	tap_ok(!ret && t.len == 5 &&

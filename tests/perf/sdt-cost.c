@@ -9,7 +9,8 @@
  * (nop; nop5), both unpatched, and a tracepoint whose event is disabled.
  * Enabled: each SDT site patched by jump (over the instructions after the
  * nop for <sys/sdt.h>, over the nop5 in place for ours), recording the
- * probe's three arguments from the registers its note names, and the
+ * probe's three arguments from the registers its note names (value recipes,
+ * as SDT arguments are recorded), and the
  * enabled tracepoint.  And, for the few real sites where no jump fits, a
  * nop site patched with an int3.
  *
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <link.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +78,7 @@ TARGET(t_tp_off, 4, REPEAT128(lttng_ust_tracepoint(dpsdt, off, a, b, c); BARRIER
 TARGET(t_tp_on, 5, lttng_ust_tracepoint(dpsdt, on, a, b, c))
 TARGET(t_sys_on, 6, DTRACE_PROBE3(dpsdt, sys_on, a, b, c))
 TARGET(t_hdr_on, 7, LTTNG_DYNPROBE_SDT(dpsdt, hdr_on, a, b, c))
+TARGET(t_hdr_reg, 9, LTTNG_DYNPROBE_SDT(dpsdt, hdr_reg, a, b, c))
 
 /*
  * A site where only an int3 fits, with the note <sys/sdt.h> would write:
@@ -171,11 +174,12 @@ static const struct dp_sdt_probe *note_of(const char *name, size_t want)
 
 /*
  * Probes the site of dpsdt:NAME, recording its arguments: each one a 64-bit
- * register as the note says, a reg: context.  `form` is what the site's
+ * register as the note says: a value recipe, as the SDT arguments of an
+ * event are recorded, or (!recipes) a reg: context, for comparison.  `form` is what the site's
  * bytes must be and `method` how it must be placed (what its row measures).
  */
 static int enable(const char *name, const uint8_t *form, size_t formlen,
-		  enum dp_site_method method)
+		  enum dp_site_method method, bool recipes)
 {
 	const struct dp_sdt_probe *note = note_of(name, 1);
 	struct dp_ctx ctx[3];
@@ -201,18 +205,35 @@ static int enable(const char *name, const uint8_t *form, size_t formlen,
 		fprintf(stderr, "sdt-cost: dpsdt:%s: arguments '%s'\n", name, note->args);
 		return -EINVAL;
 	}
+	/* Each argument as the agent records an SDT argument: a value recipe
+	 * reading the register the note names, a typed field argN. */
+	memset(ctx, 0, sizeof(ctx));
 	for (unsigned i = 0; i < 3; i++) {
-		char spec[32];
-
 		if (args.v[i].kind != DP_SDT_ARG_REG || args.v[i].size != 8 ||
 		    args.v[i].reg >= 16) {
 			fprintf(stderr, "sdt-cost: dpsdt:%s: argument %u is not a 64-bit "
 				"register (%s)\n", name, i, note->args);
 			return -EINVAL;
 		}
-		snprintf(spec, sizeof(spec), "reg:%s", dp_reg_str(args.v[i].reg));
-		if (dp_ctx_parse(spec, NULL, NULL, &ctx[i], &err)) {
-			fprintf(stderr, "sdt-cost: %s: %s\n", spec, err.msg);
+		if (!recipes) {
+			char spec[32];
+
+			snprintf(spec, sizeof(spec), "reg:%s", dp_reg_str(args.v[i].reg));
+			if (dp_ctx_parse(spec, NULL, NULL, &ctx[i], &err)) {
+				fprintf(stderr, "sdt-cost: %s: %s\n", spec, err.msg);
+				return -EINVAL;
+			}
+			continue;
+		}
+		ctx[i].kind = DP_CTX_VALUE;
+		snprintf(ctx[i].name, sizeof(ctx[i].name), "arg%u", i);
+		ctx[i].type.type = DP_FT_INT;
+		ctx[i].type.size = 8;
+		ctx[i].type.is_signed = args.v[i].is_signed;
+		ctx[i].value.loc = DP_VALUE_LOC_VALUE;
+		if (dp_value_push(&ctx[i].value, DP_VOP_REG, args.v[i].reg, 0) ||
+		    dp_value_check(&ctx[i].value, &ctx[i].type, 0, &err)) {
+			fprintf(stderr, "sdt-cost: dpsdt:%s: argument %u: %s\n", name, i, err.msg);
 			return -EINVAL;
 		}
 	}
@@ -260,9 +281,10 @@ int main(int argc, char **argv)
 		{ "disabled: <sys/sdt.h> site (nop)", t_sys_off, SITES, 1, 0 },
 		{ "disabled: <lttng/dynprobe/sdt.h> site (nop; nop5)", t_hdr_off, SITES, 1, 0 },
 		{ "enabled: LTTng-UST tracepoint, 3 integers", t_tp_on, 1, 1, 0 },
-		{ "enabled: <sys/sdt.h> site, jump, 3 registers", t_sys_on, 1, 1, 0 },
-		{ "enabled: <lttng/dynprobe/sdt.h> site, jump, 3 registers", t_hdr_on, 1, 1, 0 },
-		{ "enabled: nop site, int3 (no room for a jump), 3 registers", t_int3_on, 1, 100, 0 },
+		{ "enabled: <sys/sdt.h> site, jump, 3 arguments", t_sys_on, 1, 1, 0 },
+		{ "enabled: <lttng/dynprobe/sdt.h> site, jump, 3 arguments", t_hdr_on, 1, 1, 0 },
+		{ "enabled: <lttng/dynprobe/sdt.h> site, jump, 3 reg: contexts", t_hdr_reg, 1, 1, 0 },
+		{ "enabled: nop site, int3 (no room for a jump), 3 arguments", t_int3_on, 1, 100, 0 },
 	};
 	size_t nrows = sizeof(rows) / sizeof(rows[0]);
 	double base = 1e30, base_n = 1e30;
@@ -275,9 +297,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!note_of("sys_off", SITES) || !note_of("hdr_off", SITES) ||
-	    enable("sys_on", nop, sizeof(nop), DP_SITE_JUMP) ||
-	    enable("hdr_on", nop_nop5, sizeof(nop_nop5), DP_SITE_JUMP) ||
-	    enable("int3_on", nop, sizeof(nop), DP_SITE_INT3)) {
+	    enable("sys_on", nop, sizeof(nop), DP_SITE_JUMP, true) ||
+	    enable("hdr_on", nop_nop5, sizeof(nop_nop5), DP_SITE_JUMP, true) ||
+	    enable("hdr_reg", nop_nop5, sizeof(nop_nop5), DP_SITE_JUMP, false) ||
+	    enable("int3_on", nop, sizeof(nop), DP_SITE_INT3, true)) {
 		fprintf(stderr, "sdt-cost: the probes could not be set up\n");
 		return 1;
 	}
@@ -306,11 +329,11 @@ int main(int argc, char **argv)
 	printf("sdt-cost: ns per site over an unprobed call (%.2f ns; %.2f ns with %d barriers), "
 	       "disabled cases %d sites per call, best of %d rounds of %" PRIu64 " calls\n", base,
 	       base_n, SITES, SITES, RUNS, iters);
-	printf("%-56s %8s %8s\n", "case", "ns/site", "ratio");
+	printf("%-60s %8s %8s\n", "case", "ns/site", "ratio");
 	for (size_t i = 0; i < nrows; i++) {
 		const struct row *yard = &rows[i < 3 ? 0 : 3];
 
-		printf("%-56s %8.2f %8.2f\n", rows[i].what, rows[i].ns,
+		printf("%-60s %8.2f %8.2f\n", rows[i].what, rows[i].ns,
 		       yard->ns > 0 ? rows[i].ns / yard->ns : 0.0);
 	}
 	printf("sdt-cost: disabled_ratio=%.2f enabled_ratio=%.2f\n",

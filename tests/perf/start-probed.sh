@@ -7,7 +7,10 @@
 # function N times (default 1,000,000, some 100-300 ms) and exits; each call
 # gives two events (entry and return), in a channel large enough to lose
 # none.  The delay is from the launch (the shell's clock) to main's first
-# instruction (the program's clock), the median of the runs.  Not pass/fail:
+# instruction (the program's clock), the median of the runs.  The last rows
+# start it through `env -i`, which executes it with an empty environment:
+# with LTTNG_DYNPROBE_FOLLOW_EXEC the agent follows the exec (two agent
+# starts: env's and the program's).  Not pass/fail:
 # prints a table; exits non-zero only if the benchmark could not run.
 #
 #   tests/perf/start-probed.sh [RUNS [N]]   from the build tree, after make
@@ -35,6 +38,7 @@ export LTTNG_DYNPROBE_STOCK_LTTNG=${STOCK:-/usr/bin/lttng}
 export LTTNG_DYNPROBE_AGENT=$AGENT
 export LTTNG_DYNPROBE_DAEMON=$DPD
 
+LAUNCH=()
 start_sessiond || { echo "start-probed.sh: no session daemon" >&2; exit 1; }
 start_dynprobed || { cat "$DP_TMP/dynprobed.start" >&2; exit 1; }
 
@@ -52,7 +56,7 @@ one_run() {
 	fi
 	dp_lttng start sp >/dev/null || return 1
 	t0=$(date +%s%N)
-	env "$@" "$APP" "$N" >"$DP_TMP/run.out" 2>&1 || return 1
+	env "$@" "${LAUNCH[@]}" "$APP" "$N" >"$DP_TMP/run.out" 2>&1 || return 1
 	dp_lttng stop sp >/dev/null
 	read -r events discarded <<<"$(bt_count "$DP_TMP/trace")"
 	dp_lttng destroy sp >/dev/null
@@ -94,5 +98,11 @@ echo "$nowait"
 # The preload's own start (lttng-ust's registration with the session daemon
 # included) is in every preloaded row; the wait for the probes is the
 # difference between the last two.
+# The program executed by another (env -i: its environment cleared).
+LAUNCH=(env -i)
+row "env -i, without the agent" 0
+row "env -i, preloaded, not following" 1 LD_PRELOAD="$AGENT"
+row "env -i, preloaded, FOLLOW_EXEC=1" 1 LD_PRELOAD="$AGENT" LTTNG_DYNPROBE_FOLLOW_EXEC=1
+LAUNCH=()
 awk -v a="$(awk '{ print $(NF - 1) }' <<<"$waited")" -v b="$(awk '{ print $(NF - 1) }' <<<"$nowait")" \
 	'BEGIN { printf "the wait for the probes itself: %.1f ms (median with the wait - median without)\n", a - b }'

@@ -471,6 +471,11 @@ static void scenario_values(void)
 		vint("neg64", 8, true, false, V, OPS(OP(REG, RDI, 16), OP(DEREF, 1, 0),
 						     OP(SEXT, 1, 0))),
 		vint("u16z", 8, false, false, V, OPS(OP(CONST, 0, -1), OP(ZEXT, 2, 0))),
+		/* bits 4..8 of 0xabcd: 0x1c; bits 4..7 of 0xf0, signed: -1 */
+		vint("ubf", 4, false, false, V, OPS(OP(CONST, 0, 0xabcd), OP(SHR, 4, 0),
+						     OP(BITS, 5, 0))),
+		vint("sbf", 4, true, false, V, OPS(OP(CONST, 0, 0xf0), OP(SHR, 4, 0),
+						    OP(BITS, 4, 1))),
 		vint("bad", 4, false, false, A, OPS(OP(CONST, 0, 0x10))),
 		vtyped("name", DP_FT_STRING, 0, V, OPS(OP(REG, RDI, 24), OP(DEREF, 8, 0))),
 		vtyped("d", DP_FT_DOUBLE, 8, V, OPS(OP(REG, X0, 0))),
@@ -493,7 +498,7 @@ static void scenario_values(void)
 	      f("{ p = %s, i = %d, _i_error = 0, u16 = %u, _u16_error = 0, h = %s, _h_error = 0, "
 		"hi = %s, _hi_error = 0, neg = %d, _neg_error = 0, inner_v = %ld, "
 		"_inner_v_error = 0, b = 1, _b_error = 0, pc = %s, _pc_error = 0, k = -2, "
-		"neg64 = %d, _neg64_error = 0, u16z = 65535, bad = 0, _bad_error = 14, name = \"%s\", _name_error = 0, ",
+		"neg64 = %d, _neg64_error = 0, u16z = 65535, ubf = 28, sbf = -1, bad = 0, _bad_error = 14, name = \"%s\", _name_error = 0, ",
 		hex(addr_of(&t)), t.i, t.u16, hex(t.h), hex(t.h >> 32), t.neg, inner.v,
 		hex(t.u16 | 7u << 16), t.neg, t.name),
 	      /* babeltrace2 prints doubles as %g does */

@@ -121,7 +121,7 @@ static const uint16_t all_types[] = {
 	DP_APP_NOTE_INSTALLED_REPLY, DP_APP_NOTE_REMOVED, DP_APP_NOTE_REMOVED_REPLY,
 	DP_APP_LIST, DP_APP_LIST_REPLY, DP_APP_PING, DP_APP_PING_REPLY, DP_APP_GO,
 	DP_APP_GO_REPLY, DP_APP_DEFINE_PROBE_EXT, DP_APP_DEFINE_PROBE_EXT_REPLY,
-	DP_APP_UNSUPPORTED, DP_APP_REFUSE,
+	DP_APP_MAPPED, DP_APP_MAPPED_REPLY, DP_APP_UNSUPPORTED, DP_APP_REFUSE,
 };
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -184,6 +184,10 @@ static void sample_msg(struct dp_app_msg *m, uint16_t type)
 	case DP_APP_PING:
 	case DP_APP_PING_REPLY:
 		m->ping = 0x1122334455667788ull;
+		break;
+	case DP_APP_MAPPED:
+	case DP_APP_MAPPED_REPLY:
+		m->mapped = 0x8877665544332211ull;
 		break;
 	case DP_APP_UNSUPPORTED:
 		m->unsupported = 0x0042;
@@ -311,6 +315,9 @@ static bool eq_msg(const struct dp_app_msg *a, const struct dp_app_msg *b)
 	case DP_APP_PING:
 	case DP_APP_PING_REPLY:
 		return a->ping == b->ping;
+	case DP_APP_MAPPED:
+	case DP_APP_MAPPED_REPLY:
+		return a->mapped == b->mapped;
 	case DP_APP_UNSUPPORTED:
 		return a->unsupported == b->unsupported;
 	case DP_APP_REFUSE:

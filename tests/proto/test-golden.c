@@ -106,6 +106,10 @@ static void app_sample(struct dp_app_msg *m, uint16_t type)
 	case DP_APP_PING_REPLY:
 		m->ping = 0x1122334455667788ull;
 		break;
+	case DP_APP_MAPPED:
+	case DP_APP_MAPPED_REPLY:
+		m->mapped = 0x0102030405060708ull;
+		break;
 	case DP_APP_DEFINE_PROBE_REPLY:
 	case DP_APP_DEFINE_PROBE_EXT_REPLY:
 	case DP_APP_ALLOC_CODE_REPLY:
@@ -128,7 +132,7 @@ static const uint16_t app_types[] = {
 	DP_APP_NOTE_INSTALLED_REPLY, DP_APP_NOTE_REMOVED, DP_APP_NOTE_REMOVED_REPLY,
 	DP_APP_LIST, DP_APP_LIST_REPLY, DP_APP_PING, DP_APP_PING_REPLY, DP_APP_GO,
 	DP_APP_GO_REPLY, DP_APP_UNSUPPORTED, DP_APP_REFUSE, DP_APP_DEFINE_PROBE_EXT,
-	DP_APP_DEFINE_PROBE_EXT_REPLY,
+	DP_APP_DEFINE_PROBE_EXT_REPLY, DP_APP_MAPPED, DP_APP_MAPPED_REPLY,
 };
 
 /* ---- the client protocol's samples ------------------------------------- */

@@ -9,14 +9,14 @@
 #              entry window, in the same process as A's probe (they combine);
 #   a program started with the agent preloaded right after the path-wide
 #   enable-event: every call it makes is recorded (it prints its own count);
+#   a shell that forks and executes `env -i cli-target` (the environment
+#   cleared) with the agent following it (LTTNG_DYNPROBE_FOLLOW_EXEC):
+#   the executed program records every call, the same events as above;
 #   --mi xml list -u (xmllint) shows both sessions' dynamic events;
 #   disable-event -u -a in A: A stops recording, B records on;
 #   save both, destroy both, load both, start: the same program with the
 #   same input records the same events with the same payloads as before;
 #   at the end foo's bytes are the file's and nothing of ours runs.
-#
-# Not here yet: a program that forks and execs (following children across
-# execve, issue item 2) has no support to test.
 . "$top_srcdir/tests/utils/tap.sh"
 . "$top_srcdir/tests/utils/sessiond.sh"
 . "$top_srcdir/tests/cli/cli.sh"
@@ -137,6 +137,22 @@ printed=$(sed -nE 's/^foo\(-?[0-9]+\) = ([0-9]+),.*/\1/p' "$DP_TMP/run1.out")
 [ -n "$rets" ] && [ "$rets" = "$printed" ]
 tap_ok $? "fb_return's ret: the values the program printed" ||
 	tap_diag "$(grep -m2 '^dynprobe:fb_return' "$DP_TMP/b1")" "$(head -2 "$DP_TMP/run1.out")"
+
+# ---- item 2: a program that forks and executes another, env cleared ------
+# bash forks, its child executes env, which executes cli-target with an
+# empty environment: the agent follows both execs.
+LD_PRELOAD=$LTTNG_DYNPROBE_AGENT LTTNG_DYNPROBE_FOLLOW_EXEC=1 bash -c \
+	'env -i "$0" 0 <"$1" >"$2" 2>&1 & echo $! >"$3"; wait $!' \
+	"$TARGET" "$DP_TMP/run1.in" "$DP_TMP/run3.out" "$DP_TMP/run3.pid"
+tap_ok $? "item 2: bash forked and executed env -i cli-target: it ran to its end"
+child=$(cat "$DP_TMP/run3.pid")
+calls=$(grep -c '^foo(' "$DP_TMP/run3.out")
+events B
+b_of "$child" >"$DP_TMP/b3"
+cmp -s "$DP_TMP/b1" "$DP_TMP/b3" && [ "$calls" -eq 300 ]
+tap_ok $? "item 2: the executed program ($child, its environment cleared) recorded every call, the same $(wc -l <"$DP_TMP/b3") events as the preloaded run" ||
+	tap_diag "$(diff "$DP_TMP/b1" "$DP_TMP/b3" | head -6)"
+
 # The running program calls foo ten times a second: B sees it soon.
 for i in $(seq 50); do
 	n_loop=$(b_of "$loop" | grep -c '^dynprobe:fb_entry:')

@@ -67,11 +67,11 @@ static void claim_sites(struct dpd_proc *p)
 		if (p->sites[i].installed && !p->sites[i].nowners)
 			idx[n++] = i;
 	for (struct dpd_event *ev = n ? dpd_events : NULL; ev; ev = ev->next) {
-		bool listed = !ev->npids, biased = false;
+		/* By pid: its processes and their descendants (a forked
+		 * child reports the patches it inherited). */
+		bool listed = !ev->npids || dpd_event_reaches(ev, p->pid), biased = false;
 		uint64_t bias = 0;
 
-		for (uint32_t k = 0; k < ev->npids; k++)
-			listed |= ev->pids[k] == (uint32_t)p->pid;
 		if ((ev->owner && ev->owner != p->uid) || !ev->enabled || !ev->obj || !listed)
 			continue;
 		for (uint32_t i = 0; i < n; i++) {
@@ -211,6 +211,14 @@ int dpd_agent_accept(void)
 			 (int)cred.pid, (int)cred.pid);
 
 	p = dpd_proc_find(cred.pid);
+	if (p && p->probe_hit && p->probe_hit != hello.hello.probe_hit) {
+		/* Another agent in that pid: the process executed a new image
+		 * (its agent followed it), or the pid was reused.  What we
+		 * knew of it is gone with the old image. */
+		dpd_info("process %d runs a new image", (int)p->pid);
+		dpd_proc_forget(p);
+		p = NULL;
+	}
 	if (!p)
 		p = dpd_proc_add(cred.pid);
 	if (!p) {
@@ -273,6 +281,42 @@ struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms)
 	}
 }
 
+/* A MAPPED (an agent's only request): its installs and its reply are to do
+ * from the main loop (a newer cookie covers the older ones). */
+static void agent_request(void *arg, struct dp_app_msg *m)
+{
+	struct dpd_proc *p = arg;
+
+	if (m->type != DP_APP_MAPPED) {
+		dpd_dbg("process %d: unexpected %s", (int)p->pid,
+			dp_app_type_name(m->type) ? dp_app_type_name(m->type) : "message");
+		return;
+	}
+	dpd_dbg("process %d: MAPPED %" PRIu64, (int)p->pid, m->mapped);
+	if (m->mapped > p->mapped) {
+		p->mapped = m->mapped;
+		p->mapped_seq = m->seq;
+	}
+}
+
+int dpd_agent_mapped_reply(struct dpd_proc *p, uint64_t cookie, uint32_t seq)
+{
+	struct dp_app_msg rep = { .type = DP_APP_MAPPED_REPLY, .seq = seq };
+	int ret;
+
+	rep.mapped = cookie;
+	if (p->mapped == cookie)
+		p->mapped = 0;
+	if (p->fd < 0)
+		return -ENOTCONN;
+	ret = dp_app_send(p->fd, &rep, DP_APP_TIMEOUT_MS);
+	if (ret) {
+		dpd_dbg("MAPPED_REPLY to %d: %s", (int)p->pid, strerror(-ret));
+		conn_lost(p);
+	}
+	return ret;
+}
+
 int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg *rep,
 		   struct dp_err *msg)
 {
@@ -285,7 +329,7 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 		dp_err_set(msg, -ENOTCONN, "the agent of process %d is not connected", (int)p->pid);
 		return -ENOTCONN;
 	}
-	ret = dp_app_call(p->fd, req, &p->seq, rep, DP_APP_TIMEOUT_MS, &why);
+	ret = dp_app_call_cb(p->fd, req, &p->seq, rep, DP_APP_TIMEOUT_MS, &why, agent_request, p);
 	if (ret == -EOPNOTSUPP) {
 		dp_err_set(msg, ret, "the agent of process %d does not know %s: it is older than "
 				     "this daemon", (int)p->pid, name);
@@ -357,11 +401,11 @@ void dpd_agent_readable(struct dpd_proc *p)
 	 * or reused by another connection): look again, without waiting. */
 	if (poll(&pfd, 1, 0) <= 0)
 		return;
-	/* Agents only answer; anything else is a closed connection or noise. */
+	/* Agents answer, and say MAPPED; anything else is a closed connection
+	 * or noise. */
 	ret = dp_app_recv(p->fd, &m, DP_APP_TIMEOUT_MS, &why);
 	if (ret == 0) {
-		dpd_dbg("process %d: unexpected %s", (int)p->pid,
-			dp_app_type_name(m.type) ? dp_app_type_name(m.type) : "message");
+		agent_request(p, &m);
 		dp_app_msg_release(&m);
 		return;
 	}

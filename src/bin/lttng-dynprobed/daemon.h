@@ -17,6 +17,7 @@
  *               batch, replacing the installed patches in one stop
  *   install.c   patching events into one process; installs pending at HELLO
  *   remove.c    taking events out of processes
+ *   sem.c       SDT semaphores raised while an event is installed
  *   mappers.c   the processes an event given by path reaches
  *   clients.c   the client protocol's requests
  *   sessions.c  noticing destroyed sessions (liblttng-ctl)
@@ -28,8 +29,9 @@
  *   main.c      -> sessions clients install remove agents state
  *   sessions.c  -> clients state
  *   clients.c   -> install remove mappers state resolve
- *   install.c   -> combine write stage agents state resolve
- *   remove.c    -> combine write stage agents state
+ *   install.c   -> sem combine write stage agents state resolve
+ *   remove.c    -> sem combine write stage agents state
+ *   sem.c       -> state resolve
  *   combine.c   -> write stage agents state resolve
  *   mappers.c   -> resolve
  *   write.c     -> stage
@@ -54,6 +56,7 @@
 #include "patch/plan.h"
 #include "proto/app.h"
 #include "proto/client.h"
+#include "spec/sdt.h"
 
 /* ---- log.c ---- */
 
@@ -145,6 +148,22 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 			 size_t note_size, struct dp_err *msg);
 
 /*
+ * An SDT event's probe (PROVIDER:NAME) in an object: its sites (dp_spec_sdt_event)
+ * into sdt, and one required point per site (points[i] is sdt->sites[i]).
+ * 0, or -errno with dp_spec_sdt_event's message.
+ */
+int dpd_resolve_sdt(struct dpd_object *o, const char *probe, struct dp_sdt_event *sdt,
+		    struct dpd_point **points, uint32_t *npoints, struct dp_err *msg);
+
+/*
+ * The argument fields of SDT site `site` for one process (load bias `bias`):
+ * sdt->nargs value contexts arg0..argN into out.  0, or -errno with a
+ * message (a symbol of a %rip operand not found).
+ */
+int dpd_resolve_sdt_args(struct dpd_object *o, const struct dp_sdt_event *sdt, size_t site,
+			 uint64_t bias, struct dp_ctx *out, struct dp_err *msg);
+
+/*
  * A context spec for one process: symbols of the object in ADDR replaced by
  * their run-time address (bias added), then parsed.  0, or -errno with a
  * message.
@@ -164,13 +183,16 @@ int dpd_resolve_ctx_at(struct dpd_object *o, const char *spec, uint64_t bias,
 		       const struct dpd_point *pt, struct dp_ctx *out, size_t max, size_t *n,
 		       struct dp_err *msg);
 
+struct dpd_event;
+
 /*
- * The ret context of a return point: typed by the function's DWARF return
- * type when typed is true (the agent computes recipes) and the DWARF says
- * (dwarf/dwarf-var.h); else rax as retval, a signed 64-bit integer.
+ * The ret context of an event's return points: typed by the probed
+ * function's DWARF return type (read at its entries: every one must agree,
+ * so that a pattern's functions of different types keep the untyped one)
+ * when typed is true (the agent computes recipes); else rax as retval, a
+ * signed 64-bit integer.  The same for every return point of the event.
  */
-int dpd_resolve_ret(struct dpd_object *o, const struct dpd_point *pt, bool typed,
-		    struct dp_ctx *out);
+int dpd_resolve_ret(struct dpd_event *ev, bool typed, struct dp_ctx *out);
 
 /*
  * Where the object is loaded in pid: its load bias (0 for a non-PIE
@@ -213,10 +235,17 @@ struct dpd_event {
 	struct dpd_point *points;
 	size_t nplan;
 	struct dp_patch *plan;		/* dp_plan_sites of the points */
+	/* DP_CLIENT_KIND_SDT: the probe's sites (points[i] is sdt.sites[i]),
+	 * their arguments, the fields they record. */
+	struct dp_sdt_event sdt;
 	/* Its shares of patches planned together with other events' points
 	 * (combine.c): kept until the event is freed, as sites point to them. */
 	struct dpd_share *shares;
 	char note[DP_CLIENT_MSG_MAX / 2];	/* from the resolution, said at ENABLE */
+	/* The return events' typed ret (dpd_resolve_ret), found once: 0 not
+	 * yet, 1 ret_ctx, -1 none (retval). */
+	int8_t ret_state;
+	struct dp_ctx ret_ctx;
 };
 
 /* An event's part of a patch planned for several events: the patch's
@@ -235,6 +264,12 @@ const char *dpd_event_point_name(const struct dpd_event *ev, const struct dpd_po
 /* ev's share pl (interned: the same one for the same content), or NULL
  * (-ENOMEM). */
 const struct dp_patch *dpd_event_share(struct dpd_event *ev, const struct dp_patch *pl);
+/*
+ * Whether an event given by pid reaches the process pid: one of its pids, or
+ * a descendant of one (what they fork inherits their patches; what they
+ * execute with the agent following them says HELLO and gets them at once).
+ */
+bool dpd_event_reaches(const struct dpd_event *ev, pid_t pid);
 /* Frees an event unlinked from the list. */
 void dpd_event_free(struct dpd_event *ev);
 void dpd_event_unlink(struct dpd_event *ev);
@@ -293,6 +328,13 @@ struct dpd_site {
 	bool installed;			/* false: replaced or removed, trampoline kept */
 };
 
+/* An SDT event whose semaphores a process holds raised (sem.c), at the
+ * object's load bias then. */
+struct dpd_sem_hold {
+	const struct dpd_event *ev;
+	uint64_t bias;
+};
+
 struct dpd_proc {
 	struct dpd_proc *next;
 	pid_t pid;
@@ -302,12 +344,17 @@ struct dpd_proc {
 	uint64_t probe_hit;
 	uint8_t minor;			/* the agent's protocol minor */
 	bool go_pending;		/* HELLO seen, pending installs and GO to do */
+	uint64_t mapped;		/* the cookie of a MAPPED to answer after the
+					   pending installs (0: none) */
+	uint32_t mapped_seq;		/* ... and its seq */
 	bool recovered;			/* its HELLO reported patches */
 	uint32_t next_id;
 	uint32_t nprobes;
 	struct dpd_probe *probes;
 	uint32_t nsites;
 	struct dpd_site *sites;
+	uint32_t nholds;
+	struct dpd_sem_hold *holds;
 };
 
 extern struct dpd_proc *dpd_procs;
@@ -354,8 +401,13 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 /* NOTE_INSTALLED and NOTE_REMOVED: 0 or -errno with a message. */
 int dpd_agent_note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dp_err *msg);
 int dpd_agent_note_removed(struct dpd_proc *p, uint64_t site, struct dp_err *msg);
-/* Data on an agent connection outside a call: it closed, or spoke out of turn. */
+/* Data on an agent connection outside a call: it closed, spoke out of turn,
+ * or said MAPPED (then the installs pending for it are to do, and the
+ * reply: p->mapped). */
 void dpd_agent_readable(struct dpd_proc *p);
+/* Answers the MAPPED of that cookie and seq (its installs done); p->mapped
+ * is cleared unless a newer one came.  0 or -errno. */
+int dpd_agent_mapped_reply(struct dpd_proc *p, uint64_t cookie, uint32_t seq);
 /* Checks what a recovered agent reports against the process's code (a
  * patch whose site holds its original bytes is forgotten, and the agent
  * told). */
@@ -463,8 +515,9 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
  */
 int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		     struct dp_client_proc *const *rps);
-/* For every process whose HELLO is waiting: the patches its agent reported
- * that no event claims restored, then what is pending installed, GO. */
+/* For every process whose HELLO (or MAPPED: a dlopen) is waiting: the
+ * patches its agent reported that no event claims restored (after HELLO),
+ * then what is pending installed, then GO (or MAPPED's reply). */
 void dpd_install_pending(void);
 
 /* ---- remove.c ---- */
@@ -478,6 +531,20 @@ void dpd_install_pending(void);
 int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp);
 /* Removes ev everywhere, adding a report entry per process when rep is set. */
 void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep);
+
+/* ---- sem.c ---- */
+
+/* Whether every semaphore of ev lies in a writable mapping of pid (the
+ * object at load bias `bias`): 0, or -errno with the reason. */
+int dpd_sem_check(const struct dpd_event *ev, pid_t pid, uint64_t bias, struct dp_err *msg);
+/* p holds ev's semaphores from now on: raised by one (read-modify-write),
+ * or, `adopt`, raised already (a forked child, a recovered agent).  Nothing
+ * for an event without semaphores, or one p holds already. */
+void dpd_sem_hold(struct dpd_proc *p, const struct dpd_event *ev, uint64_t bias, bool adopt);
+/* Lowers the semaphores of every event p holds that has no site left in p. */
+void dpd_sem_settle(struct dpd_proc *p);
+/* Adopts the semaphores of every SDT event with sites in p (after HELLO). */
+void dpd_sem_adopt(struct dpd_proc *p);
 
 /* ---- mappers.c ---- */
 

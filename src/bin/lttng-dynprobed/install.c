@@ -244,6 +244,8 @@ static int needs_combine(const struct dpd_proc *p, struct dpd_event *const *evs,
 	return !meet ? 0 : one_obj ? 1 : -1;
 }
 
+static bool installed_in(const struct dpd_proc *p, const struct dpd_event *ev);
+
 int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
 {
 	return dpd_install_many(&ev, 1, pid, &rp);
@@ -283,6 +285,11 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 				   (int)pid, (int)pid);
 			goto out;
 		}
+	}
+	for (size_t e = 0; e < nev; e++) {
+		ret = dpd_sem_check(evs[e], pid, bias[e], &msg);
+		if (ret)
+			goto out;
 	}
 	p = ensure_agent(pid, &msg);
 	if (!p) {
@@ -399,6 +406,11 @@ undo:
 		ret = -ESRCH;
 	}
 out:
+	/* Semaphores once the probes are in place (none raised for nothing). */
+	p = ret ? NULL : dpd_proc_find(pid);
+	for (size_t e = 0; p && e < nev; e++)
+		if (installed_in(p, evs[e]))
+			dpd_sem_hold(p, evs[e], bias[e], false);
 	for (size_t i = 0; i < n; i++)
 		free(ws[i].code);
 	free(ws);
@@ -463,31 +475,45 @@ static int drop_unclaimed(struct dpd_proc *p)
 	return 0;
 }
 
-static void run_pending(struct dpd_proc *p)
+/* The installs pending for p, then GO (go) and MAPPED's reply (p->mapped). */
+static void run_pending(struct dpd_proc *p, bool go)
 {
 	struct dp_app_msg req = { .type = DP_APP_GO }, rep;
 	struct dp_err msg;
 	pid_t pid = p->pid;
+	/* The MAPPED answered here: its dlopen had returned, so what it
+	 * mapped is in the maps the loop below reads.  One that comes during
+	 * the loop is answered by the next round. */
+	uint64_t cookie = p->mapped;
+	uint32_t cookie_seq = p->mapped_seq;
 
 	if (p->recovered) {
 		p->recovered = false;
 		dpd_agent_reconcile(p);
 		if (p->fd < 0 || drop_unclaimed(p) == -ESRCH || p->fd < 0)
 			return;
+		/* Patches it came with (a forked child's, a recovered agent's)
+		 * came with their semaphores raised. */
+		dpd_sem_adopt(p);
 	}
 
 	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
 		struct dp_client_proc rp;
 
 		/* By path: the owner's own processes, root's included (root
-		 * names other users' processes by pid). */
-		if (!ev->enabled || ev->npids || !ev->obj || ev->owner != p->uid)
+		 * names other users' processes by pid).  By pid: those
+		 * processes and their descendants. */
+		if (!ev->enabled || !ev->obj)
+			continue;
+		if (ev->npids ? (ev->owner != 0 && ev->owner != p->uid) || !dpd_event_reaches(ev, pid)
+			      : ev->owner != p->uid)
 			continue;
 		if (installed_in(p, ev) || !dpd_object_mapped(ev->obj, pid))
 			continue;
 		memset(&rp, 0, sizeof(rp));
 		dpd_install(ev, pid, &rp);
-		dpd_info("process %d started with the agent: %s: %s", (int)pid, ev->names[0],
+		dpd_info("process %d %s: %s: %s", (int)pid,
+			 go ? "started with the agent" : "mapped the object (dlopen)", ev->names[0],
 			 rp.status ? rp.message : "installed");
 		free(rp.sites);
 		/* The process may have gone meanwhile. */
@@ -495,11 +521,17 @@ static void run_pending(struct dpd_proc *p)
 		if (!p || p->fd < 0)
 			return;
 	}
-	if (p->minor < 1)
-		return;	/* an agent that does not know GO does not wait for it */
-	if (dpd_agent_call(p, &req, &rep, &msg))
-		dpd_info("GO to process %d: %s", (int)pid, msg.msg);
-	dp_app_msg_release(&rep);
+	/* An agent that does not know GO does not wait for it. */
+	if (go && p->minor >= 1) {
+		if (dpd_agent_call(p, &req, &rep, &msg))
+			dpd_info("GO to process %d: %s", (int)pid, msg.msg);
+		dp_app_msg_release(&rep);
+		p = dpd_proc_find(pid);
+		if (!p || p->fd < 0)
+			return;
+	}
+	if (cookie)
+		dpd_agent_mapped_reply(p, cookie, cookie_seq);
 }
 
 void dpd_install_pending(void)
@@ -511,10 +543,12 @@ void dpd_install_pending(void)
 	while (again) {
 		again = false;
 		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
-			if (!p->go_pending || p->fd < 0)
+			bool go = p->go_pending;
+
+			if ((!go && !p->mapped) || p->fd < 0)
 				continue;
 			p->go_pending = false;
-			run_pending(p);
+			run_pending(p, go);
 			again = true;
 			break;
 		}

@@ -44,6 +44,9 @@ static int remove_combined(struct dpd_event *ev, struct dpd_proc *p, struct dp_c
 	}
 	if (ret)
 		dpd_err("remove from %d: %s", (int)pid, msg.msg);
+	p = dpd_proc_find(pid);
+	if (p)
+		dpd_sem_settle(p);
 	if (rp) {
 		rp->status = ret;
 		snprintf(rp->message, sizeof(rp->message), "%s", ret ? msg.msg : "");
@@ -141,6 +144,7 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 		}
 		dpd_err("remove from %d: %s", (int)pid, msg.msg);
 	}
+	dpd_sem_settle(p);
 out:
 	for (size_t i = 0; i < n; i++)
 		free(ws[i].code);

@@ -257,6 +257,38 @@ int dpd_resolve_location(struct dpd_object *o, const char *location, uint8_t kin
 	return 0;
 }
 
+/* ---- SDT probes ------------------------------------------------------- */
+
+int dpd_resolve_sdt(struct dpd_object *o, const char *probe, struct dp_sdt_event *sdt,
+		    struct dpd_point **points, uint32_t *npoints, struct dp_err *msg)
+{
+	struct dpd_point *pts;
+	int ret;
+
+	*points = NULL;
+	*npoints = 0;
+	ret = dp_spec_sdt_event(dp_object_elf(o->obj), probe, sdt, msg);
+	if (ret)
+		return ret;
+	if (sdt->nsites > DP_APP_MAX_PATCHES) {
+		ret = dp_err_set(msg, -E2BIG, "%s:%s has %zu sites in %s, more than the %u one "
+				 "process can hold", sdt->provider, sdt->name, sdt->nsites, o->path,
+				 DP_APP_MAX_PATCHES);
+		dp_spec_sdt_event_release(sdt);
+		return ret;
+	}
+	pts = calloc(sdt->nsites, sizeof(*pts));
+	if (!pts) {
+		dp_spec_sdt_event_release(sdt);
+		return dp_err_set(msg, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < sdt->nsites; i++)
+		pts[i] = (struct dpd_point){ sdt->sites[i].pc, DPD_ROLE_PROBE, false };
+	*points = pts;
+	*npoints = (uint32_t)sdt->nsites;
+	return 0;
+}
+
 /* ---- contexts --------------------------------------------------------- */
 
 /* The run-time address of a symbol a context's ADDR names. */
@@ -274,6 +306,23 @@ static int ctx_symbol(void *arg, const char *name, uint64_t *value, struct dp_er
 		return dp_err_set(err, -ENOENT, "symbol '%s' not found in %s: give a symbol of "
 				  "that object, a number or a register", name, s->o->path);
 	*value += s->bias;
+	return 0;
+}
+
+int dpd_resolve_sdt_args(struct dpd_object *o, const struct dp_sdt_event *sdt, size_t site,
+			 uint64_t bias, struct dp_ctx *out, struct dp_err *msg)
+{
+	struct ctx_symbols s = { o, bias };
+	const struct dp_sdt_probe *sp = &sdt->sites[site];
+
+	for (unsigned k = 0; k < sdt->nargs; k++) {
+		int ret = dp_spec_sdt_arg_ctx(&sdt->args[site].v[k], &sdt->types[k],
+					      sdt->types[k].name, ctx_symbol, &s, &out[k], msg);
+
+		if (ret)
+			return dp_err_prefix(msg, "%s:%s at 0x%" PRIx64 ", argument %u ('%s'): ",
+					     sdt->provider, sdt->name, sp->pc, k, sp->args);
+	}
 	return 0;
 }
 
@@ -350,16 +399,42 @@ int dpd_resolve_ctx_at(struct dpd_object *o, const char *spec, uint64_t bias,
 	return ret;
 }
 
-int dpd_resolve_ret(struct dpd_object *o, const struct dpd_point *pt, bool typed,
-		    struct dp_ctx *out)
+/* The DWARF's typed ret for ev, once: 1 found (in ev->ret_ctx), -1 none. */
+static int8_t event_ret(struct dpd_event *ev)
 {
-	struct dp_dwarf_at at = { .elf = dp_elf_handle(dp_object_elf(o->obj)), .pc = pt->vaddr };
+	struct dpd_object *o = ev->obj;
+	struct dp_dwarf_at at = { .elf = dp_elf_handle(dp_object_elf(o->obj)) };
+	char first[DP_CLIENT_CTX_MAX] = "", one[DP_CLIENT_CTX_MAX];
+	struct dp_ctx c;
 
-	/* Every return point of every process asks: an object without DWARF
-	 * is looked up once (a var: context looks again). */
-	if (typed && !((struct obj_priv *)o)->no_dwarf && !object_dwarf(o, &at.dbg, NULL) &&
-	    !dp_dwarf_ret_compile(&at, out, NULL))
+	if (((struct obj_priv *)o)->no_dwarf || object_dwarf(o, &at.dbg, NULL))
+		return -1;
+	for (uint32_t i = 0; i < ev->npoints; i++) {
+		if (ev->points[i].role != DPD_ROLE_ENTRY)
+			continue;
+		at.pc = ev->points[i].vaddr;
+		if (dp_dwarf_ret_compile(&at, &c, NULL))
+			return -1;
+		dp_ctx_format(&c, one, sizeof(one));
+		if (first[0] && strcmp(first, one))
+			return -1;	/* functions of different return types */
+		snprintf(first, sizeof(first), "%s", one);
+		ev->ret_ctx = c;
+	}
+	return first[0] ? 1 : -1;
+}
+
+int dpd_resolve_ret(struct dpd_event *ev, bool typed, struct dp_ctx *out)
+{
+	/* Every return point of every process asks: the answer is kept with
+	 * the event, and an object without DWARF is looked up once (a var:
+	 * context looks again). */
+	if (!ev->ret_state)
+		ev->ret_state = event_ret(ev);
+	if (typed && ev->ret_state > 0) {
+		*out = ev->ret_ctx;
 		return 0;
+	}
 	return dp_ctx_parse("retval", NULL, NULL, out, NULL);
 }
 

@@ -105,6 +105,14 @@ static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_
 	struct dpd_probe *pr;
 	int ret;
 
+	/* An SDT site records its own arguments first, as its spec says. */
+	if (ev->kind == DP_CLIENT_KIND_SDT) {
+		ret = dpd_resolve_sdt_args(ev->obj, &ev->sdt, (size_t)(pt - ev->points), bias, ctx,
+					   msg);
+		if (ret)
+			return ret;
+		n = ev->sdt.nargs;
+	}
 	for (uint32_t i = 0; i < ev->nctx; i++) {
 		size_t got;
 
@@ -115,7 +123,7 @@ static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_
 		n += (uint32_t)got;
 	}
 	if (pt->role == DPD_ROLE_RETURN &&
-	    dpd_resolve_ret(ev->obj, pt, p->minor >= DP_APP_MINOR_DEFINE_EXT, &ctx[n]) == 0)
+	    dpd_resolve_ret(ev, p->minor >= DP_APP_MINOR_DEFINE_EXT, &ctx[n]) == 0)
 		n++;
 	ctx_sig(ctx, n, flags, sig, sizeof(sig));
 	for (uint32_t i = 0; i < p->nprobes; i++) {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "proc/proc-status.h"
 #include "dwarf/dwarf-var.h"
 #include "spec/spec.h"
 
@@ -58,10 +59,17 @@ void dpd_event_unlink(struct dpd_event *ev)
 			break;
 		}
 	}
-	/* Patches it could not be taken out of still serve its probes. */
-	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
+	/* Patches it could not be taken out of still serve its probes (and
+	 * their semaphores stay raised: no event to lower them for). */
+	for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
 		for (uint32_t i = 0; i < p->nsites; i++)
 			dpd_site_disown(&p->sites[i], ev);
+		for (uint32_t i = 0; i < p->nholds;)
+			if (p->holds[i].ev == ev)
+				p->holds[i] = p->holds[--p->nholds];
+			else
+				i++;
+	}
 }
 
 void dpd_event_free(struct dpd_event *ev)
@@ -72,6 +80,7 @@ void dpd_event_free(struct dpd_event *ev)
 	free(ev->ctx);
 	free(ev->points);
 	free(ev->plan);
+	dp_spec_sdt_event_release(&ev->sdt);
 	while (ev->shares) {
 		struct dpd_share *sh = ev->shares;
 
@@ -183,13 +192,27 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 	uint64_t *vaddrs;
 	int ret;
 
+	ev->ret_state = 0;
 	ev->obj = dpd_object_get(ev->path, msg);
 	if (!ev->obj)
 		return -ENOENT;
-	ret = dpd_resolve_location(ev->obj, ev->location, ev->kind, &ev->points, &ev->npoints,
-				   ev->note, sizeof(ev->note), msg);
+	if (ev->kind == DP_CLIENT_KIND_SDT)
+		ret = dpd_resolve_sdt(ev->obj, ev->location, &ev->sdt, &ev->points, &ev->npoints,
+				      msg);
+	else
+		ret = dpd_resolve_location(ev->obj, ev->location, ev->kind, &ev->points,
+					   &ev->npoints, ev->note, sizeof(ev->note), msg);
 	if (ret)
 		return ret;
+	/* Every site's arguments compile now, at bias 0: a process only
+	 * changes the numbers. */
+	for (size_t i = 0; i < ev->sdt.nsites; i++) {
+		struct dp_ctx args[DP_SDT_ARGS_MAX];
+
+		ret = dpd_resolve_sdt_args(ev->obj, &ev->sdt, i, 0, args, msg);
+		if (ret)
+			return ret;
+	}
 	/* Contexts are checked now, with the object's symbols at bias 0: a
 	 * process only changes the numbers. */
 	for (uint32_t i = 0; i < ev->nctx; i++) {
@@ -273,6 +296,7 @@ void dpd_proc_forget(struct dpd_proc *p)
 		close(p->fd);
 	free(p->probes);
 	free(p->sites);
+	free(p->holds);
 	free(p);
 }
 
@@ -524,4 +548,19 @@ void dpd_state_load(void)
 	}
 	free(line);
 	fclose(f);
+}
+
+bool dpd_event_reaches(const struct dpd_event *ev, pid_t pid)
+{
+	for (int up = 0; pid > 1 && up < 64; up++) {
+		struct dp_proc_status st;
+
+		for (uint32_t i = 0; i < ev->npids; i++)
+			if ((pid_t)ev->pids[i] == pid)
+				return true;
+		if (dp_proc_status_read(pid, 0, &st))
+			return false;
+		pid = st.ppid;
+	}
+	return false;
 }

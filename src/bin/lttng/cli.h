@@ -146,6 +146,11 @@ int dp_check_location(const char *path, const char *location, int kind, struct d
 /* The kind of --function a --copies=all|out-of-line|inlined gives; 0 or
  * -EINVAL with the words. */
 int dp_copies_kind(const char *arg, int *kind, struct dp_err *err);
+/* The same for SDT probes: the PROVIDER:NAME of every probe of path the
+ * pattern names (*names malloc'd, dp_spec_sdt_names_free), each checked as
+ * the daemon will (its sites' argument specs).  0 or -errno. */
+int dp_check_sdt(const char *path, const char *pattern, char ***names, size_t *n,
+		 struct dp_err *err);
 
 /*
  * The machine interface (mi.c): --mi xml, the stock lttng's MI 4.1

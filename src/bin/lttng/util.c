@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "spec/sdt.h"
 #include "patch/analysis.h"
 #include "elf/elf.h"
 
@@ -413,6 +414,32 @@ char *dp_abs_path(const char *path, struct dp_err *err)
 		dp_err_set(err, -errno, "%s: %s (--path names the executable or shared library "
 			   "to probe)", path, strerror(errno));
 	return real;
+}
+
+int dp_check_sdt(const char *path, const char *pattern, char ***names, size_t *n,
+		 struct dp_err *err)
+{
+	struct dp_object *obj = dp_object_open(path);
+	int ret;
+
+	*names = NULL;
+	*n = 0;
+	if (!obj)
+		return dp_err_set(err, -errno, "%s: %s", path, dp_elf_strerror(errno));
+	ret = dp_spec_sdt_names(dp_object_elf(obj), pattern, names, n, err);
+	for (size_t i = 0; !ret && i < *n; i++) {
+		struct dp_sdt_event ev;
+
+		ret = dp_spec_sdt_event(dp_object_elf(obj), (*names)[i], &ev, err);
+		dp_spec_sdt_event_release(&ev);
+	}
+	if (ret) {
+		dp_spec_sdt_names_free(*names, *n);
+		*names = NULL;
+		*n = 0;
+	}
+	dp_object_close(obj);
+	return ret;
 }
 
 int dp_copies_kind(const char *arg, int *kind, struct dp_err *err)

@@ -14,6 +14,7 @@
 
 #include "control.h"
 #include "events.h"
+#include "follow.h"
 #include "hit.h"
 
 /*
@@ -38,6 +39,7 @@ __attribute__((constructor)) static void dpa_agent_init(void)
 	 * any hit (see probe.c for the others). */
 	dpa_events_thread_init();
 	dpa_self.events_ready = true;
+	dpa_follow_setup();
 	if (dpa_control_start)
 		dpa_control_start();
 }

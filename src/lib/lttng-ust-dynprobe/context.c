@@ -181,6 +181,11 @@ static int value_run(const struct dp_value *v, const struct dp_field_desc *type,
 		case DP_VOP_ZEXT:
 			stack[sp - 1] &= (1ull << (o->arg * 8)) - 1;
 			break;
+		case DP_VOP_BITS:
+			x = stack[sp - 1] << (64 - o->arg);
+			stack[sp - 1] = o->imm ? (uint64_t)((int64_t)x >> (64 - o->arg))
+					       : x >> (64 - o->arg);
+			break;
 		case DP_VOP_PIECE:
 			x = stack[--sp];
 			if (o->arg < 8)

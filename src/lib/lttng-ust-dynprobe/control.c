@@ -63,6 +63,11 @@ static struct {
 
 	bool started, atfork_done, debug;
 	bool stopping;			/* dpa_control_stop was called (atomic) */
+	unsigned wait_ms;		/* the constructor's wait (0: none, injected) */
+	/* Connected (HELLO answered) and serving, with the daemon's minor:
+	 * both atomic, read by dlopen's callers. */
+	bool serving;
+	uint8_t daemon_minor;
 	uint32_t seq;			/* our own messages' sequence numbers */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 } ctl = {
@@ -80,6 +85,11 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool released;
+	/* dlopen's waits: MAPPED cookies sent, and the latest answered
+	 * (every cookie up to it); `ended` counts lost connections, which
+	 * end the waits begun before. */
+	uint64_t mapped_sent, mapped_done;
+	uint64_t ended;
 } go = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
@@ -92,6 +102,33 @@ static void go_release(void)
 	pthread_cond_broadcast(&go.cond);
 	pthread_mutex_unlock(&go.lock);
 }
+
+/* The daemon answered MAPPED up to `cookie`. */
+static void mapped_release(uint64_t cookie)
+{
+	pthread_mutex_lock(&go.lock);
+	if (cookie > go.mapped_done)
+		go.mapped_done = cookie;
+	pthread_cond_broadcast(&go.cond);
+	pthread_mutex_unlock(&go.lock);
+}
+
+/* The connection is over: no MAPPED sent on it will be answered. */
+static void serving_end(void)
+{
+	__atomic_store_n(&ctl.serving, false, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&go.lock);
+	go.ended++;
+	pthread_cond_broadcast(&go.cond);
+	pthread_mutex_unlock(&go.lock);
+}
+
+/* Set in the control thread (the one that answers must never wait). */
+static __thread bool in_control_thread;
+
+/* Serializes sends on the connection: the control thread's replies and
+ * MAPPED from the threads that dlopen. */
+static pthread_mutex_t send_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Debug lines (LTTNG_DYNPROBE_DEBUG) on stderr, one write each: the
  * program's stdio buffers are never touched. */
@@ -454,7 +491,9 @@ static int reply(int fd, const struct dp_app_msg *m)
 
 	if (!fd_is_ours(fd))
 		return -EBADF;
+	pthread_mutex_lock(&send_lock);
 	ret = dp_app_send(fd, m, DP_APP_TIMEOUT_MS);
+	pthread_mutex_unlock(&send_lock);
 	if (ret)
 		dbg("cannot send %s: %s", dp_app_type_name(m->type), err_text(ret));
 	return ret;
@@ -508,6 +547,11 @@ static int serve_one(int fd, const struct dp_app_msg *req)
 		dbg("GO");
 		go_release();
 		return ret;
+	case DP_APP_MAPPED_REPLY:
+		/* Our own request's answer: nothing to send back. */
+		dbg("MAPPED_REPLY %llu", (unsigned long long)req->mapped);
+		mapped_release(req->mapped);
+		return 0;
 	default:
 		/* Known to the codec, but not a request an agent serves. */
 		rep = (struct dp_app_msg){
@@ -647,6 +691,7 @@ static int handshake(int fd)
 	} else if (!ret) {
 		dbg("connected to the daemon (pid %u, protocol %u.%u)", rep.hello_reply.daemon_pid,
 		    rep.hello_reply.major, rep.hello_reply.minor);
+		__atomic_store_n(&ctl.daemon_minor, rep.hello_reply.minor, __ATOMIC_RELAXED);
 	}
 	dp_app_msg_release(&rep);
 	return ret;
@@ -676,6 +721,7 @@ static void *control_main(void *arg)
 	unsigned delay = DPA_CONTROL_RETRY_FIRST_MS;
 
 	pthread_setname_np(pthread_self(), THREAD_NAME);
+	in_control_thread = true;
 	while (!stopping()) {
 		int fd = conn_open();
 
@@ -684,7 +730,9 @@ static void *control_main(void *arg)
 
 			if (!ret) {
 				delay = DPA_CONTROL_RETRY_FIRST_MS;
+				__atomic_store_n(&ctl.serving, true, __ATOMIC_RELEASE);
 				serve(fd);
+				serving_end();
 				dbg("disconnected from the daemon");
 			}
 			/* Whatever happened, a waiting constructor has nothing
@@ -760,6 +808,8 @@ static void atfork_child(void)
 	 * exist here.  Start afresh, keeping the tables: the child inherited
 	 * the patches and probes, and will report them under its own pid. */
 	pthread_mutex_init(&ctl.lock, NULL);
+	pthread_mutex_init(&send_lock, NULL);
+	ctl.serving = false;
 	if (fd_is_ours(ctl.fd))
 		close(ctl.fd);
 	ctl.fd = -1;
@@ -872,12 +922,74 @@ int dpa_control_start(void)
 		ctl.atfork_done = true;
 	}
 	wait_ms = wait_ms_from_env();
+	ctl.wait_ms = wait_ms;
 	ret = thread_spawn();
 	/* The path-wide probes (and those of lttng trace) go in before the
 	 * program's main runs. */
 	if (!ret && wait_ms)
 		go_wait(wait_ms);
 	return ret;
+}
+
+bool dpa_control_mapped_wanted(void)
+{
+	return !in_control_thread && ctl.wait_ms && !stopping() && __atomic_load_n(&ctl.serving, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&ctl.daemon_minor, __ATOMIC_RELAXED) >= 2;
+}
+
+/* The deadline `ms` from now, on the clock of go.cond. */
+static struct timespec deadline(unsigned ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	return until;
+}
+
+void dpa_control_mapped_wait(void)
+{
+	struct dp_app_msg m = { .type = DP_APP_MAPPED };
+	struct timespec until;
+	uint64_t cookie, ended;
+	int fd, ret;
+
+	if (!dpa_control_mapped_wanted())
+		return;
+	pthread_mutex_lock(&ctl.lock);
+	fd = ctl.fd;
+	pthread_mutex_unlock(&ctl.lock);
+	pthread_mutex_lock(&go.lock);
+	cookie = ++go.mapped_sent;
+	ended = go.ended;
+	pthread_mutex_unlock(&go.lock);
+
+	m.seq = (uint32_t)cookie;
+	m.mapped = cookie;
+	pthread_mutex_lock(&send_lock);
+	ret = fd_is_ours(fd) ? dp_app_send(fd, &m, DP_APP_TIMEOUT_MS) : -EBADF;
+	pthread_mutex_unlock(&send_lock);
+	if (ret) {
+		dbg("cannot send MAPPED: %s", err_text(ret));
+		return;
+	}
+	dbg("MAPPED %llu: waiting for the daemon", (unsigned long long)cookie);
+	until = deadline(ctl.wait_ms == NO_LIMIT ? 0 : ctl.wait_ms);
+	pthread_mutex_lock(&go.lock);
+	while (go.mapped_done < cookie && go.ended == ended) {
+		if (ctl.wait_ms == NO_LIMIT) {
+			pthread_cond_wait(&go.cond, &go.lock);
+		} else if (pthread_cond_timedwait(&go.cond, &go.lock, &until) == ETIMEDOUT) {
+			dbg("no MAPPED_REPLY within %u ms: going on", ctl.wait_ms);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&go.lock);
 }
 
 void dpa_control_stop(void)

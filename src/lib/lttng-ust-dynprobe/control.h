@@ -40,6 +40,8 @@
 #ifndef DPA_CONTROL_H
 #define DPA_CONTROL_H
 
+#include <stdbool.h>
+
 /* Environment: logs (the socket's path: DP_APP_ENV_SOCKET, proto/app.h). */
 #define DPA_CONTROL_ENV_DEBUG "LTTNG_DYNPROBE_DEBUG"
 /* Environment: the constructor's longest wait for GO, in milliseconds. */
@@ -56,6 +58,21 @@
  * (then the agent stays inert).  Waits for the daemon's GO as above.
  */
 int dpa_control_start(void);
+
+/*
+ * Whether a dlopen that loads objects is to be waited for: a preloaded
+ * agent (one whose constructor waits, wait not turned off) connected to a
+ * daemon that knows MAPPED (app minor 2).
+ */
+bool dpa_control_mapped_wanted(void);
+
+/*
+ * After a dlopen that loaded objects: says MAPPED to the daemon and holds
+ * the caller until its reply (the daemon installed the path-wide events of
+ * what the process now maps), at most as long as the constructor's wait,
+ * and no longer than the connection lasts.  Never holds a lock meanwhile.
+ */
+void dpa_control_mapped_wait(void);
 
 /*
  * Asks the control thread to stop (process exit, unload): it drops the

@@ -1,6 +1,11 @@
 /*
- * lttng enable-event -u with --probe, --function or --userspace-probe=elf:
- * a dynamic probe event.  Everything else goes to the stock enable-event.
+ * lttng enable-event -u with --probe, --function, --sdt or
+ * --userspace-probe=elf:/sdt: a dynamic probe event.  Everything else goes
+ * to the stock enable-event.
+ *
+ * An SDT pattern (--sdt 'prov:*') names one event per probe it matches,
+ * each PROVIDER:NAME; they are enabled one after the other, and a failure
+ * takes back the ones enabled before it.
  *
  * Order, so that a failure leaves nothing behind: every argument is checked
  * first (the location against the ELF file too), then lttng-dynprobed
@@ -20,6 +25,7 @@
 
 #include "cli.h"
 #include "options.h"
+#include "spec/sdt.h"
 
 enum {
 	OPT_PID = DP_OPT_OWN,
@@ -29,6 +35,7 @@ enum {
 	OPT_PROBE,
 	OPT_FUNCTION,
 	OPT_USERSPACE_PROBE,
+	OPT_SDT,
 	OPT_FILTER,
 	OPT_EXCLUDE,
 	OPT_LOGLEVEL,
@@ -47,6 +54,7 @@ static struct poptOption options[] = {
 	{ "function", 0, POPT_ARG_STRING, NULL, OPT_FUNCTION, NULL, NULL },
 	{ "copies", 0, POPT_ARG_STRING, NULL, OPT_COPIES, NULL, NULL },
 	{ "userspace-probe", 0, POPT_ARG_STRING, NULL, OPT_USERSPACE_PROBE, NULL, NULL },
+	{ "sdt", 0, POPT_ARG_STRING, NULL, OPT_SDT, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_path),
 	{ "pid", 0, POPT_ARG_STRING, NULL, OPT_PID, NULL, NULL },
 	{ "filter", 'f', POPT_ARG_STRING, NULL, OPT_FILTER, NULL, NULL },
@@ -144,6 +152,30 @@ static void mi_print(const struct enable_args *a, const struct dp_client_report 
 	dp_mi_end(ok);
 }
 
+/* Takes one event enabled by run() out again: its name in the session,
+ * its probes in the daemon. */
+static void take_back(struct dp_cli *cli, const struct enable_args *a, const char *name)
+{
+	struct dp_client_msg req = { .type = DP_CLIENT_DISABLE }, rep;
+	struct lttng_handle *h = dp_ust_handle(a->session);
+	struct dp_err err;
+	int fd;
+
+	if (h) {
+		dp_ust_event_disable(h, name, a->channel, a->filter);
+		lttng_destroy_handle(h);
+	}
+	fd = dp_daemon_connect(cli, false, &err);
+	if (fd < 0)
+		return;
+	snprintf(req.disable.session, sizeof(req.disable.session), "%s", a->session);
+	snprintf(req.disable.channel, sizeof(req.disable.channel), "%s", a->channel);
+	snprintf(req.disable.event, sizeof(req.disable.event), "%s", a->event);
+	if (!dp_daemon_call(fd, &req, &rep, &err))
+		dp_client_msg_release(&rep);
+	close(fd);
+}
+
 static int run(struct dp_cli *cli, const struct enable_args *a)
 {
 	struct dp_client_msg req = { .type = DP_CLIENT_ENABLE }, reply, dreply;
@@ -216,6 +248,27 @@ out:
 	return ret;
 }
 
+/* Whether --path and --userspace-probe's path are one file; false with a
+ * message. */
+static bool same_file(const char *path, const char *upath)
+{
+	struct dp_err err;
+	char *p1 = dp_abs_path(path, &err), *p2;
+	bool same;
+
+	if (!p1)
+		dp_err_print(&err);
+	p2 = dp_abs_path(upath, &err);
+	if (!p2)
+		dp_err_print(&err);
+	same = p1 && p2 && !strcmp(p1, p2);
+	if (p1 && p2 && !same)
+		dp_err("--path %s and --userspace-probe's %s differ: give one", path, upath);
+	free(p1);
+	free(p2);
+	return same;
+}
+
 /* Whether every pid names a live process; the daemon checks the rest
  * (ownership, mappings).  Checked here so that a typo costs no daemon. */
 static int check_pids(const uint32_t *pids, uint32_t n)
@@ -230,10 +283,71 @@ static int check_pids(const uint32_t *pids, uint32_t n)
 	return 0;
 }
 
+/* A path without '/' as the stock --userspace-probe takes it: a file here,
+ * else a program in $PATH. */
+static char *sdt_path(const char *path, struct dp_err *err)
+{
+	const char *dirs = getenv("PATH");
+	char cand[DP_CLIENT_PATH_MAX];
+
+	if (strchr(path, '/') || !access(path, F_OK) || !dirs)
+		return dp_abs_path(path, err);
+	for (const char *d = dirs; *d;) {
+		size_t len = strcspn(d, ":");
+
+		if (snprintf(cand, sizeof(cand), "%.*s/%s", (int)len, len ? d : ".", path) <
+			    (int)sizeof(cand) && !access(cand, X_OK))
+			return dp_abs_path(cand, err);
+		d += len + (d[len] == ':');
+	}
+	return dp_abs_path(path, err);
+}
+
+/* Every probe an SDT pattern names, one event each (names from the CLI
+ * when one probe, else PROVIDER:NAME); a failure takes back the ones
+ * before it. */
+static int run_sdt(struct dp_cli *cli, struct enable_args *a, const char *event,
+		   char **probes, size_t n)
+{
+	int ret = DP_CMD_SUCCESS;
+	size_t done = 0;
+
+	if (n > 1 && event) {
+		dp_err("'%s' names %zu SDT probes (%s, %s...): an event name goes with one probe; "
+		       "give PROVIDER:NAME, or no event name (each probe's is PROVIDER:NAME)",
+		       a->location, n, probes[0], probes[1]);
+		return DP_CMD_ERROR;
+	}
+	if (n > 1 && dp_mi_xml(cli)) {
+		dp_err("--mi xml describes one event: '%s' names %zu SDT probes", a->location, n);
+		return DP_CMD_ERROR;
+	}
+	for (; done < n && ret == DP_CMD_SUCCESS; done++) {
+		struct enable_args one = *a;
+
+		one.location = probes[done];
+		one.event = event ? event : probes[done];
+		ret = run(cli, &one);
+	}
+	if (ret != DP_CMD_SUCCESS) {
+		for (size_t i = 0; i + 1 < done; i++) {
+			struct enable_args one = *a;
+
+			one.location = probes[i];
+			one.event = probes[i];
+			take_back(cli, &one, probes[i]);
+		}
+	}
+	return ret;
+}
+
 int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 {
 	struct dp_opts o = { .set = { false } };
-	const char *path, *probe, *function, *uprobe;
+	const char *path, *probe, *function, *uprobe, *sdt;
+	char **sdt_names = NULL;
+	size_t nsdt = 0;
+	char sdt_probe[DP_CLIENT_LOCATION_MAX];
 	bool u, other, has_pid = false, ours;
 	int opt, ret = DP_CMD_ERROR;
 	struct enable_args a = { .kind = 0 };
@@ -267,9 +381,10 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 	probe = o.arg[OPT_PROBE];
 	function = o.arg[OPT_FUNCTION];
 	uprobe = o.arg[OPT_USERSPACE_PROBE];
+	sdt = o.arg[OPT_SDT];
 	u = o.set[DP_OPT_USERSPACE];
 	other = o.set[DP_OPT_OTHER_DOMAIN];
-	ours = path || has_pid || (u && (probe || function || uprobe));
+	ours = path || has_pid || (u && (probe || function || uprobe || sdt));
 	if (opt < -1) {
 		/* An option the stock lttng may know better: its message, unless
 		 * the line is ours. */
@@ -307,10 +422,11 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		goto out;
 	/* --mi xml: stdout is the document alone. */
 	cli->quiet |= dp_mi_xml(cli);
-	nlocs = !!probe + !!function + !!uprobe;
+	nlocs = !!probe + !!function + !!uprobe + !!sdt;
 	if (nlocs != 1) {
-		dp_err(nlocs ? "give one of --probe, --function and --userspace-probe" :
-		       "--path and --pid need a location: --probe LOC or --function LOC");
+		dp_err(nlocs ? "give one of --probe, --function, --sdt and --userspace-probe" :
+		       "--path and --pid need a location: --probe LOC, --function LOC or --sdt "
+		       "PROVIDER:NAME");
 		goto out;
 	}
 	if (other) {
@@ -340,18 +456,45 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		names = default_name;
 		nnames = 1;
 	}
-	if (nnames != 1) {
+	/* An SDT probe has a name of its own: PROVIDER:NAME. */
+	if (nnames > 1 || (!nnames && !sdt && !(uprobe && !strncmp(uprobe, "sdt:", 4)))) {
 		dp_err(nnames ? "a dynamic probe takes one event name, got %d" :
 		       "the event name is missing: lttng enable-event -u --path PATH --probe LOC NAME",
 		       nnames);
 		goto out;
 	}
-	a.event = names[0];
-	if (dp_spec_event_name(a.event, "", full, sizeof(full), &err)) {
+	a.event = nnames ? names[0] : NULL;
+	if (a.event && dp_spec_event_name(a.event, "", full, sizeof(full), &err)) {
 		dp_err_print(&err);
 		goto out;
 	}
-	if (uprobe) {
+	if (uprobe && !strncmp(uprobe, "sdt:", 4)) {
+		if (dp_spec_sdt_probe_parse(uprobe, upath, sizeof(upath), sdt_probe,
+					    sizeof(sdt_probe), &err)) {
+			dp_err_prefix(&err, "--userspace-probe: ");
+			dp_err_print(&err);
+			goto out;
+		}
+		sdt = sdt_probe;
+		if (!path)
+			path = upath;
+		else if (!same_file(path, upath))
+			goto out;
+	}
+	if (sdt) {
+		if (!path) {
+			dp_err("--sdt needs --path: the executable or shared library whose probes "
+			       "to enable (--path /usr/bin/app --sdt PROVIDER:NAME)");
+			goto out;
+		}
+		a.path = sdt_path(path, &err);
+		a.location = sdt;
+		a.kind = DP_CLIENT_KIND_SDT;
+		if (!a.path || dp_check_sdt(a.path, sdt, &sdt_names, &nsdt, &err)) {
+			dp_err_print(&err);
+			goto out;
+		}
+	} else if (uprobe) {
 		if (dp_spec_userspace_probe_parse(uprobe, upath, sizeof(upath), &loc, &err)) {
 			dp_err_prefix(&err, "--userspace-probe: ");
 			dp_err_print(&err);
@@ -360,26 +503,8 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		/* The location part, after the path's ':' ("elf:PATH:"): a C++
 		 * name has colons of its own. */
 		a.location = strchr(uprobe + 4, ':') + 1;
-		if (path) {
-			char *p1, *p2;
-			bool same;
-
-			p1 = dp_abs_path(path, &err);
-			if (!p1)
-				dp_err_print(&err);
-			p2 = dp_abs_path(upath, &err);
-			if (!p2)
-				dp_err_print(&err);
-			same = p1 && p2 && !strcmp(p1, p2);
-
-			free(p1);
-			free(p2);
-			if (!same) {
-				dp_err("--path %s and --userspace-probe's %s differ: give one", path,
-				       upath);
-				goto out;
-			}
-		}
+		if (path && !same_file(path, upath))
+			goto out;
 		a.path = dp_abs_path(upath, &err);
 		a.kind = DP_CLIENT_KIND_PROBE;
 	} else {
@@ -396,7 +521,7 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 			goto out;
 		}
 	}
-	if (!a.path || dp_check_location(a.path, a.location, a.kind, &err)) {
+	if (!sdt && (!a.path || dp_check_location(a.path, a.location, a.kind, &err))) {
 		dp_err_print(&err);
 		goto out;
 	}
@@ -419,8 +544,9 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		ret = DP_CMD_ERROR;
 		goto out;
 	}
-	ret = run(cli, &a);
+	ret = sdt ? run_sdt(cli, &a, a.event, sdt_names, nsdt) : run(cli, &a);
 out:
+	dp_spec_sdt_names_free(sdt_names, nsdt);
 	poptFreeContext(pc);
 	free((char *)a.session);
 	free(a.path);

@@ -688,31 +688,38 @@ static void print_ranges(const struct dp_dwarf_inline *inl)
 
 static int list_inlines(const char *upath, const char *name)
 {
-	char *path = NULL, where[DP_SPEC_SYMBOL_MAX + 128];
+	char *path = NULL, where[DP_SPEC_SYMBOL_MAX + 128], fname[DP_SPEC_SYMBOL_MAX + 32];
 	struct dp_err err = DP_ERR_INIT;
 	struct dp_object *obj = NULL;
-	struct dp_spec_copies copies = { 0 };
-	const struct dp_function *fn;
+	struct dp_spec_fn_sites fs = { 0 };
+	struct dp_location loc;
 	unsigned counts[3] = { 0 };
 	size_t nrefused = 0;
 	int ret = DP_CMD_ERROR;
 
+	if (dp_spec_location_parse(name, &loc, &err)) {
+		dp_err_prefix(&err, "--inlines: ");
+		dp_err_print(&err);
+		return DP_CMD_ERROR;
+	}
+	if (loc.kind != DP_LOC_SYMBOL || loc.pattern || loc.has_offset) {
+		dp_err("--inlines takes a function's name, not %s", name);
+		return DP_CMD_ERROR;
+	}
 	if (object_open(upath, &path, &obj) || !dwarf_of(obj))
 		goto out;
-	if (dp_spec_inline_copies(obj, path, name, &copies, &err)) {
+	if (dp_spec_function_sites(obj, path, &loc, DP_SPEC_COPIES_ALL, &fs, &err)) {
 		dp_err_print(&err);
 		goto out;
 	}
-	fn = dp_object_function_by_name(obj, name);
-	if (!fn && !copies.n) {
-		dp_err("%s has no function %s, out of line or inlined (lttng list -u --path %s "
-		       "--functions lists the functions)", path, name, path);
-		goto out;
-	}
-	printf("Copies of %s in %s: %s, %zu inlined\n", name, path,
-	       fn ? "an out-of-line body" : "no out-of-line body", copies.n);
-	if (fn) {
-		printf("\n  out of line: 0x%" PRIx64 ", %" PRIu64 " bytes\n", fn->start, fn->size);
+	printf("Copies of %s in %s: %zu out-of-line bod%s, %zu inlined\n", name, path, fs.nfns,
+	       fs.nfns == 1 ? "y" : "ies", fs.copies.n);
+	for (size_t f = 0; f < fs.nfns; f++) {
+		const struct dp_function *fn = fs.fns[f];
+
+		dp_spec_function_format(fn, fname, sizeof(fname));
+		printf("\n  out of line: %s, 0x%" PRIx64 ", %" PRIu64 " bytes\n", fname, fn->start,
+		       fn->size);
 		printf("    entry    0x%-10" PRIx64 "  ", fn->start);
 		print_placement(obj, fn->start, counts);
 		for (uint32_t i = 0; i < fn->nrets; i++) {
@@ -722,8 +729,8 @@ static int list_inlines(const char *upath, const char *name)
 			print_placement(obj, fn->rets[i].addr, counts);
 		}
 	}
-	for (size_t i = 0; i < copies.n; i++) {
-		const struct dp_spec_copy *c = &copies.v[i];
+	for (size_t i = 0; i < fs.copies.n; i++) {
+		const struct dp_spec_copy *c = &fs.copies.v[i];
 
 		dp_spec_copy_format(c->inl, where, sizeof(where));
 		printf("\n  copy %zu: %s\n", i + 1, where);
@@ -747,7 +754,7 @@ static int list_inlines(const char *upath, const char *name)
 	       nrefused == 1 ? "y" : "ies");
 	ret = DP_CMD_SUCCESS;
 out:
-	dp_spec_copies_release(&copies);
+	dp_spec_fn_sites_release(&fs);
 	dp_object_close(obj);
 	free(path);
 	return ret;

@@ -16,6 +16,10 @@
  *     entry point's bytes back.
  * The probes go into CMD's process only (and what it forks): not into other
  * processes that map the same file, as `enable-event` without --pid would.
+ * With --follow-exec, the agent stays in every image CMD and its
+ * descendants execute (proto/app.h's DP_APP_ENV_FOLLOW_EXEC), and the
+ * daemon probes each one that maps the path at its start: events given by
+ * pid reach the pid's descendants.
  * CMD runs with the terminal's stdin, stdout and stderr; the CLI waits,
  * stops and destroys the session, shows the events with babeltrace2 (unless
  * --no-view), names the trace directory, and exits with CMD's exit code.
@@ -41,6 +45,7 @@
 #include "options.h"
 #include "proc/child.h"
 #include "proto/app.h"
+#include "spec/sdt.h"
 
 #ifndef DP_BABELTRACE2
 #define DP_BABELTRACE2 "babeltrace2"
@@ -56,11 +61,13 @@
 enum {
 	OPT_PROBE = DP_OPT_OWN,
 	OPT_FUNCTION,
+	OPT_SDT,
 	OPT_TYPE,
 	OPT_COMMAND,
 	OPT_OUTPUT,
 	OPT_NO_VIEW,
 	OPT_COPIES,
+	OPT_FOLLOW_EXEC,
 };
 
 static struct poptOption options[] = {
@@ -71,8 +78,10 @@ static struct poptOption options[] = {
 	{ "probe", 0, POPT_ARG_STRING, NULL, OPT_PROBE, NULL, NULL },
 	{ "function", 0, POPT_ARG_STRING, NULL, OPT_FUNCTION, NULL, NULL },
 	{ "copies", 0, POPT_ARG_STRING, NULL, OPT_COPIES, NULL, NULL },
+	{ "sdt", 0, POPT_ARG_STRING, NULL, OPT_SDT, NULL, NULL },
 	{ "type", 't', POPT_ARG_STRING, NULL, OPT_TYPE, NULL, NULL },
 	{ "no-view", 0, POPT_ARG_NONE, NULL, OPT_NO_VIEW, NULL, NULL },
+	{ "follow-exec", 0, POPT_ARG_NONE, NULL, OPT_FOLLOW_EXEC, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_help),
 	DP_OPT_INCLUDE(dp_opt_list_options),
 	POPT_TABLEEND
@@ -90,6 +99,7 @@ struct trace {
 	char output[PATH_MAX];
 	bool output_made;			/* the directory is ours to remove on failure */
 	bool created, daemon_used;
+	bool follow_exec;			/* the agent follows CMD's execs */
 	int fd;					/* the daemon */
 	char *path;				/* the object probed */
 	struct probe_arg *probes;
@@ -235,6 +245,48 @@ static int enable_names(struct trace *t, char (*names)[DP_CLIENT_EVENT_MAX], uin
 	}
 	lttng_destroy_handle(h);
 	return h && ret >= 0 ? 0 : -1;
+}
+
+/*
+ * Each --sdt pattern becomes one probe per SDT probe it names in t->path
+ * (checked as the daemon will check it), each named PROVIDER:NAME.  0, or
+ * -1 with a message.
+ */
+static int expand_sdt(struct trace *t)
+{
+	for (size_t i = 0; i < t->nprobes; i++) {
+		struct probe_arg *grown;
+		struct dp_err err;
+		char **names;
+		size_t n;
+
+		if (t->probes[i].kind != DP_CLIENT_KIND_SDT || t->probes[i].name[0])
+			continue;
+		if (dp_check_sdt(t->path, t->probes[i].location, &names, &n, &err)) {
+			dp_err_print(&err);
+			return -1;
+		}
+		grown = realloc(t->probes, (t->nprobes + n - 1) * sizeof(*grown));
+		if (!grown) {
+			dp_spec_sdt_names_free(names, n);
+			dp_err("out of memory");
+			return -1;
+		}
+		t->probes = grown;
+		free(t->probes[i].location);
+		memmove(&t->probes[i + n], &t->probes[i + 1],
+			(t->nprobes - i - 1) * sizeof(*grown));
+		for (size_t k = 0; k < n; k++) {
+			t->probes[i + k].kind = DP_CLIENT_KIND_SDT;
+			t->probes[i + k].location = names[k];
+			snprintf(t->probes[i + k].name, sizeof(t->probes[i + k].name), "%s",
+				 names[k]);
+		}
+		free(names);	/* the strings are the locations now */
+		t->nprobes += n - 1;
+		i += n - 1;
+	}
+	return 0;
 }
 
 /* The lttng names of every probe, as the daemon will name them (spec.h):
@@ -392,7 +444,7 @@ static int add_standard_contexts(struct trace *t)
  * connected to the daemon, and traced across the exec so that the parent
  * can hold it at its entry point.
  */
-static void child_exec(char **argv)
+static void child_exec(char **argv, bool follow_exec)
 {
 	const char *agent = dp_agent_path();
 	const char *old = getenv("LD_PRELOAD");
@@ -406,6 +458,8 @@ static void child_exec(char **argv)
 	}
 	setenv("LD_PRELOAD", preload, 1);
 	setenv(DP_APP_ENV_WAIT, WAIT_MS, 0);
+	if (follow_exec)
+		setenv(DP_APP_ENV_FOLLOW_EXEC, "1", 1);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGQUIT, SIG_DFL);
 	if (dp_child_traceme())
@@ -441,7 +495,7 @@ static int run_command(struct trace *t, char **argv, int *wstatus)
 		return -1;
 	}
 	if (!pid)
-		child_exec(argv);
+		child_exec(argv, t->follow_exec);
 	if (dp_wait(pid, &status))
 		return -1;
 	if (!WIFSTOPPED(status)) {
@@ -597,7 +651,7 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	const char **rest;
 
 	while ((opt = poptGetNextOpt(pc)) > 0) {
-		if (opt != OPT_TYPE && opt != OPT_PROBE && opt != OPT_FUNCTION) {
+		if (opt != OPT_TYPE && opt != OPT_PROBE && opt != OPT_FUNCTION && opt != OPT_SDT) {
 			dp_opts_take(&o, pc, opt);
 			continue;
 		}
@@ -618,7 +672,8 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 			t.probes = grown;
 			memset(&t.probes[t.nprobes], 0, sizeof(*t.probes));
 			t.probes[t.nprobes].kind = opt == OPT_PROBE ? DP_CLIENT_KIND_PROBE :
-								      DP_CLIENT_KIND_FUNCTION;
+						   opt == OPT_SDT ? DP_CLIENT_KIND_SDT :
+								    DP_CLIENT_KIND_FUNCTION;
 			t.probes[t.nprobes++].location = arg;
 		}
 	}
@@ -650,8 +705,9 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 		goto out;
 	have_we = cmd != NULL;
 	if (!t.nprobes) {
-		dp_err("nothing to probe: add --function FUNCTION or --probe LOC (for example "
-		       "lttng trace -c \"%s\" --function main)", cmd ? cmd : cmd_argv[0]);
+		dp_err("nothing to probe: add --function FUNCTION, --probe LOC or --sdt "
+		       "PROVIDER:NAME (for example lttng trace -c \"%s\" --function main)",
+		       cmd ? cmd : cmd_argv[0]);
 		goto out;
 	}
 
@@ -668,9 +724,13 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 		dp_err_print(&err);
 		goto out;
 	}
+	if (expand_sdt(&t))
+		goto out;
 	for (size_t i = 0; i < t.nprobes; i++) {
 		struct dp_location loc;
 
+		if (t.probes[i].kind == DP_CLIENT_KIND_SDT)
+			continue;	/* checked and named by expand_sdt */
 		if (t.probes[i].kind == DP_CLIENT_KIND_FUNCTION && o.arg[OPT_COPIES] &&
 		    dp_copies_kind(o.arg[OPT_COPIES], &t.probes[i].kind, &err)) {
 			dp_err_print(&err);
@@ -729,6 +789,7 @@ int dp_cmd_trace(struct dp_cli *cli, int argc, const char **argv)
 	}
 	if (create_session(&t) || enable_expected_names(&t) || add_standard_contexts(&t))
 		goto fail;
+	t.follow_exec = o.set[OPT_FOLLOW_EXEC];
 	t.fd = dp_daemon_connect(cli, true, &err);
 	if (t.fd < 0) {
 		dp_err_print(&err);

@@ -5,6 +5,7 @@
  * pieces kept apart so that a member can be taken from one of them.
  */
 #include <errno.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,13 +43,10 @@ static const char *op_name(unsigned atom)
 		return "DW_OP_entry_value (its value on entry, gone here)";
 	case DW_OP_implicit_pointer: case DW_OP_GNU_implicit_pointer:
 		return "DW_OP_implicit_pointer (a pointer the compiler removed)";
-	case DW_OP_form_tls_address: case DW_OP_GNU_push_tls_address:
-		return "a thread-local address";
 	case DW_OP_GNU_parameter_ref:
 		return "DW_OP_GNU_parameter_ref";
 	case DW_OP_regval_type: case DW_OP_GNU_regval_type:
 	case DW_OP_deref_type: case DW_OP_GNU_deref_type:
-	case DW_OP_convert: case DW_OP_GNU_convert:
 		return "a typed DWARF stack operation";
 	}
 	return NULL;
@@ -111,6 +109,74 @@ static int cfa_rule(const struct dp_dwarf_at *at, uint8_t *reg, int64_t *off,
 	return 0;
 }
 
+/* Whether elf is an executable (ET_EXEC, or ET_DYN marked DF_1_PIE): its
+ * TLS block is the first, at a fixed offset below the thread pointer. */
+static bool is_executable(Elf *elf, size_t nph)
+{
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(elf, &eh))
+		return false;
+	if (eh.e_type == ET_EXEC)
+		return true;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+		GElf_Dyn dyn;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_DYNAMIC)
+			continue;
+		d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_DYN);
+		for (int k = 0; d && gelf_getdyn(d, k, &dyn); k++)
+			if (dyn.d_tag == DT_FLAGS_1 && (dyn.d_un.d_val & DF_1_PIE))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Where an executable's TLS block starts below the thread pointer (fs_base
+ * on x86-64, TLS variant II): the loader places the executable's block first,
+ * its size rounded up to its alignment (the first byte's misalignment kept).
+ * A shared library's block is placed at run time: -EOPNOTSUPP.
+ */
+static int exe_tls_offset(Elf *elf, uint64_t *off)
+{
+	size_t nph = 0;
+
+	if (!elf || elf_getphdrnum(elf, &nph) || !is_executable(elf, nph))
+		return -EOPNOTSUPP;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		uint64_t align, first;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_TLS)
+			continue;
+		align = ph.p_align ? ph.p_align : 1;
+		if (align & (align - 1))
+			return -EOPNOTSUPP;
+		first = -ph.p_vaddr & (align - 1);
+		*off = ((ph.p_memsz - first + align - 1) & ~(align - 1)) + first;
+		return 0;
+	}
+	return -EOPNOTSUPP;
+}
+
+/* DW_OP_form_tls_address after a constant: that offset in the executable's
+ * TLS block, from fs_base. */
+static int tls_address(const struct dp_dwarf_at *at, struct vpart *p, struct dp_err *err)
+{
+	struct dp_value_op *last = p->nops ? &p->ops[p->nops - 1] : NULL;
+	uint64_t off;
+
+	if (!last || last->op != DP_VOP_CONST || exe_tls_offset(at->elf, &off))
+		return dp_err_set(err, -EOPNOTSUPP, "it is a thread-local variable of a shared "
+				  "library (only an executable's can be read at a probe)");
+	*last = (struct dp_value_op){ .op = DP_VOP_REG, .arg = DP_CTX_REG_FS_BASE,
+				      .imm = last->imm - (int64_t)off };
+	return 0;
+}
+
 /* Pushes the frame base of fn (DW_AT_frame_base) at at->pc plus off. */
 static int frame_base(const struct dp_dwarf_at *at, Dwarf_Die *fn, int64_t off, struct vpart *p,
 		      struct dp_err *err)
@@ -160,6 +226,8 @@ static int end_part(struct vloc *out, struct vpart *p, bool any, uint32_t *off, 
 				  VLOC_MAX_PARTS);
 	if (!any)
 		p->kind = VPART_NONE;
+	else if (p->kind == VPART_BAD)
+		p->nops = 0;
 	p->off = *off;
 	p->size = (uint32_t)size;
 	*off += (uint32_t)size;
@@ -167,6 +235,48 @@ static int end_part(struct vloc *out, struct vpart *p, bool any, uint32_t *off, 
 	memset(p, 0, sizeof(*p));
 	p->kind = VPART_ADDR;
 	return 0;
+}
+
+/* DW_OP_and with a constant of low bits (2^n - 1) just before: what
+ * compilers write to truncate a register to a narrow type (clang's bool),
+ * the recipe's BITS n. */
+static int and_mask(struct vpart *p, struct dp_err *err)
+{
+	struct dp_value_op *last = p->nops ? &p->ops[p->nops - 1] : NULL;
+	uint64_t m = last ? (uint64_t)last->imm : 0;
+	unsigned n = 0;
+
+	if (!last || last->op != DP_VOP_CONST || p->nops < 2 || !m || (m & (m + 1)))
+		return unsupported(DW_OP_and, err);
+	while (n < 64 && (m >> n) & 1)
+		n++;
+	if (n == 64) {
+		p->nops--;	/* and with all ones */
+		return 0;
+	}
+	*last = (struct dp_value_op){ .op = DP_VOP_BITS, .arg = (uint8_t)n, .imm = 0 };
+	return 0;
+}
+
+/* DW_OP_convert to an integer base type: truncated to its size, extended
+ * as it is signed or not (the generic type, offset 0: nothing to do). */
+static int convert(Dwarf_Attribute *attr, const Dwarf_Op *op, struct vpart *p,
+		   struct dp_err *err)
+{
+	Dwarf_Word enc, size;
+	Dwarf_Attribute a;
+	Dwarf_Die t;
+
+	if (!op->number)
+		return 0;
+	if (dwarf_getlocation_die(attr, op, &t) || dwarf_tag(&t) != DW_TAG_base_type ||
+	    !dwarf_attr(&t, DW_AT_encoding, &a) || dwarf_formudata(&a, &enc) ||
+	    dwarf_aggregate_size(&t, &size) || size < 1 || size > 8 || enc == DW_ATE_float)
+		return unsupported(op->atom, err);
+	if (size == 8)
+		return 0;
+	return vx_push(p, DP_VOP_BITS, (uint8_t)(size * 8),
+		       enc == DW_ATE_signed || enc == DW_ATE_signed_char, err);
 }
 
 /* One operation of an expression into p (a register op sets p->kind). */
@@ -214,6 +324,21 @@ static int one_op(const struct dp_dwarf_at *at, Dwarf_Attribute *attr, Dwarf_Die
 	}
 	case DW_OP_addr:
 		return vx_push(p, DP_VOP_CONST, 0, (int64_t)(op->number + at->bias), err);
+	case DW_OP_addrx:
+	case DW_OP_GNU_addr_index:
+	case DW_OP_constx:
+	case DW_OP_GNU_const_index: {
+		/* An entry of .debug_addr (DWARF 5, split DWARF): an address is
+		 * relocated like DW_OP_addr, a constant is not. */
+		Dwarf_Attribute r;
+		Dwarf_Addr v;
+
+		if (dwarf_getlocation_attr(attr, op, &r) || dwarf_formaddr(&r, &v))
+			return unsupported(a, err);
+		if (a == DW_OP_addrx || a == DW_OP_GNU_addr_index)
+			v += at->bias;
+		return vx_push(p, DP_VOP_CONST, 0, (int64_t)v, err);
+	}
 	case DW_OP_const1u: case DW_OP_const2u: case DW_OP_const4u: case DW_OP_const8u:
 	case DW_OP_const1s: case DW_OP_const2s: case DW_OP_const4s: case DW_OP_const8s:
 	case DW_OP_constu: case DW_OP_consts:
@@ -228,9 +353,23 @@ static int one_op(const struct dp_dwarf_at *at, Dwarf_Attribute *attr, Dwarf_Die
 		if (op->number != 1 && op->number != 2 && op->number != 4 && op->number != 8)
 			return unsupported(a, err);
 		return vx_push(p, DP_VOP_DEREF, (uint8_t)op->number, 0, err);
+	case DW_OP_and:
+		return and_mask(p, err);
+	case DW_OP_mul:
+		/* By a constant just pushed: the recipe's MULC. */
+		if (p->nops < 2 || p->ops[p->nops - 1].op != DP_VOP_CONST)
+			return unsupported(a, err);
+		p->ops[p->nops - 1].op = DP_VOP_MULC;
+		return 0;
+	case DW_OP_convert:
+	case DW_OP_GNU_convert:
+		return convert(attr, op, p, err);
 	case DW_OP_stack_value:
 		p->kind = VPART_VALUE;
 		return 0;
+	case DW_OP_form_tls_address:
+	case DW_OP_GNU_push_tls_address:
+		return tls_address(at, p, err);
 	case DW_OP_implicit_value:
 		if (dwarf_getlocation_implicit_value(attr, op, &b))
 			return unsupported(a, err);
@@ -249,20 +388,32 @@ static int compile_expr(const struct dp_dwarf_at *at, Dwarf_Attribute *attr, Dwa
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < nops; i++) {
+		bool has_piece = false;
+
+		for (size_t k = i; k < nops && !has_piece; k++)
+			has_piece = ops[k].atom == DW_OP_piece;
 		if (ops[i].atom == DW_OP_piece) {
 			ret = end_part(out, &p, any, &off, ops[i].number, err);
 			any = final = false;
 		} else if (ops[i].atom == DW_OP_bit_piece) {
 			return dp_err_set(err, -EOPNOTSUPP, "its location is made of bit pieces");
+		} else if (p.kind == VPART_BAD) {
+			continue;	/* the rest of a piece that does not compile */
 		} else {
 			/* After a register or a stack value, only a piece may follow. */
-			if (final)
-				return unsupported(ops[i].atom, err);
-			ret = one_op(at, attr, fn, &ops[i], &p, err);
+			ret = final ? unsupported(ops[i].atom, err)
+				    : one_op(at, attr, fn, &ops[i], &p, err);
 			any = true;
 			final = (ops[i].atom >= DW_OP_reg0 && ops[i].atom <= DW_OP_reg31) ||
 				ops[i].atom == DW_OP_regx || ops[i].atom == DW_OP_stack_value ||
 				ops[i].atom == DW_OP_implicit_value;
+			/* A piece that does not compile fails only what reads it
+			 * (another member may be in a piece that does). */
+			if (ret && ret != -E2BIG && has_piece) {
+				p.kind = VPART_BAD;
+				snprintf(p.why, sizeof(p.why), "%.199s", err ? err->msg : "");
+				ret = 0;
+			}
 		}
 		if (ret)
 			return ret;

@@ -173,8 +173,10 @@ static int details(struct dp_dwarf *dw, struct dp_dwarf_icopy *c)
 	d->name = c->name;
 	d->linkage = c->linkage;
 	d->die = c->die;
-	if (c->caller && dwarf_offdie(dw->dbg, c->caller, &caller))
+	if (c->caller && dwarf_offdie(dw->dbg, c->caller, &caller)) {
 		d->caller = dwarf_diename(&caller);
+		d->caller_linkage = linkage_of(&caller);
+	}
 	d->call_file = call_file(&die);
 	if (dwarf_attr(&die, DW_AT_call_line, &at) && !dwarf_formudata(&at, &line))
 		d->call_line = (uint32_t)line;
@@ -229,6 +231,55 @@ static int by_die(const void *a, const void *b)
 	return x->die < y->die ? -1 : x->die > y->die;
 }
 
+/* A C++ (Itanium) or Rust (v0) mangled name. */
+static bool mangled(const char *s)
+{
+	return s && s[0] == '_' && (s[1] == 'Z' || s[1] == 'R');
+}
+
+static int ensure(struct dp_dwarf *dw, struct dp_err *err)
+{
+	if (!dw->inl_done) {
+		dw->inl_done = true;
+		dw->inl_err = build(dw);
+	}
+	if (dw->inl_err)
+		return dp_err_set(err, dw->inl_err, "reading the inlined functions of %s: %s",
+				  dw->path, strerror(-dw->inl_err));
+	return 0;
+}
+
+static int by_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int dp_dwarf_inline_linkage_names(struct dp_dwarf *dw, const char ***names, size_t *n,
+				  struct dp_err *err)
+{
+	const char **v;
+	size_t k = 0, kept = 0;
+	int ret = ensure(dw, err);
+
+	*names = NULL;
+	*n = 0;
+	if (ret)
+		return ret;
+	v = malloc((dw->ncopies ? dw->ncopies : 1) * sizeof(*v));
+	if (!v)
+		return dp_err_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < dw->ncopies; i++)
+		if (dw->copies[i].linkage)
+			v[k++] = dw->copies[i].linkage;
+	qsort(v, k, sizeof(*v), by_str);
+	for (size_t i = 0; i < k; i++)
+		if (!kept || strcmp(v[kept - 1], v[i]))
+			v[kept++] = v[i];
+	*names = v;
+	*n = kept;
+	return 0;
+}
+
 int dp_dwarf_inlines(struct dp_dwarf *dw, const char *name,
 		     const struct dp_dwarf_inline ***out, size_t *n, struct dp_err *err)
 {
@@ -238,13 +289,9 @@ int dp_dwarf_inlines(struct dp_dwarf *dw, const char *name,
 
 	*out = NULL;
 	*n = 0;
-	if (!dw->inl_done) {
-		dw->inl_done = true;
-		dw->inl_err = build(dw);
-	}
-	if (dw->inl_err)
-		return dp_err_set(err, dw->inl_err, "reading the inlined functions of %s: %s",
-				  dw->path, strerror(-dw->inl_err));
+	ret = ensure(dw, err);
+	if (ret)
+		return ret;
 	hi = dw->ncopies;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -256,9 +303,7 @@ int dp_dwarf_inlines(struct dp_dwarf *dw, const char *name,
 	}
 	while (lo + nmatch < dw->ncopies && !strcmp(dw->copies[lo + nmatch].name, name))
 		nmatch++;
-	/* A linkage name (C++): the index is by DW_AT_name, so scan. */
-	if (!nmatch && !(name[0] == '_' && name[1] == 'Z'))
-		return 0;
+	/* A linkage name (C++, Rust): the index is by DW_AT_name, so scan. */
 	if (!nmatch)
 		for (size_t i = 0; i < dw->ncopies; i++)
 			if (dw->copies[i].linkage && !strcmp(dw->copies[i].linkage, name))
@@ -275,6 +320,11 @@ int dp_dwarf_inlines(struct dp_dwarf *dw, const char *name,
 		if (nmatch && i >= lo + nmatch)
 			break;
 		if (!nmatch && !(c->linkage && !strcmp(c->linkage, name)))
+			continue;
+		/* A C++ member's DW_AT_name is unqualified ("add"): a function
+		 * with a mangled linkage name is named by it alone.  (A C
+		 * function's asm label, glibc's __GI_ names, is no mangling.) */
+		if (nmatch && mangled(c->linkage) && strcmp(c->linkage, name))
 			continue;
 		if (!c->full && (ret = details(dw, c))) {
 			free(v);

@@ -245,8 +245,34 @@ static int find_member(Dwarf_Die *st, const char *name, uint64_t base, uint64_t 
 	return 0;
 }
 
+/* A bit-field's first bit from the start of its struct: DWARF 5's
+ * DW_AT_data_bit_offset, or DWARF 4's DW_AT_bit_offset (counted from the
+ * most significant bit of a storage unit of DW_AT_byte_size bytes at
+ * DW_AT_data_member_location). */
+static int bit_position(Dwarf_Die *m, uint64_t off, uint64_t bits, uint64_t *bitpos)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word w, unit;
+	Dwarf_Die t;
+
+	if (dwarf_attr_integrate(m, DW_AT_data_bit_offset, &a) && !dwarf_formudata(&a, &w)) {
+		*bitpos = off * 8 + w;	/* off: where its struct starts */
+		return 0;
+	}
+	if (!dwarf_attr_integrate(m, DW_AT_bit_offset, &a) || dwarf_formudata(&a, &w))
+		return -EOPNOTSUPP;
+	if (!dwarf_attr_integrate(m, DW_AT_byte_size, &a) || dwarf_formudata(&a, &unit)) {
+		if (vt_type_of(m, &t) || dwarf_aggregate_size(&t, &unit))
+			return -EOPNOTSUPP;
+	}
+	if (w + bits > unit * 8)
+		return -EOPNOTSUPP;
+	*bitpos = off * 8 + unit * 8 - w - bits;
+	return 0;
+}
+
 int vt_member(Dwarf_Die *stype, const char *name, const char *what, uint64_t *off,
-	      Dwarf_Die *mtype, struct dp_err *err)
+	      Dwarf_Die *mtype, uint64_t *bitpos, uint32_t *bits, struct dp_err *err)
 {
 	char names[512];
 	size_t used = 0;
@@ -260,9 +286,17 @@ int vt_member(Dwarf_Die *stype, const char *name, const char *what, uint64_t *of
 		return dp_err_set(err, -EINVAL, "'%s' has no member '%s' (its members: %s)", what,
 				  name, used ? names : "none");
 	}
-	if (dwarf_hasattr_integrate(&m, DW_AT_bit_size))
-		return dp_err_set(err, -EOPNOTSUPP, "'%s.%s' is a bit-field: bit-fields cannot be "
-				  "recorded yet", what, name);
+	*bits = 0;
+	if (dwarf_hasattr_integrate(&m, DW_AT_bit_size)) {
+		Dwarf_Attribute a;
+		Dwarf_Word w;
+
+		if (!dwarf_attr_integrate(&m, DW_AT_bit_size, &a) || dwarf_formudata(&a, &w) ||
+		    w < 1 || w > 56 || bit_position(&m, *off, w, bitpos))
+			return dp_err_set(err, -EOPNOTSUPP, "'%s.%s' is a bit-field whose place "
+					  "cannot be read", what, name);
+		*bits = (uint32_t)w;
+	}
 	if (vt_type_of(&m, mtype))
 		return dp_err_set(err, -EINVAL, "member '%s' of '%s' has no type", name, what);
 	return 0;

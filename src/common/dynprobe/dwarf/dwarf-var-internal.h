@@ -17,6 +17,7 @@ enum vpart_kind {
 	VPART_VALUE,		/* the ops leave the value itself */
 	VPART_ADDR,		/* the ops leave the value's address */
 	VPART_NONE,		/* a piece with no location: optimized out */
+	VPART_BAD,		/* a piece whose location does not compile (why) */
 };
 
 /* One part of a variable's location: the whole variable, or one
@@ -26,6 +27,7 @@ struct vpart {
 	uint32_t off, size;	/* size 0: the whole variable (no pieces) */
 	uint32_t nops;
 	struct dp_value_op ops[DP_VALUE_MAX_OPS];
+	char why[200];		/* VPART_BAD: the refusal */
 };
 
 #define VLOC_MAX_PARTS 8
@@ -78,10 +80,11 @@ int vt_scalar(Dwarf_Die *type, const char *what, enum vt_kind *kind, struct dp_f
 	      uint8_t *flags, uint32_t *maxlen, struct dp_err *err);
 
 /* A member of a (peeled) struct, union or class, anonymous members
- * searched through: its byte offset and type.  -EINVAL listing the members,
- * -EOPNOTSUPP for a bit-field. */
+ * searched through: its byte offset and type; for a bit-field, *bits its
+ * width and *bitpos its first bit from the struct's start (little-endian
+ * numbering), else *bits 0.  -EINVAL listing the members. */
 int vt_member(Dwarf_Die *stype, const char *name, const char *what, uint64_t *off,
-	      Dwarf_Die *mtype, struct dp_err *err);
+	      Dwarf_Die *mtype, uint64_t *bitpos, uint32_t *bits, struct dp_err *err);
 
 /* The element type, its size and the element count (-1: unknown) of a
  * (peeled) one-dimensional array. */

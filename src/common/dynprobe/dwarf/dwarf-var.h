@@ -15,9 +15,16 @@
  * based expression, or DW_OP_call_frame_cfa evaluated from the CFI of the
  * object at the PC: .eh_frame, else .debug_frame), call_frame_cfa, addr
  * (plus the process's load bias), lit*, const*, plus_uconst, plus, deref,
- * deref_size, stack_value, implicit_value (up to 8 bytes), piece, and
- * DW_AT_const_value.  Anything else (entry_value, implicit_pointer, TLS,
- * arithmetic) is refused naming the operation; a variable without a
+ * deref_size, stack_value, implicit_value (up to 8 bytes), piece, addrx
+ * and constx (DWARF 5's .debug_addr), and (after a constant) mul and an
+ * and with a low-bits mask, convert to an integer type,
+ * form_tls_address (an executable's thread-local variables: fs_base minus
+ * the offset of its TLS block, which the loader puts first; a shared
+ * library's block is placed at run time and refused), and
+ * DW_AT_const_value.  Anything else (entry_value, implicit_pointer,
+ * other arithmetic) is refused naming the operation, and only for what
+ * reads it (a piece that does not compile fails the members in it, not
+ * the other members); a variable without a
  * location at the PC is refused as optimized out, naming the PC ranges
  * where it has one.
  *
@@ -25,9 +32,10 @@
  * signed or not, bool (0 or 1), enums (their value, as an integer of their
  * size: the agent's event classes have no enumeration fields), pointers
  * (hex), float and double, `char *` and `char[N]` as strings (at most N,
- * else DP_CTX_STRING_DEFAULT bytes).  A struct, union or other array asks
- * for a member or an element; bit-fields and values of other sizes are
- * refused.
+ * else DP_CTX_STRING_DEFAULT bytes), bit-fields (DWARF 5's data bit
+ * offset or DWARF 4's bit offset: the bytes holding one read, shifted and
+ * extended by the recipe's BITS).  A struct, union or other array asks for
+ * a member or an element; values of other sizes are refused.
  *
  * Functions return 0 or -errno with one line for users in err: -ENOENT (no
  * such name: err lists the names in scope; no DWARF for the PC), -ENODATA
@@ -74,9 +82,10 @@ int dp_dwarf_args_compile(const struct dp_dwarf_at *at, struct dp_ctx *out, size
 			  size_t *n, struct dp_err *err);
 
 /*
- * The return value at a return site of the function around the site, typed
- * by its DWARF return type: rax for integers, enums, bool and pointers,
- * xmm0 for float and double; the context named "ret".  -ENOENT when there is
+ * The return value of the function whose entry (or inlined copy's entry) is
+ * the site, typed by its DWARF return type, to record at its return sites:
+ * rax for integers, enums, bool and pointers, xmm0 for float and double;
+ * the context named "ret".  -ENOENT when there is
  * no typed answer (no DWARF for the PC, a void function, a struct or another
  * type returned otherwise): callers keep the untyped retval.
  */

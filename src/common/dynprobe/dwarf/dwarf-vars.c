@@ -198,6 +198,32 @@ struct vcur {
 	char what[256];		/* the path so far, for messages */
 };
 
+/* Narrows a value in pieces to a part of it that spans several (a struct
+ * member that is itself a struct or an array): the pieces inside it, their
+ * offsets from its start. */
+static int cur_subpieces(struct vcur *c, uint64_t off, uint64_t size, struct dp_err *err)
+{
+	struct vloc sub = { 0 };
+
+	for (uint32_t i = 0; i < c->loc.nparts; i++) {
+		struct vpart *p = &c->loc.parts[i];
+		uint64_t end = (uint64_t)p->off + p->size;
+
+		if (end <= off || p->off >= off + size)
+			continue;
+		if (p->off < off || end > off + size)
+			return dp_err_set(err, -EOPNOTSUPP, "'%s' lies across pieces of its "
+					  "location (parts in different registers)", c->what);
+		sub.parts[sub.nparts] = *p;
+		sub.parts[sub.nparts++].off = (uint32_t)(p->off - off);
+	}
+	if (!sub.nparts)
+		return dp_err_set(err, -ENODATA, "'%s' is optimized out here (no piece of its "
+				  "location holds it)", c->what);
+	c->loc = sub;
+	return 0;
+}
+
 /* Narrows c to the bytes [off, off+size) of what it names. */
 static int cur_select(struct vcur *c, uint64_t off, uint64_t size, struct dp_err *err)
 {
@@ -213,11 +239,12 @@ static int cur_select(struct vcur *c, uint64_t off, uint64_t size, struct dp_err
 				break;
 		}
 		if (i == c->loc.nparts)
-			return dp_err_set(err, -EOPNOTSUPP, "'%s' lies across pieces of its "
-					  "location (parts in different registers)", c->what);
+			return cur_subpieces(c, off, size, err);
 		if (p->kind == VPART_NONE)
 			return dp_err_set(err, -ENODATA, "'%s' is optimized out here (that part of "
 					  "the variable has no location)", c->what);
+		if (p->kind == VPART_BAD)
+			return dp_err_set(err, -EOPNOTSUPP, "'%s': %s", c->what, p->why);
 		delta = off - p->off;
 		c->loc.parts[0] = *p;
 		c->loc.nparts = 1;
@@ -266,10 +293,47 @@ static int pointee_of(struct vcur *c, Dwarf_Die *t, Dwarf_Die *pointee, const ch
 	return 0;
 }
 
+/* Narrows c to a bit-field: the bytes holding it read (or the register
+ * holding the struct), shifted to its first bit, extended from its width
+ * as its type is signed or not.  c is a value then. */
+static int cur_bits(struct vcur *c, Dwarf_Die *stype, uint64_t bitpos, uint32_t bits,
+		    Dwarf_Die *mtype, struct dp_err *err)
+{
+	uint64_t first = bitpos / 8, need = (bitpos % 8 + bits + 7) / 8, size = 1, ssize;
+	struct dp_field_desc fd;
+	enum vt_kind kind;
+	uint8_t flags;
+	uint32_t maxlen;
+	struct vpart *p;
+	int ret;
+
+	while (size < need)
+		size *= 2;
+	/* Never read past the struct: the bytes before the field will do. */
+	if (!vt_size(stype, &ssize) && first + size > ssize && ssize >= size)
+		first = ssize - size;
+	if (vt_scalar(mtype, c->what, &kind, &fd, &flags, &maxlen, err) || kind != VT_INT)
+		return dp_err_set(err, -EOPNOTSUPP, "'%s' is a bit-field of a type that cannot "
+				  "be recorded", c->what);
+	ret = cur_select(c, first, size, err);
+	if (ret)
+		return ret;
+	p = &c->loc.parts[0];
+	if (p->kind == VPART_ADDR)
+		ret = vx_push(p, DP_VOP_DEREF, (uint8_t)size, 0, err);
+	p->kind = VPART_VALUE;
+	if (!ret && bitpos - first * 8)
+		ret = vx_push(p, DP_VOP_SHR, (uint8_t)(bitpos - first * 8), 0, err);
+	if (!ret)
+		ret = vx_push(p, DP_VOP_BITS, (uint8_t)bits, fd.is_signed, err);
+	return ret;
+}
+
 static int step_member(struct vcur *c, const struct dp_var_step *s, struct dp_err *err)
 {
 	Dwarf_Die t = c->type, mt;
-	uint64_t off, msize;
+	uint64_t off, msize, bitpos;
+	uint32_t bits;
 	int ret;
 
 	vt_peel(&t);
@@ -287,9 +351,14 @@ static int step_member(struct vcur *c, const struct dp_var_step *s, struct dp_er
 		return dp_err_set(err, -EINVAL, "'%s' is a pointer: write %s->%s", c->what,
 				  c->what, s->name);
 	}
-	ret = vt_member(&t, s->name, c->what, &off, &mt, err);
+	ret = vt_member(&t, s->name, c->what, &off, &mt, &bitpos, &bits, err);
 	if (ret)
 		return ret;
+	if (bits) {
+		ret = cur_bits(c, &t, bitpos, bits, &mt, err);
+		c->type = mt;
+		return ret;
+	}
 	if (vt_size(&mt, &msize)) {
 		Dwarf_Die p = mt;
 
@@ -399,6 +468,8 @@ static int emit_pieces(struct dp_value *v, const struct vcur *c, struct dp_err *
 		if (p->kind == VPART_NONE)
 			return dp_err_set(err, -ENODATA, "'%s' is partly optimized out here (a "
 					  "piece of it has no location)", c->what);
+		if (p->kind == VPART_BAD)
+			return dp_err_set(err, -EOPNOTSUPP, "'%s': %s", c->what, p->why);
 		if (p->off + p->size > 8)
 			return dp_err_set(err, -EOPNOTSUPP, "'%s' is held in pieces over more than "
 					  "8 bytes", c->what);
@@ -578,7 +649,7 @@ int dp_dwarf_ret_compile(const struct dp_dwarf_at *at, struct dp_ctx *out, struc
 	if (!s)
 		return dp_err_set(err, -ENOMEM, "out of memory");
 	ret = scopes_at(at, s, err);
-	fn = ret ? NULL : innermost(s, false);
+	fn = ret ? NULL : innermost(s, true);
 	if (!ret && (!fn || vt_type_of(fn, &t)))
 		ret = -ENOENT;
 	if (!ret && vt_scalar(&t, "the return value", &kind, &fd, &flags, &maxlen, NULL))
@@ -617,7 +688,9 @@ static int location_text(const struct vloc *l, char *buf, size_t size)
 								 : DP_VALUE_LOC_VALUE };
 		char one[128] = "optimized out";
 
-		if (p->kind != VPART_NONE) {
+		if (p->kind == VPART_BAD)
+			snprintf(one, sizeof(one), "cannot be read");
+		else if (p->kind != VPART_NONE) {
 			memcpy(v.ops, p->ops, p->nops * sizeof(p->ops[0]));
 			v.nops = p->nops;
 			dp_value_format(&v, one, sizeof(one));

@@ -131,6 +131,7 @@ struct dp_dwarf_inline {
 	const char *linkage;	/* its DW_AT_linkage_name, or NULL */
 	const char *caller;	/* the function (or inlined copy) it was inlined
 				 * into, innermost; NULL when unnamed */
+	const char *caller_linkage;	/* the caller's linkage name, or NULL */
 	const char *call_file;	/* where the call was: DW_AT_call_file, or NULL */
 	uint32_t call_line;	/* DW_AT_call_line, 0 when unknown */
 	uint64_t entry;		/* DW_AT_entry_pc, else the lowest address of the
@@ -143,12 +144,22 @@ struct dp_dwarf_inline {
 };
 
 /*
- * The inlined copies of the function named name (its DW_AT_name or its
- * DW_AT_linkage_name), in DIE order.  *v (malloc'd array of pointers into
+ * The inlined copies of the function named name: its DW_AT_linkage_name,
+ * or its DW_AT_name unless its linkage name is a C++ or Rust mangled one
+ * (their DW_AT_name is unqualified: "add" names no C++ member; a C
+ * function's asm label, "__GI_memcpy", is no mangling), in DIE order.  *v (malloc'd array of pointers into
  * the cache, free() it) may be empty: 0 with *n == 0.  -ENOMEM, -ELIBBAD
  * for DWARF that cannot be walked.
  */
 int dp_dwarf_inlines(struct dp_dwarf *dw, const char *name,
 		     const struct dp_dwarf_inline ***v, size_t *n, struct dp_err *err);
+
+/*
+ * The distinct linkage names of the functions that have inlined copies
+ * (C++, Rust), for matching names as their authors wrote them.  *names
+ * malloc'd (free() it; the strings are the cache's).  0 or -errno.
+ */
+int dp_dwarf_inline_linkage_names(struct dp_dwarf *dw, const char ***names, size_t *n,
+				  struct dp_err *err);
 
 #endif /* DP_DWARF_H */

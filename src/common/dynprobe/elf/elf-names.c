@@ -82,18 +82,18 @@ static bool is_rust_v0(const char *sym)
 	return sym[0] == '_' && sym[1] == 'R';
 }
 
-int dp_elf_demangle(const char *sym, char *buf, size_t size)
+static int demangle(const char *sym, int flags, bool base, char *buf, size_t size)
 {
 	char *d;
 	size_t len;
 
 	if (!maybe_mangled(sym))
 		return -EINVAL;
-	d = cplus_demangle(sym, FULL_FLAGS);
+	d = cplus_demangle(sym, flags);
 	if (!d)
 		return -EINVAL;
 	if (is_rust_v0(sym))
-		rust_tidy(d, false);
+		rust_tidy(d, base);
 	len = strlen(d);
 	if (len >= size) {
 		free(d);
@@ -102,6 +102,16 @@ int dp_elf_demangle(const char *sym, char *buf, size_t size)
 	memcpy(buf, d, len + 1);
 	free(d);
 	return 0;
+}
+
+int dp_elf_demangle(const char *sym, char *buf, size_t size)
+{
+	return demangle(sym, FULL_FLAGS, false, buf, size);
+}
+
+int dp_elf_demangle_base(const char *sym, char *buf, size_t size)
+{
+	return demangle(sym, BASE_FLAGS, true, buf, size);
 }
 
 void elf_names_release(struct elf_names *names)

@@ -128,6 +128,8 @@ int dp_elf_names(struct dp_elf *elf, const struct dp_elf_name **names, size_t *n
  * sym is no C++ or Rust mangled name, -ENAMETOOLONG when buf is too small.
  */
 int dp_elf_demangle(const char *sym, char *buf, size_t size);
+/* The same without the parameter list, as dp_elf_name.base. */
+int dp_elf_demangle_base(const char *sym, char *buf, size_t size);
 
 /*
  * Statically defined probes (elf-sdt.c): one entry per site of a

@@ -387,7 +387,17 @@ static int jumps_accept(struct dp_object *obj, struct dp_patch *jumps, size_t *n
 			uint64_t last = k->win.addr + k->win.off[k->win.ninsns - 1];
 			unsigned need = k->win.len >= PL_JMP_LEN ? PL_JMP_LEN : DP_HOP_SITE_LEN;
 			struct dp_window w;
+			/* The nop5 of a `nop; nop5` planned twice (for the nop,
+			 * and for the nop5 itself): one window, with the lead. */
+			uint8_t lead = k->win.lead;
 
+			if (p->win.addr == k->win.addr && p->win.lead > lead) {
+				lead = p->win.lead;
+				err = pl_ranges_add(&taken->windows, k->win.addr - lead, k->win.addr);
+				if (err)
+					return err;
+			}
+			k->win.lead = lead;
 			if (must < last)
 				must = last;
 			/* Grown, it must not reach a hop's bytes. */
@@ -399,6 +409,7 @@ static int jumps_accept(struct dp_object *obj, struct dp_patch *jumps, size_t *n
 				if (err)
 					return err;
 				k->win = w;
+				k->win.lead = lead;
 				/* Grown to 5 bytes, it needs no hop (its slot stays taken). */
 				if (w.len >= PL_JMP_LEN)
 					memset(&k->hop, 0, sizeof(k->hop));

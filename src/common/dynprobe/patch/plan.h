@@ -3,7 +3,12 @@
  *
  * A jump needs a window of whole instructions covering 5 bytes in which only
  * the first byte may be a branch target, every instruction can move, and a
- * call or syscall comes last.  The planner tries, in order:
+ * call or syscall comes last.  A point on a `nop; nop5` (90 0f 1f 44 00 00,
+ * an SDT site) whose nop5 no branch lands inside gets a window of the nop5
+ * alone, with the nop as its lead (struct dp_window): the nop runs in place,
+ * the trampoline serves the point's hooks first and copies nothing; the
+ * point stays the nop, so the event's ip is the SDT note's address.
+ * Otherwise the planner tries, in order:
  *   - a window starting at the point (after an endbr64, which stays put);
  *   - the same, running on into fill after a ret or jmp: nops and int3s
  *     that are no branch targets, between functions or inside one (not one

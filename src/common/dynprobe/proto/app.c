@@ -369,6 +369,7 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_PING, "PING", &dp_codec_u64, NULL },
 	{ DP_APP_GO, "GO", NULL, NULL },
 	{ DP_APP_DEFINE_PROBE_EXT, "DEFINE_PROBE_EXT", &define_ext_desc, check_define_ext },
+	{ DP_APP_MAPPED, "MAPPED", &dp_codec_u64, NULL },
 	{ DP_APP_HELLO_REPLY, "HELLO_REPLY", &hello_reply_desc, NULL },
 	{ DP_APP_DEFINE_PROBE_REPLY, "DEFINE_PROBE_REPLY", &result_value_desc, NULL },
 	{ DP_APP_ALLOC_CODE_REPLY, "ALLOC_CODE_REPLY", &result_value_desc, NULL },
@@ -378,6 +379,7 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_PING_REPLY, "PING_REPLY", &dp_codec_u64, NULL },
 	{ DP_APP_GO_REPLY, "GO_REPLY", NULL, NULL },
 	{ DP_APP_DEFINE_PROBE_EXT_REPLY, "DEFINE_PROBE_EXT_REPLY", &result_value_desc, NULL },
+	{ DP_APP_MAPPED_REPLY, "MAPPED_REPLY", &dp_codec_u64, NULL },
 	{ DP_APP_UNSUPPORTED, "UNSUPPORTED", &dp_codec_u16, NULL },
 	{ DP_APP_REFUSE, "REFUSE", &refuse_desc, NULL },
 };
@@ -391,3 +393,25 @@ static const struct dp_codec app_codec = {
 };
 
 DP_CODEC_DEFINE_API(app, app_codec)
+
+struct app_cb {
+	void (*cb)(void *arg, struct dp_app_msg *m);
+	void *arg;
+};
+
+static void app_cb_call(void *arg, void *m)
+{
+	struct app_cb *c = arg;
+
+	c->cb(c->arg, m);
+}
+
+int dp_app_call_cb(int fd, struct dp_app_msg *req, uint32_t *seq, struct dp_app_msg *reply,
+		   int timeout_ms, enum dp_proto_err *why,
+		   void (*cb)(void *arg, struct dp_app_msg *m), void *arg)
+{
+	struct app_cb c = { cb, arg };
+
+	return dp_codec_call_cb(&app_codec, fd, req, seq, reply, timeout_ms, why,
+				cb ? app_cb_call : NULL, &c);
+}

@@ -29,6 +29,8 @@
  *   0x8008    reply          (empty)
  *   0x0009  DEFINE_PROBE_EXT as DEFINE_PROBE, each ctx a ctx_ext (minor 2)
  *   0x8009    reply          as DEFINE_PROBE's
+ *   0x000A  MAPPED           cookie u64          (agent -> daemon; minor 2)
+ *   0x800A    reply          cookie u64          (daemon -> agent)
  *   0xfffe  UNSUPPORTED      type u16 (the request's)
  *   0xffff  REFUSE           major u8, minor u8, reason str
  *
@@ -87,7 +89,16 @@
  *    runs.  A preloaded agent holds its constructor until GO comes (or the
  *    wait's limit passes, or no daemon answers: the agent's control.h), so
  *    that the program runs nothing before its probes are installed; an
- *    injected agent only answers it.
+ *    injected agent only answers it;
+ *  - MAPPED goes the other way: a preloaded agent sends it when the program
+ *    mapped objects (a dlopen that loaded something), only to a daemon of
+ *    minor 2 or later, and holds the dlopen's caller until the daemon's
+ *    MAPPED_REPLY with the same cookie (or a later one) comes: the daemon
+ *    sends it once it has installed every enabled path-wide event whose
+ *    object the process now maps.  Meanwhile the daemon may send requests
+ *    as usual; it also keeps reading MAPPED while a call of its own waits
+ *    for a reply (dp_app_call_cb).  The wait is bounded as the
+ *    constructor's is; an injected agent never sends it.
  */
 #ifndef DP_PROTO_APP_H
 #define DP_PROTO_APP_H
@@ -126,6 +137,9 @@
  * default; it takes precedence over the agent's own default wait.
  */
 #define DP_APP_ENV_WAIT "LTTNG_DYNPROBE_WAIT"
+/* Set (to anything but "" or "0"), the preloaded agent keeps itself in the
+ * environment of every image the process executes (the agent's follow.h). */
+#define DP_APP_ENV_FOLLOW_EXEC "LTTNG_DYNPROBE_FOLLOW_EXEC"
 #define DP_APP_WAIT_DEFAULT_MS 10000
 
 enum dp_app_type {
@@ -138,6 +152,7 @@ enum dp_app_type {
 	DP_APP_PING = 0x0007,
 	DP_APP_GO = 0x0008,		/* minor 1 */
 	DP_APP_DEFINE_PROBE_EXT = 0x0009,	/* minor 2 */
+	DP_APP_MAPPED = 0x000A,		/* minor 2, sent by the agent */
 
 	DP_APP_HELLO_REPLY = DP_APP_HELLO | DP_FRAME_REPLY,
 	DP_APP_DEFINE_PROBE_REPLY = DP_APP_DEFINE_PROBE | DP_FRAME_REPLY,
@@ -148,6 +163,7 @@ enum dp_app_type {
 	DP_APP_PING_REPLY = DP_APP_PING | DP_FRAME_REPLY,
 	DP_APP_GO_REPLY = DP_APP_GO | DP_FRAME_REPLY,
 	DP_APP_DEFINE_PROBE_EXT_REPLY = DP_APP_DEFINE_PROBE_EXT | DP_FRAME_REPLY,
+	DP_APP_MAPPED_REPLY = DP_APP_MAPPED | DP_FRAME_REPLY,
 
 	/* The same in every protocol (frame.h): the reply to a request of an
 	 * unknown type, and "I will not talk to you" (the sender closes). */
@@ -282,6 +298,7 @@ struct dp_app_msg {
 		struct dp_app_result result;	/* the replies of the four above */
 		struct dp_app_state list_reply;
 		uint64_t ping;			/* PING and its reply: the cookie */
+		uint64_t mapped;		/* MAPPED and its reply: the cookie */
 		uint16_t unsupported;		/* the type that was not understood */
 		struct dp_app_refuse refuse;
 	};
@@ -331,6 +348,12 @@ int dp_app_recv(int fd, struct dp_app_msg *m, int timeout_ms, enum dp_proto_err 
  */
 int dp_app_call(int fd, struct dp_app_msg *req, uint32_t *seq, struct dp_app_msg *reply,
 		int timeout_ms, enum dp_proto_err *why);
+/* dp_app_call, handing a well-formed request of the peer's (MAPPED) that
+ * comes while it waits to cb(arg, msg) instead of failing; the message is
+ * released after cb returns. */
+int dp_app_call_cb(int fd, struct dp_app_msg *req, uint32_t *seq, struct dp_app_msg *reply,
+		   int timeout_ms, enum dp_proto_err *why,
+		   void (*cb)(void *arg, struct dp_app_msg *m), void *arg);
 
 /* The variable that names the app socket, for an agent and a daemon alike. */
 #define DP_APP_ENV_SOCKET "LTTNG_DYNPROBE_APP_SOCKET"

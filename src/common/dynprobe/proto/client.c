@@ -409,6 +409,7 @@ bool dp_client_kind_function(uint8_t kind)
 static const char *const kind_names[] = {
 	[DP_CLIENT_KIND_PROBE] = "probe",
 	[DP_CLIENT_KIND_FUNCTION] = "function",
+	[DP_CLIENT_KIND_SDT] = "sdt",
 	[DP_CLIENT_KIND_FUNCTION_OUTLINE] = "function-out-of-line",
 	[DP_CLIENT_KIND_FUNCTION_INLINED] = "function-inlined",
 };

@@ -72,6 +72,11 @@
  *   in the object's DWARF (kind FUNCTION_OUTLINE: the out-of-line body only;
  *   FUNCTION_INLINED: the copies only).  kind PROBE with a FILE:LINE
  *   location probes every address block of that source line.
+ *   kind SDT probes every site of the statically defined probe (a
+ *   .note.stapsdt entry) `location` names, PROVIDER:NAME, one event whose
+ *   fields arg0..argN are the probe's arguments, typed from the sites'
+ *   argument specs (spec/sdt.h), and holds the probe's semaphore raised in
+ *   each process while the event is installed there.
  *   `location` is the text as typed: ADDR | SYMBOL | SYMBOL+OFFSET, numbers
  *   in octal (0NNN), decimal or hex (0xNNN); ADDR is a virtual address of
  *   the ELF file `path` (as nm prints it).  `path` is absolute.  `pids`
@@ -211,13 +216,16 @@ enum dp_client_kind {
 					   address block of the line) */
 	DP_CLIENT_KIND_FUNCTION = 2,	/* the function's entry and returns: two events;
 					   its out-of-line body and every inlined copy */
+	DP_CLIENT_KIND_SDT = 3,		/* every site of a statically defined probe:
+					   one event (an older daemon refuses the
+					   kind as a bad value) */
 	DP_CLIENT_KIND_FUNCTION_OUTLINE = 4,	/* as FUNCTION, the out-of-line body only */
 	DP_CLIENT_KIND_FUNCTION_INLINED = 5,	/* as FUNCTION, the inlined copies only */
 };
 
 /* Whether a kind probes a function's entry and returns (two events). */
 bool dp_client_kind_function(uint8_t kind);
-/* Its name in saved sessions, --mi and listings: "probe", "function",
+/* Its name in saved sessions, --mi and listings: "probe", "function", "sdt",
  * "function-out-of-line", "function-inlined"; "?" for another value. */
 const char *dp_client_kind_str(uint8_t kind);
 /* The kind a name gives (as dp_client_kind_str), 0 when none. */

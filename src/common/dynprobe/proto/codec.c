@@ -479,6 +479,12 @@ static int send_unsupported(const struct dp_codec *c, int fd, uint16_t type, uin
 int dp_codec_call(const struct dp_codec *c, int fd, void *req, uint32_t *seq, void *reply,
 		  int timeout_ms, enum dp_proto_err *why)
 {
+	return dp_codec_call_cb(c, fd, req, seq, reply, timeout_ms, why, NULL, NULL);
+}
+
+int dp_codec_call_cb(const struct dp_codec *c, int fd, void *req, uint32_t *seq, void *reply,
+		     int timeout_ms, enum dp_proto_err *why, dp_codec_request_cb cb, void *arg)
+{
 	int send_ms = c->send_timeout_ms ? c->send_timeout_ms : timeout_ms;
 	struct dp_msg_head rq, rp;
 	int ret;
@@ -494,6 +500,14 @@ int dp_codec_call(const struct dp_codec *c, int fd, void *req, uint32_t *seq, vo
 			return ret;
 		ret = dp_codec_recv(c, fd, reply, timeout_ms, why);
 		rp = head_of(reply);
+		if (!ret && cb && !(rp.type & DP_FRAME_REPLY)) {
+			/* A request the caller knows, sent while we wait: its
+			 * business, then our reply is still to come. */
+			cb(arg, reply);
+			dp_codec_release(c, reply);
+			memset(reply, 0, c->msg_size);
+			continue;
+		}
 		if (!(c->peer_requests && ret == -EPROTO && *why == DP_PROTO_ERR_TYPE &&
 		      !(rp.type & DP_FRAME_REPLY)))
 			break;

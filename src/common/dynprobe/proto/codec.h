@@ -217,6 +217,12 @@ int dp_codec_recv(const struct dp_codec *c, int fd, void *m, int timeout_ms,
 		  enum dp_proto_err *why);
 int dp_codec_call(const struct dp_codec *c, int fd, void *req, uint32_t *seq, void *reply,
 		  int timeout_ms, enum dp_proto_err *why);
+/* A request of the peer's that arrives, well formed, while a call waits for
+ * its reply (the message is released after the call). */
+typedef void (*dp_codec_request_cb)(void *arg, void *msg);
+/* dp_codec_call, passing such requests to cb instead of failing on them. */
+int dp_codec_call_cb(const struct dp_codec *c, int fd, void *req, uint32_t *seq, void *reply,
+		     int timeout_ms, enum dp_proto_err *why, dp_codec_request_cb cb, void *arg);
 
 /*
  * Defines a protocol's API (app.h, client.h) on its codec: dp_P_type_name,

@@ -15,6 +15,8 @@
 #include "spec/sdt.h"
 #include "spec/spec-internal.h"
 
+_Static_assert(DP_SDT_REG_XMM0 == DP_VALUE_XMM0, "SDT and recipes number xmm alike");
+
 #define REG_EXPECTED "a register as %rax, %eax, %ax, %al, %r8d, %sil or %xmm0"
 
 /* A cursor over one argument, with its error carrier. */
@@ -440,4 +442,250 @@ int dp_spec_sdt_match(const struct dp_sdt_probe *probes, size_t n, const char *p
 	free(*match);
 	*match = NULL;
 	return sdt_none(probes, n, pattern, err);
+}
+
+/* ---- arguments as value recipes ----------------------------------------- */
+
+int dp_spec_sdt_arg_type(const struct dp_sdt_arg *const *args, size_t n,
+			 struct dp_field_desc *type, struct dp_err *err)
+{
+	unsigned floats = 0;
+
+	memset(type, 0, sizeof(*type));
+	type->type = DP_FT_INT;
+	for (size_t i = 0; i < n; i++) {
+		floats += args[i]->is_float;
+		if (args[i]->size > type->size)
+			type->size = args[i]->size;
+		type->is_signed |= args[i]->is_signed;
+	}
+	if (floats && floats != n)
+		return dp_err_set(err, -EINVAL, "a float at %u site%s and an integer at %zu: one "
+				  "field cannot record both", floats, floats == 1 ? "" : "s",
+				  n - floats);
+	if (floats) {
+		type->type = DP_FT_DOUBLE;
+		type->is_signed = false;
+	}
+	return 0;
+}
+
+/* The address of a memory operand, pushed. */
+static int sdt_address(const struct dp_sdt_arg *a, dp_ctx_symbol_fn symbol, void *arg,
+		       struct dp_value *v, struct dp_err *err)
+{
+	uint64_t addr;
+	int ret;
+
+	if (a->base == DP_CTX_REG_RIP) {
+		if (!a->symbol[0])
+			return dp_err_set(err, -EINVAL, "a %%rip operand without a symbol: the site "
+					  "is a nop, with no instruction to be relative to");
+		if (!symbol)
+			return dp_err_set(err, -EINVAL, "symbol '%s': no object to look it up in",
+					  a->symbol);
+		ret = symbol(arg, a->symbol, &addr, err);
+		if (ret)
+			return ret;
+		return dp_value_push(v, DP_VOP_CONST, 0, (int64_t)(addr + (uint64_t)a->disp));
+	}
+	if (a->symbol[0])
+		return dp_err_set(err, -EINVAL, "a symbol ('%s') on a register other than %%rip",
+				  a->symbol);
+	if (a->base == DP_SDT_REG_NONE)
+		ret = dp_value_push(v, DP_VOP_CONST, 0, a->disp);
+	else
+		ret = dp_value_push(v, DP_VOP_REG, a->base, a->disp);
+	if (!ret && a->index != DP_SDT_REG_NONE) {
+		ret = dp_value_push(v, DP_VOP_REG, a->index, 0);
+		if (!ret && a->scale > 1)
+			ret = dp_value_push(v, DP_VOP_MULC, 0, a->scale);
+		if (!ret)
+			ret = dp_value_push(v, DP_VOP_ADD, 0, 0);
+	}
+	return ret;
+}
+
+int dp_spec_sdt_arg_ctx(const struct dp_sdt_arg *a, const struct dp_field_desc *type,
+			const char *name, dp_ctx_symbol_fn symbol, void *arg, struct dp_ctx *out,
+			struct dp_err *err)
+{
+	struct dp_value *v = &out->value;
+	/* An integer narrower than its field is extended as its own spec says. */
+	bool widen = !a->is_float && a->size < type->size;
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->kind = DP_CTX_VALUE;
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	out->type = *type;
+	if (a->is_float)
+		out->type.size = a->size;	/* how to read the bits; the field is a double */
+	v->loc = DP_VALUE_LOC_VALUE;
+	switch (a->kind) {
+	case DP_SDT_ARG_IMM:
+		ret = dp_value_push(v, DP_VOP_CONST, 0, a->imm);
+		break;
+	case DP_SDT_ARG_REG:
+		ret = dp_value_push(v, DP_VOP_REG, a->reg, 0);
+		if (!ret && a->reg_shift)
+			ret = dp_value_push(v, DP_VOP_SHR, a->reg_shift, 0);
+		break;
+	case DP_SDT_ARG_MEM:
+		ret = sdt_address(a, symbol, arg, v, err);
+		if (ret)
+			break;
+		if (widen)
+			ret = dp_value_push(v, DP_VOP_DEREF, a->size, 0);
+		else
+			v->loc = DP_VALUE_LOC_ADDR;
+		break;
+	}
+	if (!ret && widen && a->size < 8)
+		ret = dp_value_push(v, a->is_signed ? DP_VOP_SEXT : DP_VOP_ZEXT, a->size, 0);
+	if (ret == -E2BIG)
+		ret = dp_err_set(err, -E2BIG, "the operand takes more than %u steps",
+				 DP_VALUE_MAX_OPS);
+	if (!ret)
+		ret = dp_value_check(v, &out->type, 0, err);
+	return ret;
+}
+
+/* ---- one probe's sites, as an event records them ------------------------- */
+
+void dp_spec_sdt_event_release(struct dp_sdt_event *ev)
+{
+	free(ev->sites);
+	free(ev->args);
+	memset(ev, 0, sizeof(*ev));
+}
+
+/* The sites of the one probe m[0..nm) names, copied; -EINVAL when they are
+ * several probes. */
+static int sdt_one(const char *pattern, const struct dp_sdt_probe **m, size_t nm,
+		   struct dp_sdt_event *out, struct dp_err *err)
+{
+	char others[256] = "";
+	size_t len = 0, nother = 0;
+
+	for (size_t i = 0; i < nm; i++) {
+		if (!strcmp(m[i]->provider, m[0]->provider) && !strcmp(m[i]->name, m[0]->name))
+			continue;
+		nother++;
+		if (len < sizeof(others))
+			len += (size_t)snprintf(others + len, sizeof(others) - len, ", %s:%s",
+						m[i]->provider, m[i]->name);
+	}
+	if (nother)
+		return dp_err_set(err, -EINVAL, "'%s' names more than one SDT probe (%s:%s%s): "
+				  "one event records one probe", pattern, m[0]->provider,
+				  m[0]->name, others);
+	out->sites = calloc(nm, sizeof(*out->sites));
+	out->args = calloc(nm, sizeof(*out->args));
+	if (!out->sites || !out->args)
+		return dp_err_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < nm; i++)
+		out->sites[i] = *m[i];
+	out->nsites = nm;
+	out->provider = m[0]->provider;
+	out->name = m[0]->name;
+	return 0;
+}
+
+/* Every site's arguments parsed, and their types across sites. */
+static int sdt_types(struct dp_sdt_event *ev, struct dp_err *err)
+{
+	const struct dp_sdt_arg **col = calloc(ev->nsites, sizeof(*col));
+	int ret = col ? 0 : dp_err_set(err, -ENOMEM, "out of memory");
+
+	for (size_t i = 0; !ret && i < ev->nsites; i++) {
+		ret = dp_spec_sdt_args_parse(ev->sites[i].args, &ev->args[i], err);
+		if (ret)
+			dp_err_prefix(err, "%s:%s at 0x%" PRIx64 ": ", ev->provider, ev->name,
+				      ev->sites[i].pc);
+		else if (ev->args[i].n != ev->args[0].n)
+			ret = dp_err_set(err, -EINVAL, "the sites of %s:%s disagree on the number "
+					 "of arguments (%u at 0x%" PRIx64 ", %u at 0x%" PRIx64 ")",
+					 ev->provider, ev->name, ev->args[0].n, ev->sites[0].pc,
+					 ev->args[i].n, ev->sites[i].pc);
+	}
+	ev->nargs = ret ? 0 : ev->args[0].n;
+	for (unsigned k = 0; !ret && k < ev->nargs; k++) {
+		for (size_t i = 0; i < ev->nsites; i++)
+			col[i] = &ev->args[i].v[k];
+		ret = dp_spec_sdt_arg_type(col, ev->nsites, &ev->types[k], err);
+		if (ret)
+			dp_err_prefix(err, "argument %u of %s:%s: ", k, ev->provider, ev->name);
+		snprintf(ev->types[k].name, sizeof(ev->types[k].name), "arg%u", k);
+	}
+	free(col);
+	return ret;
+}
+
+int dp_spec_sdt_event(struct dp_elf *elf, const char *probe, struct dp_sdt_event *out,
+		      struct dp_err *err)
+{
+	struct dp_sdt_probe *all = NULL;
+	const struct dp_sdt_probe **m = NULL;
+	size_t n = 0, nm = 0;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = dp_elf_sdt_probes(elf, &all, &n, err);
+	if (!ret)
+		ret = dp_spec_sdt_match(all, n, probe, &m, &nm, err);
+	if (!ret)
+		ret = sdt_one(probe, m, nm, out, err);
+	if (!ret)
+		ret = sdt_types(out, err);
+	free(m);
+	free(all);
+	if (ret)
+		dp_spec_sdt_event_release(out);
+	return ret;
+}
+
+void dp_spec_sdt_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int dp_spec_sdt_names(struct dp_elf *elf, const char *pattern, char ***names, size_t *n,
+		      struct dp_err *err)
+{
+	struct dp_sdt_probe *all = NULL;
+	const struct dp_sdt_probe **m = NULL;
+	size_t nall = 0, nm = 0;
+	int ret;
+
+	*names = NULL;
+	*n = 0;
+	ret = dp_elf_sdt_probes(elf, &all, &nall, err);
+	if (!ret)
+		ret = dp_spec_sdt_match(all, nall, pattern, &m, &nm, err);
+	if (!ret && !(*names = calloc(nm, sizeof(**names))))
+		ret = dp_err_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; !ret && i < nm; i++) {
+		char full[2 * DP_SDT_SYMBOL_MAX + 2];
+		bool seen = false;
+
+		snprintf(full, sizeof(full), "%s:%s", m[i]->provider, m[i]->name);
+		for (size_t k = 0; k < *n && !seen; k++)
+			seen = !strcmp((*names)[k], full);
+		if (seen)
+			continue;
+		(*names)[*n] = strdup(full);
+		if (!(*names)[(*n)++])
+			ret = dp_err_set(err, -ENOMEM, "out of memory");
+	}
+	free(m);
+	free(all);
+	if (ret) {
+		dp_spec_sdt_names_free(*names, *n);
+		*names = NULL;
+		*n = 0;
+	}
+	return ret;
 }

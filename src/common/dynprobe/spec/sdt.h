@@ -80,6 +80,29 @@ int dp_spec_sdt_args_parse(const char *spec, struct dp_sdt_args *out, struct dp_
 int dp_spec_sdt_arg_format(const struct dp_sdt_arg *arg, char *buf, size_t size);
 
 /*
+ * The field an argument records in an event whose sites may disagree on
+ * its type (one event, one layout): an integer as wide as the widest site's
+ * operand, signed when any site's is; a double when every site's is a float
+ * (float or double).  -EINVAL with the reason (a float at one site and an
+ * integer at another) in err.  args[i] is site i's argument.
+ */
+int dp_spec_sdt_arg_type(const struct dp_sdt_arg *const *args, size_t n,
+			 struct dp_field_desc *type, struct dp_err *err);
+
+/*
+ * One site's argument as a value recipe (spec/value.h), the DP_CTX_VALUE
+ * context `name` that records it as `type` (dp_spec_sdt_arg_type's): a
+ * narrower operand is sign- or zero-extended as its own spec says, a
+ * SYM+OFF(%rip) operand's address is the symbol's run-time address (found
+ * through `symbol`, which adds the load bias) plus OFF.  0, or -EINVAL /
+ * the lookup's -errno with the reason in err (a %rip operand without a
+ * symbol: the site is a nop, no instruction it is relative to).
+ */
+int dp_spec_sdt_arg_ctx(const struct dp_sdt_arg *a, const struct dp_field_desc *type,
+			const char *name, dp_ctx_symbol_fn symbol, void *arg, struct dp_ctx *out,
+			struct dp_err *err);
+
+/*
  * The probes of probes[0..n) a pattern names: "PROVIDER:NAME" with
  * fnmatch(3) wildcards on either side, or "NAME" alone for any provider.
  * *match (malloc'd, free() it) receives pointers into probes, in their
@@ -88,5 +111,34 @@ int dp_spec_sdt_arg_format(const struct dp_sdt_arg *arg, char *buf, size_t size)
  */
 int dp_spec_sdt_match(const struct dp_sdt_probe *probes, size_t n, const char *pattern,
 		      const struct dp_sdt_probe ***match, size_t *nmatch, struct dp_err *err);
+
+/*
+ * What an event enabling one SDT probe records: every site of PROVIDER:NAME
+ * in the object, each site's arguments parsed, and the field type of each
+ * argument across sites (dp_spec_sdt_arg_type).  `probe` is PROVIDER:NAME,
+ * or a pattern naming exactly one provider:name.  The same check for the
+ * CLI (before enabling) and the daemon.  0, or -errno with one line in err:
+ * the object has no notes (-ENOENT), no probe matches (close names), the
+ * pattern names several (listed), a site's spec does not parse (the spec
+ * shown), the sites disagree on the arguments' number or kind.
+ */
+struct dp_sdt_event {
+	const char *provider, *name;	/* into the object's notes */
+	size_t nsites;
+	struct dp_sdt_probe *sites;	/* each site's note */
+	struct dp_sdt_args *args;	/* each site's arguments */
+	unsigned nargs;
+	struct dp_field_desc types[DP_SDT_ARGS_MAX];
+};
+int dp_spec_sdt_event(struct dp_elf *elf, const char *probe, struct dp_sdt_event *out,
+		      struct dp_err *err);
+void dp_spec_sdt_event_release(struct dp_sdt_event *ev);
+
+/* The names of the probes a pattern matches, distinct, as PROVIDER:NAME,
+ * in note order (malloc'd array of *n strings, each malloc'd; free them
+ * with dp_spec_sdt_names_free).  As dp_spec_sdt_match otherwise. */
+int dp_spec_sdt_names(struct dp_elf *elf, const char *pattern, char ***names, size_t *n,
+		      struct dp_err *err);
+void dp_spec_sdt_names_free(char **names, size_t n);
 
 #endif /* DP_SPEC_SDT_H */

@@ -178,13 +178,19 @@ int dp_spec_line_resolve(struct dp_object *obj, const char *path, const struct d
 
 int dp_spec_copy_format(const struct dp_dwarf_inline *inl, char *buf, size_t size)
 {
+	char caller[DP_SPEC_SYMBOL_MAX];
+	const char *who = inl && inl->caller ? inl->caller : "?";
+
 	if (!inl)
 		return snprintf(buf, size, "out of line");
+	/* A C++ or Rust caller by its qualified name. */
+	if (inl->caller_linkage &&
+	    !dp_elf_demangle_base(inl->caller_linkage, caller, sizeof(caller)))
+		who = caller;
 	if (inl->call_file && inl->call_line)
-		return snprintf(buf, size, "inlined into %s at %s:%" PRIu32,
-				inl->caller ? inl->caller : "?", base(inl->call_file),
-				inl->call_line);
-	return snprintf(buf, size, "inlined into %s", inl->caller ? inl->caller : "?");
+		return snprintf(buf, size, "inlined into %s at %s:%" PRIu32, who,
+				base(inl->call_file), inl->call_line);
+	return snprintf(buf, size, "inlined into %s", who);
 }
 
 const char *dp_spec_ret_how_str(uint8_t how)
@@ -408,7 +414,8 @@ static int exits(struct dp_object *obj, struct dp_spec_copy *c)
 	size_t nseen = 0;
 	int ret = walk_init(&w);
 
-	walk_push(&w, inl->entry);
+	if (!ret)
+		walk_push(&w, inl->entry);
 	while (!ret && w.ntodo) {
 		uint64_t a = w.todo[--w.ntodo], next[2];
 		const struct dp_function *fa, *fn;
@@ -526,10 +533,64 @@ static int place(struct dp_object *obj, struct dp_spec_copy *c)
 	return 0;
 }
 
+static int by_die(const void *a, const void *b)
+{
+	const struct dp_dwarf_inline *x = *(const struct dp_dwarf_inline *const *)a;
+	const struct dp_dwarf_inline *y = *(const struct dp_dwarf_inline *const *)b;
+
+	return x->die < y->die ? -1 : x->die > y->die;
+}
+
+/*
+ * The copies a C++ or Rust name as written means: those of every linkage
+ * name whose demangled name, with or without its parameter list, is it.
+ */
+static int source_copies(struct dp_dwarf *dw, const char *name,
+			 const struct dp_dwarf_inline ***out, size_t *nout, struct dp_err *err)
+{
+	const struct dp_dwarf_inline **all = NULL, **v, **grown;
+	const char **names;
+	size_t nnames, n, total = 0;
+	char full[DP_SPEC_SYMBOL_MAX * 2], base_name[DP_SPEC_SYMBOL_MAX * 2];
+	int ret = dp_dwarf_inline_linkage_names(dw, &names, &nnames, err);
+
+	for (size_t i = 0; !ret && i < nnames; i++) {
+		if (dp_elf_demangle(names[i], full, sizeof(full)) ||
+		    dp_elf_demangle_base(names[i], base_name, sizeof(base_name)) ||
+		    (strcmp(full, name) && strcmp(base_name, name)))
+			continue;
+		ret = dp_dwarf_inlines(dw, names[i], &v, &n, err);
+		if (ret)
+			break;
+		grown = n ? realloc(all, (total + n) * sizeof(*all)) : all;
+		if (n && !grown) {
+			free(v);
+			ret = dp_err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		all = grown;
+		if (n)
+			memcpy(all + total, v, n * sizeof(*v));
+		total += n;
+		free(v);
+	}
+	free(names);
+	if (ret) {
+		free(all);
+		return ret;
+	}
+	if (total)
+		qsort(all, total, sizeof(*all), by_die);
+	*out = all;
+	*nout = total;
+	return 0;
+}
+
 int dp_spec_inline_copies(struct dp_object *obj, const char *path, const char *name,
 			  struct dp_spec_copies *out, struct dp_err *err)
 {
 	const struct dp_dwarf_inline **v;
+	struct dp_location loc;
 	struct dp_dwarf *dw;
 	size_t n;
 	int ret;
@@ -537,7 +598,12 @@ int dp_spec_inline_copies(struct dp_object *obj, const char *path, const char *n
 	(void)path;
 	memset(out, 0, sizeof(*out));
 	ret = get_dwarf(obj, &dw, err);
-	if (!ret)
+	if (ret)
+		return ret;
+	if (!dp_spec_location_parse(name, &loc, NULL) && loc.kind == DP_LOC_SYMBOL &&
+	    loc.source && !loc.pattern && !loc.has_offset)
+		ret = source_copies(dw, loc.symbol, &v, &n, err);
+	else
 		ret = dp_dwarf_inlines(dw, name, &v, &n, err);
 	if (ret)
 		return ret;
@@ -606,7 +672,7 @@ int dp_spec_function_sites(struct dp_object *obj, const char *path, const struct
 {
 	struct dp_err fn_err = DP_ERR_INIT, dw_err = DP_ERR_INIT;
 	bool plain = loc->kind == DP_LOC_SYMBOL && !loc->pattern && !loc->has_offset &&
-		     !loc->offset && !loc->source;
+		     !loc->offset;
 	char where[DP_SPEC_SYMBOL_MAX + 128];
 	int fret = 0, dret = 0;
 
@@ -623,8 +689,7 @@ int dp_spec_function_sites(struct dp_object *obj, const char *path, const struct
 	if (!plain) {
 		if (sel == DP_SPEC_COPIES_INLINED)
 			return dp_err_set(err, -EINVAL, "'%s': inlined copies are found by a "
-					  "function's C name or linkage name, not a pattern, an "
-					  "address, an offset or a C++ name as written",
+					  "function's name, not a pattern, an address or an offset",
 					  loc->symbol);
 		return 0;
 	}

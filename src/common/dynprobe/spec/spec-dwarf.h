@@ -75,8 +75,11 @@ struct dp_spec_copies {
 };
 
 /*
- * The inlined copies of the function `name` (a C symbol, or a C++ linkage
- * name) in path, each with its entry and return sites.
+ * The inlined copies of the function `name` in path (a C name; a C++ or
+ * Rust linkage name; or a C++ or Rust name as written, spec.h, which means
+ * every function whose demangled name is it, with or without its parameter
+ * list: "shop::Cart::add", "shop::Cart::add(long)"), each with its entry
+ * and return sites.
  *
  * Entry: DW_AT_entry_pc, else the first byte of the first range.  Returns:
  * where control leaves the copy, found by a walk of its instructions from
@@ -121,8 +124,8 @@ struct dp_spec_fn_sites {
 /*
  * The functions and copies a --function location names.  The out-of-line
  * bodies are dp_spec_functions_match's.  Inlined copies are looked for
- * when the location is a plain name (a C symbol, or a C++ linkage name: no
- * pattern, offset, address or C++ name as written) and sel allows them;
+ * when the location is a name (C, a linkage name, or C++/Rust as written:
+ * no pattern, offset or address; dp_spec_inline_copies) and sel allows them;
  * with DP_SPEC_COPIES_ALL, an object without DWARF (or whose DWARF cannot
  * be read) gives its out-of-line body alone, and the note says the copies
  * were not looked for, and why.  Copies

@@ -271,6 +271,37 @@ int dp_spec_location_format(const struct dp_location *loc, char *buf, size_t siz
 	return snprintf(buf, size, "%s", loc->symbol);
 }
 
+int dp_spec_sdt_probe_parse(const char *s, char *path, size_t path_size, char *probe,
+			    size_t probe_size, struct dp_err *err)
+{
+	const char *body = s + 4, *name, *sep;
+	size_t n = 0;
+
+	if (strncmp(s, "sdt:", 4))
+		return dp_err_set(err, -EINVAL, "'%s': expected sdt:PATH:PROVIDER:NAME", s);
+	/* From the right: provider and name hold no ':', a path may. */
+	name = strrchr(body, ':');
+	for (sep = name ? name - 1 : NULL; sep && sep >= body && *sep != ':'; sep--)
+		;
+	if (!name || !name[1] || !sep || sep <= body || sep + 1 == name || sep[-1] == '\\')
+		return dp_err_set(err, -EINVAL, "'%s': expected sdt:PATH:PROVIDER:NAME (a ':' "
+				  "in PATH written \\:)", s);
+	if (strlen(sep + 1) >= probe_size)
+		return dp_err_set(err, -ENAMETOOLONG, "'%s': provider and name longer than %zu "
+				  "bytes", s, probe_size - 1);
+	snprintf(probe, probe_size, "%s", sep + 1);
+	for (const char *c = body; c < sep; c++) {
+		if (c[0] == '\\' && c[1] == ':')
+			c++;
+		if (n + 1 >= path_size)
+			return dp_err_set(err, -ENAMETOOLONG, "'%s': path longer than %zu bytes", s,
+					  path_size - 1);
+		path[n++] = *c;
+	}
+	path[n] = '\0';
+	return 0;
+}
+
 int dp_spec_userspace_probe_parse(const char *s, char *path, size_t path_size,
 				  struct dp_location *loc, struct dp_err *err)
 {
@@ -278,8 +309,8 @@ int dp_spec_userspace_probe_parse(const char *s, char *path, size_t path_size,
 	size_t len;
 
 	if (!strncmp(s, "sdt:", 4))
-		return dp_err_set(err, -ENOTSUP, "'%s': SDT probes are not dynamic probes: use "
-				  "elf:PATH:SYMBOL, or --probe/--function with --path", s);
+		return dp_err_set(err, -ENOTSUP, "'%s': an SDT probe (sdt:PATH:PROVIDER:NAME), "
+				  "not elf:PATH:SYMBOL", s);
 	if (strncmp(s, "elf:", 4) != 0)
 		return dp_err_set(err, -EINVAL, "'%s': expected elf:PATH:SYMBOL", s);
 	s += 4;

@@ -86,10 +86,18 @@ int dp_spec_location_parse(const char *s, struct dp_location *loc, struct dp_err
 int dp_spec_location_format(const struct dp_location *loc, char *buf, size_t size);
 
 /*
+ * Stock LTTng's SDT form of --userspace-probe: "sdt:PATH:PROVIDER:NAME"
+ * (a ':' in PATH written "\:"), PROVIDER:NAME into probe.  0, or -EINVAL /
+ * -ENAMETOOLONG with the expected form in err.
+ */
+int dp_spec_sdt_probe_parse(const char *s, char *path, size_t path_size, char *probe,
+			    size_t probe_size, struct dp_err *err);
+
+/*
  * LTTng's own spelling of a userspace probe, "elf:PATH:SYMBOL" (SYMBOL may
  * carry +OFFSET here).  The first two colons separate: PATH holds none,
  * SYMBOL may ("elf:/bin/app:shop::Cart::add").  PATH is copied into path (-ENAMETOOLONG if it does
- * not fit).  "sdt:..." is refused (-ENOTSUP): dynamic probes go on code.
+ * not fit).  "sdt:..." is refused (-ENOTSUP): dp_spec_sdt_probe_parse reads it.
  */
 int dp_spec_userspace_probe_parse(const char *s, char *path, size_t path_size,
 				  struct dp_location *loc, struct dp_err *err);

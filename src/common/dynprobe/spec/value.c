@@ -62,6 +62,12 @@ static int op_check(const struct dp_value_op *o, unsigned *depth, uint8_t *piece
 					  o->arg);
 		pops = pushes = 1;
 		break;
+	case DP_VOP_BITS:
+		if (o->arg < 1 || o->arg > 63 || (o->imm != 0 && o->imm != 1))
+			return dp_err_set(err, -EINVAL, "value recipe: a bit-field of %u bits",
+					  o->arg);
+		pops = pushes = 1;
+		break;
 	case DP_VOP_PIECE:
 		if (o->arg < 1 || o->arg > 8 || o->imm < 0 || o->imm + o->arg > 8)
 			return dp_err_set(err, -EINVAL, "value recipe: a piece outside 8 bytes");
@@ -229,6 +235,7 @@ int dp_value_format(const struct dp_value *v, char *buf, size_t size)
 		case DP_VOP_PIECE: put(&o, "piece%u:%" PRId64, op->arg, op->imm); break;
 		case DP_VOP_SEXT: put(&o, "sext%u", op->arg); break;
 		case DP_VOP_ZEXT: put(&o, "zext%u", op->arg); break;
+		case DP_VOP_BITS: put(&o, "%sbits%u", op->imm ? "s" : "u", op->arg); break;
 		default: put(&o, "?"); break;
 		}
 	}

@@ -30,6 +30,9 @@
  *   ZEXT n          top = its low n bytes (1, 2, 4), zero-extended (a narrow
  *                   value recorded in a wider field: an SDT argument whose
  *                   sites disagree on its size, DW_OP_convert)
+ *   BITS n, imm     top = its low n bits (1..63), sign-extended when imm is 1,
+ *                   else zero-extended (a bit-field, after a SHR to its
+ *                   first bit)
  *
  * Register numbers (one byte): 0..15 the general registers in struct
  * dp_regs order (enum dp_reg: rax rcx rdx rbx rsp rbp rsi rdi r8..r15),
@@ -103,8 +106,9 @@ enum dp_value_opcode {
 	DP_VOP_PIECE,
 	DP_VOP_SEXT,
 	DP_VOP_ZEXT,
+	DP_VOP_BITS,
 };
-#define DP_VOP_LAST DP_VOP_ZEXT
+#define DP_VOP_LAST DP_VOP_BITS
 
 struct dp_value_op {
 	uint8_t op;		/* enum dp_value_opcode */

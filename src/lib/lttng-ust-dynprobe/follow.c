@@ -1,0 +1,521 @@
+/*
+ * The agent across exec and dlopen (follow.h): glibc's exec functions and
+ * dlopen, wrapped.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "follow.h"
+
+extern char **environ;
+
+#define PRELOAD "LD_PRELOAD="
+#define PRELOAD_LEN (sizeof(PRELOAD) - 1)
+/* Variables kept from the start, at most. */
+#define KEEP_MAX 64
+/* An environment (or an execl argument list) longer than this is passed
+ * as it is: the copy lives on the stack. */
+#define ENTRIES_MAX 65536
+
+/* glibc's names, exported (the agent's own symbols are hidden). */
+#define DPA_EXPORT __attribute__((visibility("default")))
+
+typedef int execve_fn(const char *, char *const[], char *const[]);
+typedef int execv_fn(const char *, char *const[]);
+typedef int fexecve_fn(int, char *const[], char *const[]);
+typedef int execveat_fn(int, const char *, char *const[], char *const[], int);
+typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *,
+		     const posix_spawnattr_t *, char *const[], char *const[]);
+typedef void *dlopen_fn(const char *, int);
+
+static struct {
+	bool exec;			/* follow executed images */
+	char preload[PATH_MAX + PRELOAD_LEN];	/* "LD_PRELOAD=AGENT" */
+	size_t agent_len;		/* of AGENT */
+	char *keep[KEEP_MAX];		/* "NAME=VALUE" of the start */
+	size_t nkeep;
+	execve_fn *execve, *execvpe;
+	execv_fn *execv, *execvp;
+	fexecve_fn *fexecve;
+	execveat_fn *execveat;
+	spawn_fn *spawn, *spawnp;
+	dlopen_fn *dlopen;
+	void *self_base;		/* where the agent is loaded */
+} fw;
+
+/* A dlopen of ours is running in this thread (a constructor's dlopen runs
+ * inside it, under the loader's lock: never waited for). */
+static __thread unsigned dlopen_depth;
+
+static void *next(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+#define REAL(f, name) (fw.f ? fw.f : (fw.f = next(name)))
+
+/* ---- the environment handed on ----------------------------------------- */
+
+static const char *agent_path(void)
+{
+	return fw.preload + PRELOAD_LEN;
+}
+
+/* Whether an LD_PRELOAD value names the agent (items split by ':' or ' '). */
+static bool names_agent(const char *v)
+{
+	const char *a = agent_path();
+
+	while (*v) {
+		size_t n = strcspn(v, ": ");
+
+		if (n == fw.agent_len && !memcmp(v, a, n))
+			return true;
+		v += n;
+		v += *v != '\0';
+	}
+	return false;
+}
+
+static bool same_name(const char *a, const char *b)
+{
+	size_t n = strcspn(a, "=");
+
+	return !strncmp(a, b, n) && b[n] == '=';
+}
+
+static size_t env_count(char *const *envp)
+{
+	size_t n = 0;
+
+	while (envp && envp[n] && n <= ENTRIES_MAX)
+		n++;
+	return n;
+}
+
+/* Bytes of the LD_PRELOAD entry to build for envp (0: none to build). */
+static size_t preload_need(char *const *envp, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(envp[i], PRELOAD, PRELOAD_LEN))
+			return names_agent(envp[i] + PRELOAD_LEN)
+				       ? 0
+				       : PRELOAD_LEN + fw.agent_len + 1 + strlen(envp[i]) + 1;
+	return 0;
+}
+
+/*
+ * envp with the agent kept (follow.h) into out (n + KEEP_MAX + 2 entries),
+ * the rebuilt LD_PRELOAD entry in buf (preload_need bytes).
+ */
+static char **env_fix(char *const *envp, size_t n, char **out, char *buf)
+{
+	bool preload = false;
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *e = envp[i];
+
+		if (!strncmp(e, PRELOAD, PRELOAD_LEN)) {
+			preload = true;
+			if (!names_agent(e + PRELOAD_LEN)) {
+				/* The agent first, the program's own after. */
+				size_t len = PRELOAD_LEN + fw.agent_len;
+
+				memcpy(buf, fw.preload, len);
+				buf[len] = ':';
+				strcpy(buf + len + 1, e + PRELOAD_LEN);
+				e = buf;
+			}
+		}
+		out[k++] = (char *)e;
+	}
+	if (!preload)
+		out[k++] = fw.preload;
+	for (size_t j = 0; j < fw.nkeep; j++) {
+		bool there = false;
+
+		for (size_t i = 0; i < n && !there; i++)
+			there = same_name(fw.keep[j], envp[i]);
+		if (!there)
+			out[k++] = fw.keep[j];
+	}
+	out[k] = NULL;
+	return out;
+}
+
+/*
+ * Runs CALL with `env` the environment to pass: envp fixed when exec is
+ * followed, else envp itself.  On the stack: no allocation, no lock.
+ */
+#define WITH_ENV(envp, CALL)                                                             \
+	do {                                                                             \
+		char *const *env_in_ = (envp);                                           \
+		size_t n_ = fw.exec ? env_count(env_in_) : 0;                            \
+		if (!fw.exec || n_ > ENTRIES_MAX) {                                      \
+			char *const *env = env_in_;                                      \
+			return CALL;                                                     \
+		}                                                                        \
+		char *out_[n_ + KEEP_MAX + 2];                                           \
+		char buf_[preload_need(env_in_, n_) + 1];                                \
+		char *const *env = env_fix(env_in_, n_, out_, buf_);                     \
+		return CALL;                                                             \
+	} while (0)
+
+static int no_function(void)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+static void *no_dlopen(const char *file, int mode)
+{
+	(void)file;
+	(void)mode;
+	errno = ENOSYS;
+	return NULL;
+}
+
+/* ---- the exec family ---------------------------------------------------- */
+
+DPA_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	execve_fn *f = REAL(execve, "execve");
+
+	if (!f)
+		return no_function();
+	WITH_ENV(envp, f(path, argv, env));
+}
+
+DPA_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	execve_fn *f = REAL(execvpe, "execvpe");
+
+	if (!f)
+		return no_function();
+	WITH_ENV(envp, f(file, argv, env));
+}
+
+DPA_EXPORT int execv(const char *path, char *const argv[])
+{
+	if (!fw.exec) {
+		execv_fn *f = REAL(execv, "execv");
+
+		return f ? f(path, argv) : no_function();
+	}
+	return execve(path, argv, environ);
+}
+
+DPA_EXPORT int execvp(const char *file, char *const argv[])
+{
+	if (!fw.exec) {
+		execv_fn *f = REAL(execvp, "execvp");
+
+		return f ? f(file, argv) : no_function();
+	}
+	return execvpe(file, argv, environ);
+}
+
+DPA_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	fexecve_fn *f = REAL(fexecve, "fexecve");
+
+	if (!f)
+		return no_function();
+	WITH_ENV(envp, f(fd, argv, env));
+}
+
+DPA_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	execveat_fn *f = REAL(execveat, "execveat");
+
+	if (!f)
+		return no_function();
+	WITH_ENV(envp, f(dirfd, path, argv, env, flags));
+}
+
+DPA_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	spawn_fn *f = REAL(spawn, "posix_spawn");
+
+	if (!f)
+		return ENOSYS;
+	WITH_ENV(envp, f(pid, path, fa, attr, argv, env));
+}
+
+DPA_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	spawn_fn *f = REAL(spawnp, "posix_spawnp");
+
+	if (!f)
+		return ENOSYS;
+	WITH_ENV(envp, f(pid, file, fa, attr, argv, env));
+}
+
+/*
+ * The execl family: the arguments into an array on the stack, as glibc
+ * does, then the v form (ours, so that the environment is fixed).
+ */
+#define ARGV_FROM_VA(arg0, ap, argv, with_env, envp)                                     \
+	size_t n_ = 1;                                                                   \
+	va_list cp_;                                                                     \
+	va_copy(cp_, ap);                                                                \
+	while (va_arg(cp_, char *) && n_ <= ENTRIES_MAX)                                 \
+		n_++;                                                                    \
+	va_end(cp_);                                                                     \
+	if (n_ > ENTRIES_MAX) {                                                          \
+		va_end(ap);                                                              \
+		errno = E2BIG;                                                           \
+		return -1;                                                               \
+	}                                                                                \
+	char *argv[n_ + 1];                                                              \
+	argv[0] = (char *)(arg0);                                                        \
+	for (size_t i_ = 1; i_ <= n_; i_++)                                              \
+		argv[i_] = va_arg(ap, char *);                                           \
+	if (with_env)                                                                    \
+		envp = va_arg(ap, char *const *);                                        \
+	va_end(ap)
+
+DPA_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	char *const *envp = NULL;
+	va_list ap;
+
+	va_start(ap, arg);
+	ARGV_FROM_VA(arg, ap, argv, false, envp);
+	(void)envp;
+	return execv(path, argv);
+}
+
+DPA_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	char *const *envp = NULL;
+	va_list ap;
+
+	va_start(ap, arg);
+	ARGV_FROM_VA(arg, ap, argv, false, envp);
+	(void)envp;
+	return execvp(file, argv);
+}
+
+DPA_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char *const *envp = NULL;
+	va_list ap;
+
+	va_start(ap, arg);
+	ARGV_FROM_VA(arg, ap, argv, true, envp);
+	return execve(path, argv, envp);
+}
+
+/* ---- dlopen ------------------------------------------------------------ */
+
+struct scan {
+	bool first;
+	bool caller_paths;		/* a RUNPATH, or an RPATH outside the executable */
+	unsigned long long adds;	/* objects ever loaded */
+};
+
+static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct scan *s = arg;
+	bool main_object = s->first;
+
+	if (s->first && size >= offsetof(struct dl_phdr_info, dlpi_subs))
+		s->adds = info->dlpi_adds;
+	s->first = false;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Dyn) *d;
+
+		if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+			continue;
+		d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+		for (; d->d_tag != DT_NULL; d++)
+			if (d->d_tag == DT_RUNPATH || (d->d_tag == DT_RPATH && !main_object))
+				s->caller_paths = true;
+	}
+	return 0;
+}
+
+static struct scan scan_objects(void)
+{
+	struct scan s = { .first = true };
+
+	dl_iterate_phdr(scan_one, &s);
+	return s;
+}
+
+/* dlopen through the agent: the caller held until the daemon has probed
+ * what it loaded. */
+static void *dlopen_waited(const char *file, int mode)
+{
+	unsigned long long before = scan_objects().adds;
+	void *h;
+
+	dlopen_depth++;
+	h = fw.dlopen(file, mode);
+	dlopen_depth--;
+	if (h && scan_objects().adds != before) {
+		int e = errno;
+
+		dpa_control_mapped_wait();
+		errno = e;
+	}
+	return h;
+}
+
+/*
+ * Whether the caller is the tracer itself (the agent, lttng-ust): its own
+ * loads are never waited for, as the threads that would answer may be the
+ * ones waiting, or need their locks.
+ */
+static bool caller_is_tracer(void *caller)
+{
+	Dl_info info;
+	const char *base;
+
+	if (!dladdr(caller, &info) || !info.dli_fname)
+		return false;
+	if (info.dli_fbase == fw.self_base)
+		return true;
+	base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	return !strncmp(base, "liblttng-ust", 12);
+}
+
+/*
+ * Where the entry below goes with dlopen's arguments: glibc's dlopen itself (the
+ * caller's return address left in place) unless the call is to be waited
+ * for and its result cannot depend on who calls (follow.h).
+ */
+__attribute__((used)) void *dpa_dlopen_route(const char *file, int mode, void *caller);
+
+void *dpa_dlopen_route(const char *file, int mode, void *caller)
+{
+	dlopen_fn *real = REAL(dlopen, "dlopen");
+
+	(void)mode;
+	if (!real)
+		return (void *)no_dlopen;
+	if (!file || dlopen_depth || strchr(file, '$') || !dpa_control_mapped_wanted() ||
+	    caller_is_tracer(caller))
+		return (void *)real;
+	if (!strchr(file, '/') && scan_objects().caller_paths)
+		return (void *)real;
+	return (void *)dlopen_waited;
+}
+
+/*
+ * dlopen's entry: dpa_dlopen_route(file, mode, return address) says where
+ * to go, and the call goes there with its arguments and its stack as they
+ * came, so that glibc's dlopen, when it is chosen, sees the program's own
+ * caller.  Defined at both of glibc's versions of dlopen (agent.map), so
+ * that a program built against either binds to it.
+ */
+__asm__(".text\n"
+	".globl dpa_dlopen_entry\n"
+	".type dpa_dlopen_entry, @function\n"
+	".globl dpa_dlopen_entry_old\n"
+	".type dpa_dlopen_entry_old, @function\n"
+	"dpa_dlopen_entry:\n"
+	"dpa_dlopen_entry_old:\n"
+	".cfi_startproc\n"
+	"push %rdi\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"push %rsi\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"sub $8, %rsp\n"		/* the call below on a 16-byte boundary */
+	".cfi_adjust_cfa_offset 8\n"
+	"mov 24(%rsp), %rdx\n"	/* the caller's return address */
+	"call dpa_dlopen_route\n"
+	"add $8, %rsp\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"pop %rsi\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"pop %rdi\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"jmp *%rax\n"
+	".cfi_endproc\n"
+	".size dpa_dlopen_entry, . - dpa_dlopen_entry\n"
+	".size dpa_dlopen_entry_old, . - dpa_dlopen_entry_old\n"
+	".symver dpa_dlopen_entry, dlopen@@GLIBC_2.34\n"
+	".symver dpa_dlopen_entry_old, dlopen@GLIBC_2.2.5\n");
+
+/* ---- setup ------------------------------------------------------------- */
+
+static bool kept_name(const char *e)
+{
+	return !strncmp(e, "LTTNG_DYNPROBE_", 15) || !strncmp(e, "LTTNG_UST_", 10) ||
+	       !strncmp(e, "LTTNG_HOME=", 11);
+}
+
+static void keep(const char *name, const char *value)
+{
+	size_t n = strlen(name), m = strlen(value);
+	char *e;
+
+	if (fw.nkeep >= KEEP_MAX)
+		return;
+	e = malloc(n + m + 2);
+	if (!e)
+		return;
+	memcpy(e, name, n);
+	e[n] = '=';
+	memcpy(e + n + 1, value, m + 1);
+	fw.keep[fw.nkeep++] = e;
+}
+
+void dpa_follow_setup(void)
+{
+	const char *v = secure_getenv(DPA_FOLLOW_ENV_EXEC);
+	char path[PATH_MAX];
+	Dl_info info;
+
+	REAL(execve, "execve");
+	REAL(execvpe, "execvpe");
+	REAL(execv, "execv");
+	REAL(execvp, "execvp");
+	REAL(fexecve, "fexecve");
+	REAL(execveat, "execveat");
+	REAL(spawn, "posix_spawn");
+	REAL(spawnp, "posix_spawnp");
+	REAL(dlopen, "dlopen");
+
+	if (!dladdr((void *)dpa_follow_setup, &info))
+		return;
+	fw.self_base = info.dli_fbase;
+	if (!v || !*v || !strcmp(v, "0"))
+		return;
+	/* The agent by its full path: the new image may run elsewhere. */
+	if (!info.dli_fname || !realpath(info.dli_fname, path))
+		return;
+	fw.agent_len = strlen(path);
+	memcpy(fw.preload, PRELOAD, PRELOAD_LEN);
+	memcpy(fw.preload + PRELOAD_LEN, path, fw.agent_len + 1);
+	for (char **e = environ; e && *e; e++) {
+		if (kept_name(*e) && fw.nkeep < KEEP_MAX) {
+			char *c = strdup(*e);
+
+			if (c)
+				fw.keep[fw.nkeep++] = c;
+		}
+	}
+	/* lttng-ust and the agent find a user's sockets under LTTNG_HOME,
+	 * else HOME: handed on as LTTNG_HOME, which nothing else reads. */
+	if (geteuid() != 0 && !secure_getenv("LTTNG_HOME") && secure_getenv("HOME"))
+		keep("LTTNG_HOME", secure_getenv("HOME"));
+	fw.exec = true;
+}

@@ -1,0 +1,49 @@
+/*
+ * What a preloaded agent follows: the images its process executes, and the
+ * objects it loads later.
+ *
+ * Exec.  With DPA_FOLLOW_ENV_EXEC set (to anything but "" or "0") in the
+ * environment the process started with (`lttng trace --follow-exec` sets
+ * it), the agent keeps itself in the environment of every image the process
+ * executes: execve, execv, execvp, execvpe, execl, execlp, execle, fexecve,
+ * execveat, posix_spawn and posix_spawnp are wrapped (the agent defines them
+ * at glibc's symbol versions, agent.map), and the environment they pass on
+ * gets back, when the program left them out:
+ *  - LD_PRELOAD naming the agent (first; the program's own preloads after);
+ *  - the variables the agent and lttng-ust read, as the process had them
+ *    when it started: LTTNG_DYNPROBE_*, LTTNG_UST_*, LTTNG_HOME (LTTNG_HOME
+ *    is made from HOME for a user whose sockets live there).
+ * A program that clears or rebuilds its environment before it executes
+ * another still hands the agent on.  The wrappers take no lock and allocate
+ * nothing (the new environment is built on the stack): they stay
+ * async-signal-safe, as execve is, and are safe in a vfork child.  Without
+ * the variable, they only call glibc's.  Not followed: system() and popen()
+ * (glibc calls its own spawn inside: the shell they start gets the
+ * process's environment as it is), and programs that call the execve
+ * system call themselves.
+ *
+ * dlopen.  The agent defines dlopen: once an object was loaded by it, a
+ * preloaded agent tells the daemon (MAPPED, proto/app.h) and holds the
+ * caller until the daemon has installed the path-wide events whose object
+ * the process now maps (control.h's dpa_control_mapped_wait), so that the
+ * library runs probed from the moment dlopen returns.  glibc's dlopen reads
+ * its caller's address (to search the caller's RPATH/RUNPATH and expand
+ * $ORIGIN): a call whose result could depend on who calls is passed to
+ * glibc untouched, as a jump with the program's return address in place,
+ * and not waited for (its probes go in as soon as the daemon learns of the
+ * object by other means).  That is: a name with '$', or a name without '/'
+ * while some loaded object has a RUNPATH, or one other than the executable
+ * has an RPATH.  dlmopen (other namespaces) is not wrapped.
+ */
+#ifndef DPA_FOLLOW_H
+#define DPA_FOLLOW_H
+
+#include "proto/app.h"
+
+#define DPA_FOLLOW_ENV_EXEC DP_APP_ENV_FOLLOW_EXEC
+
+/* Reads the environment and resolves glibc's functions: once, from the
+ * constructor, while the environment is the one the process started with. */
+void dpa_follow_setup(void);
+
+#endif /* DPA_FOLLOW_H */

@@ -1,0 +1,182 @@
+#!/bin/bash
+# A preloaded agent follows its process: with LTTNG_DYNPROBE_FOLLOW_EXEC,
+# into every image it executes (even after the program cleared or rebuilt
+# its environment), so that each one connects, has its path-wide probes
+# installed before main (GO) and records every call; and into a library it
+# dlopens, probed before dlopen returns.  Counts come from the programs'
+# own counters; the runs without following (or without the wait) show that
+# the checks can fail.
+. "$top_srcdir/tests/utils/tap.sh"
+. "$top_srcdir/tests/utils/sessiond.sh"
+dp_isolate "$0" "$@"
+. "$top_srcdir/tests/daemon/common.sh"
+trap dpd_cleanup EXIT
+
+LTTNG=$abs_top_builddir/src/bin/lttng/lttng
+export LTTNG_DYNPROBE_STOCK_LTTNG=${STOCK:-/usr/bin/lttng}
+export LTTNG_DYNPROBE_AGENT=$AGENT
+export LTTNG_DYNPROBE_DAEMON=$DPD
+APP=$builddir/follow-app
+LIB=$builddir/libfollow-lib.so
+N=200000
+NT=2000
+K=8
+
+# session NAME LOCATION PATH: a session whose channel holds every event of
+# the runs (2 a call), with vpid, the path-wide --function LOCATION of PATH
+# enabled in it, started.
+session() {
+	dp_lttng create "$1" --output="$DP_TMP/trace-$1" >/dev/null &&
+		dp_lttng enable-channel -u -s "$1" big --subbuf-size=8M --num-subbuf=8 >/dev/null &&
+		dp_lttng add-context -u -s "$1" -c big -t vpid >/dev/null &&
+		"$LTTNG" --no-sessiond enable-event -u -s "$1" -c big --path "$3" \
+			--function "$2" w >>"$DP_TMP/lttng.log" 2>&1 &&
+		dp_lttng start "$1" >/dev/null
+}
+
+# ends NAME: stops session NAME and reads its trace into $DP_TMP/NAME.ev
+# ("ENTRY|RETURN VPID" lines).
+ends() {
+	dp_lttng stop "$1" >/dev/null
+	bt_text "$DP_TMP/trace-$1" |
+		sed -nE 's/^dynprobe:w_(entry|return): \{ cpu_id = [0-9]+ \}, \{ vpid = ([0-9]+) \}.*/\1 \2/p' \
+			>"$DP_TMP/$1.ev"
+}
+
+# calls NAME KIND PID: the KIND (entry, return) events of PID in NAME.ev.
+calls() {
+	grep -c "^$2 $3\$" "$DP_TMP/$1.ev"
+}
+
+# run NAME ENV... -- ARGS...: the app with the agent preloaded; its output in
+# $DP_TMP/NAME.out, its status in $st.
+run() {
+	local name=$1
+	shift
+	local envs=()
+	while [ "$1" != -- ]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	env LD_PRELOAD="$AGENT" "${envs[@]}" "$APP" "$@" >"$DP_TMP/$name.out" 2>"$DP_TMP/$name.err"
+	st=$?
+}
+
+start_sessiond || tap_bail "no session daemon"
+start_dynprobed || tap_bail "no lttng-dynprobed: $(cat "$DP_TMP/dynprobed.start")"
+
+# ---- an image executed after the environment was cleared ----
+session s1 fw_work "$APP"
+tap_ok $? "session s1: --path follow-app --function fw_work, vpid, started"
+run clear LTTNG_DYNPROBE_FOLLOW_EXEC=1 -- exec-clear "$N"
+read -r _ pid _ n _ sum <"$DP_TMP/clear.out"
+tap_ok $st "exec-clear: the program cleared its environment and executed itself: pid $pid made $n calls"
+ends s1
+entries=$(calls s1 entry "$pid")
+returns=$(calls s1 return "$pid")
+[ "$n" = "$N" ] && [ "$entries" = "$n" ] && [ "$returns" = "$n" ]
+tap_ok $? "every call of the executed image recorded: $entries entries, $returns returns for $n calls"
+grep -q "process $pid started with the agent: dynprobe:w_entry: installed" "$DP_TMP/dynprobed.log"
+tap_ok $? "its agent connected and the daemon installed the probe at its HELLO, before main"
+dp_lttng destroy s1 >/dev/null
+
+# ---- the same without following: the executed image has no agent ----
+session s2 fw_work "$APP"
+run noclear -- exec-clear "$N"
+read -r _ pid _ n _ _ <"$DP_TMP/noclear.out"
+ends s2
+entries=$(calls s2 entry "$pid")
+[ "$st" = 0 ] && [ "$n" = "$N" ] && [ "$entries" = 0 ]
+tap_ok $? "without LTTNG_DYNPROBE_FOLLOW_EXEC: the image executed with a cleared environment runs unprobed ($entries entries)"
+dp_lttng destroy s2 >/dev/null
+
+# ---- children forked and executed, each with an environment of its own ----
+session s3 fw_work "$APP"
+run spawn LTTNG_DYNPROBE_FOLLOW_EXEC=1 -- spawn "$K" "$N"
+tap_ok $st "spawn: $K children by fork+execve, fork+execle, fork+execvpe and posix_spawn, each with its own environment"
+ends s3
+ok=0 children=0 bad=
+while read -r _ pid _ n _ _; do
+	children=$((children + 1))
+	e=$(calls s3 entry "$pid")
+	r=$(calls s3 return "$pid")
+	if [ "$n" = "$N" ] && [ "$e" = "$n" ] && [ "$r" = "$n" ]; then
+		ok=$((ok + 1))
+	else
+		bad="$bad $pid:$e/$r/$n"
+	fi
+done < <(grep '^pid ' "$DP_TMP/spawn.out")
+[ "$children" = "$K" ] && [ "$ok" = "$K" ] &&
+	[ "$(grep -c '^child ' "$DP_TMP/spawn.out")" = "$K" ]
+tap_ok $? "every child has every call recorded under its own pid ($ok of $K children${bad:+; entries/returns/calls:$bad})"
+[ "$(calls s3 entry "$(cut -d' ' -f2 <<<"$(grep -m1 '^child ' "$DP_TMP/spawn.out")")")" -gt 0 ] &&
+	[ "$(awk '{ print $1 }' "$DP_TMP/s3.ev" | sort | uniq -c | wc -l)" = 2 ]
+tap_ok $? "the children's events are entries and returns of the path-wide event"
+dp_lttng destroy s3 >/dev/null
+
+# ---- a library dlopen'ed and called right after dlopen returns ----
+session s4 fl_work "$LIB"
+tap_ok $? "session s4: --path libfollow-lib.so --function fl_work (not mapped by anything yet)"
+run dl -- dlopen "$LIB" "$N"
+read -r _ pid _ n _ _ <"$DP_TMP/dl.out"
+tap_ok $st "dlopen: pid $pid loaded the library and called fl_work $n times at once"
+ends s4
+entries=$(calls s4 entry "$pid")
+returns=$(calls s4 return "$pid")
+[ "$n" = "$N" ] && [ "$entries" = "$n" ] && [ "$returns" = "$n" ]
+tap_ok $? "every call recorded: $entries entries, $returns returns for $n calls"
+grep -q "process $pid mapped the object (dlopen): dynprobe:w_entry: installed" "$DP_TMP/dynprobed.log"
+tap_ok $? "the daemon installed the probe when the agent said MAPPED"
+
+# The same with the wait turned off: nothing holds the caller.
+dp_lttng start s4 >/dev/null
+run dlnowait LTTNG_DYNPROBE_REGISTER_TIMEOUT=0 -- dlopen "$LIB" "$N"
+read -r _ pid2 _ n2 _ _ <"$DP_TMP/dlnowait.out"
+ends s4
+entries=$(calls s4 entry "$pid2")
+[ "$st" = 0 ] && [ "$n2" = "$N" ] && [ "$entries" -le "$n2" ] &&
+	! grep -q "process $pid2 mapped the object" "$DP_TMP/dynprobed.log"
+tap_ok $? "LTTNG_DYNPROBE_REGISTER_TIMEOUT=0: no MAPPED, the program runs on ($entries of $n2 calls recorded)"
+dp_lttng destroy s4 >/dev/null
+
+# ---- lttng trace --follow-exec: the command's children, probed by pid ----
+# trace_children NAME OPTS...: `lttng trace` of "follow-app spawn K NT"
+# (few calls: trace's channel has the default size, and must lose none); sets
+# $ok to the number of children with every call recorded, $zero to those
+# with none, $children to those that ran.
+trace_children() {
+	local name=$1 pid n e r
+	shift
+	"$LTTNG" trace --no-view -o "$DP_TMP/$name" "$@" -t vpid --function fw_work -- \
+		"$APP" spawn "$K" "$NT" >"$DP_TMP/$name.out" 2>"$DP_TMP/$name.err"
+	st=$?
+	bt_text "$DP_TMP/$name" |
+		sed -nE 's/^dynprobe:fw_work_(entry|return): .*vpid = ([0-9]+).*/\1 \2/p' \
+			>"$DP_TMP/$name.ev"
+	ok=0 zero=0 children=0
+	while read -r _ pid _ n _ _; do
+		children=$((children + 1))
+		e=$(calls "$name" entry "$pid")
+		r=$(calls "$name" return "$pid")
+		[ "$n" = "$NT" ] && [ "$e" = "$n" ] && [ "$r" = "$n" ] && ok=$((ok + 1))
+		[ "$e" = 0 ] && zero=$((zero + 1))
+	done < <(grep '^pid ' "$DP_TMP/$name.out")
+}
+trace_children trfollow --follow-exec
+[ "$st" = 0 ] && [ "$children" = "$K" ] && [ "$ok" = "$K" ]
+tap_ok $? "lttng trace --follow-exec: each of the command's $K children has every call recorded ($ok of $children)"
+trace_children trplain
+[ "$st" = 0 ] && [ "$children" = "$K" ] && [ "$zero" = "$K" ]
+tap_ok $? "lttng trace without --follow-exec: children executed with an environment of their own are not probed ($zero of $children without events)"
+
+# ---- a dlopen with no daemon holds nothing ----
+stop_dynprobed
+tap_ok $? "the daemon exits"
+t0=$(date +%s%N)
+run dlnodaemon -- dlopen "$LIB" 1000
+t1=$(date +%s%N)
+read -r _ _ _ n _ _ <"$DP_TMP/dlnodaemon.out"
+[ "$st" = 0 ] && [ "$n" = 1000 ] && [ $(((t1 - t0) / 1000000)) -lt 2500 ]
+tap_ok $? "no daemon: the program's dlopen is not held ($(((t1 - t0) / 1000000)) ms in all)"
+tap_done
