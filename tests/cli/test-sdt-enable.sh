@@ -295,6 +295,8 @@ check_refused "a semaphore in a read-only page: refused" "semaphore of sdt_prov:
 	enable-event -u --path "$DP_TMP/sem-text" --pid "$pid_text" --sdt sdt_prov:done
 check_refused "a semaphore not mapped: refused" "semaphore of sdt_prov:done .* not mapped" \
 	enable-event -u --path "$DP_TMP/sem-nowhere" --pid "$pid_nowhere" --sdt sdt_prov:done
+[ "$(grep -c '^Error: ' <<<"$err")" -eq 1 ]
+tap_ok $? "... said once" || tap_diag "$err"
 sites_as_file "$pid_text" "$DP_TMP/sem-text" && sites_as_file "$pid_nowhere" "$DP_TMP/sem-nowhere"
 tap_ok $? "... and those processes hold their files' bytes"
 cmd ctext q; cmd cnowhere q

@@ -207,6 +207,27 @@ TRACE_OPTS=(--function foo -t var:x)
 trace e6 "$TARGET" 3
 refused e6 "no DWARF" "an object without DWARF for the code is refused"
 
+# lttng list --vars: what can be read at a site, its type and where it
+# lives (the types as var-target declares them).
+V=$top_builddir/tests/cli/var-target
+"$LTTNG" list -u --path "$V" --vars handle >"$DP_TMP/lv.out" 2>&1
+grep -Eq "^  req +struct req \* +parameter +rdi$" "$DP_TMP/lv.out" &&
+	grep -Eq "^  scale +float +parameter +xmm0$" "$DP_TMP/lv.out" &&
+	grep -Eq "^  config +struct cfg +CU static +0x[0-9a-f]+ addr$" "$DP_TMP/lv.out" &&
+	grep -Eq "^  tls_counter +long int +global +fs_base-0x[0-9a-f]+ addr$" "$DP_TMP/lv.out"
+ok=$?
+tap_ok $ok "list --vars handle: parameters in their registers, a CU static and a thread-local global"
+[ $ok -eq 0 ] || tap_diag "$(cat "$DP_TMP/lv.out")"
+"$LTTNG" list -u --path "$V" --vars loclist >"$DP_TMP/lv2.out" 2>&1
+grep -Eq "^  r +long int +local +unavailable: 'r' is optimized out at 0x[0-9a-f]+: it has a location only at 0x" "$DP_TMP/lv2.out"
+tap_ok $? "list --vars loclist: a local not yet live says where it is"
+"$LTTNG" list -u --path "$V" --vars "$(site "$V" piece_site pieces)" >"$DP_TMP/lv3.out" 2>&1
+grep -Eq "^  p +struct pair +local +[a-z0-9]+, piece 0-4; [a-z0-9]+, piece 4-8$" "$DP_TMP/lv3.out"
+tap_ok $? "list --vars in pieces: a struct split between two registers"
+"$LTTNG" list -u --path "$DP_TMP/stripped" --vars handle >"$DP_TMP/lv4.out" 2>&1
+[ $? -eq 1 ] && grep -q "^Error: no DWARF for" "$DP_TMP/lv4.out"
+tap_ok $? "list --vars without DWARF: $(head -c 120 "$DP_TMP/lv4.out")"
+
 # add-context on an enabled event checks the variable at every site before
 # anything changes: refused with the names in scope, the event as it was.
 S=$top_builddir/tests/cli/var-target

@@ -235,6 +235,7 @@ int dpd_agent_accept(void)
 	p->minor = hello.minor;
 	if (adopt_state(p, &hello.hello.state))
 		dpd_err("process %d: out of memory recording its state", (int)p->pid);
+	dpd_fault("hello");
 	rep.seq = hello.seq;
 	dp_app_msg_release(&hello);
 
@@ -250,6 +251,11 @@ int dpd_agent_accept(void)
 	p->go_pending = true;
 	dpd_info("agent of process %d connected (uid %u, protocol %u.%u)", (int)p->pid,
 		 (unsigned)p->uid, DP_APP_MAJOR, p->minor);
+	/* At once: an install waiting for this agent (dpd_agent_wait) must not
+	 * take a patch the agent still reports, but which is not in the code
+	 * (restored while it was away), for one in place. */
+	if (p->recovered)
+		dpd_agent_reconcile(p);
 	return 0;
 }
 

@@ -21,12 +21,15 @@
  *   mappers.c   the processes an event given by path reaches
  *   clients.c   the client protocol's requests
  *   sessions.c  noticing destroyed sessions (liblttng-ctl)
+ *   execs.c     processes that execute a probed program without the agent,
+ *               from the kernel's process-events connector (root)
  *
  * Who calls whom: a file calls only the files listed after it on its line,
  * each of which is lower in this list, so the calls form no cycle (log.c is
  * called by most and calls none; state.c is the only owner of the state):
  *
- *   main.c      -> sessions clients install remove agents state
+ *   main.c      -> execs sessions clients install remove agents state
+ *   execs.c     -> install state resolve
  *   sessions.c  -> clients state
  *   clients.c   -> install remove mappers state resolve
  *   install.c   -> sem combine write stage agents state resolve
@@ -67,11 +70,15 @@ int dpd_log_open(const char *path);
 void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
- * Tests only (--test-fault STEP[:N], not in --help): the daemon kills itself
- * with SIGKILL the Nth time (1st by default) it reaches STEP, to prove that
- * a daemon dying there leaves every target running and every patch
- * recoverable.  dpd_fault_set() returns -EINVAL for a malformed spec.  The
+ * Tests only (--test-fault STEP[:N][:stop], not in --help): the daemon kills
+ * itself with SIGKILL the Nth time (1st by default) it reaches STEP, to prove
+ * that a daemon dying there leaves every target running and every patch
+ * recoverable; with ":stop" it stops itself (SIGSTOP) there instead, for a
+ * test to act on the target (kill it, signal it) at that very step, then
+ * SIGCONT it.  dpd_fault_set() returns -EINVAL for a malformed spec.  The
  * steps, in the order an install or a removal meets them:
+ *   install    install: a process's install begins, its agent not yet
+ *              looked for
  *   agent      install: the agent loaded and its HELLO read
  *   staged     install: trampolines written, patches noted to the agent
  *   held       every thread held for a batch, nothing written yet
@@ -83,6 +90,8 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
  *              told (NOTE_REMOVED)
  *   combined   a combine (install or removal): its batch planned and
  *              staged, nothing written
+ *   hello      an agent's HELLO read and what it reports adopted, not
+ *              answered yet
  */
 int dpd_fault_set(const char *spec);
 void dpd_fault(const char *step);
@@ -519,6 +528,15 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
  * patches its agent reported that no event claims restored (after HELLO),
  * then what is pending installed, then GO (or MAPPED's reply). */
 void dpd_install_pending(void);
+
+/* ---- execs.c ---- */
+
+/* The process-events connector (-1 unless --attach-exec). */
+extern int dpd_execs_fd;
+/* Opens it: 0, or -errno with a message (-EPERM: not root). */
+int dpd_execs_open(struct dp_err *err);
+/* Reads the exec notices queued, probing the processes that want it. */
+void dpd_execs_readable(void);
 
 /* ---- remove.c ---- */
 

@@ -273,6 +273,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		rps[e]->pid = (uint32_t)pid;
 		nplan += evs[e]->nplan;
 	}
+	dpd_fault("install");
 	for (size_t e = 0; e < nev; e++) {
 		ret = dpd_object_bias(evs[e]->obj, pid, &bias[e]);
 		if (ret == -ESRCH) {

@@ -50,6 +50,7 @@ void dpd_log(enum dpd_level level, const char *fmt, ...)
 
 static char fault_step[16];
 static long fault_left;
+static bool fault_stop;
 
 int dpd_fault_set(const char *spec)
 {
@@ -57,13 +58,17 @@ int dpd_fault_set(const char *spec)
 	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
 	long count = 1;
 
-	if (colon) {
+	if (colon && !strcmp(colon + 1, "stop")) {
+		fault_stop = true;
+	} else if (colon) {
 		char *end;
 
 		errno = 0;
 		count = strtol(colon + 1, &end, 10);
-		if (errno || *end || count < 1)
+		if (end == colon + 1 || errno || count < 1 ||
+		    (*end && strcmp(end, ":stop")))
 			return -EINVAL;
+		fault_stop = *end != '\0';
 	}
 	if (!n || n >= sizeof(fault_step))
 		return -EINVAL;
@@ -77,6 +82,6 @@ void dpd_fault(const char *step)
 {
 	if (!fault_left || strcmp(step, fault_step) || --fault_left)
 		return;
-	dpd_info("test fault: SIGKILL at step %s", step);
-	raise(SIGKILL);
+	dpd_info("test fault: %s at step %s", fault_stop ? "SIGSTOP" : "SIGKILL", step);
+	raise(fault_stop ? SIGSTOP : SIGKILL);
 }

@@ -43,6 +43,9 @@ static void usage(FILE *f)
 		"      --agent PATH       the agent library injected into processes\n"
 		"                         (default %s, or $LTTNG_DYNPROBE_AGENT)\n"
 		"      --poll-ms MS       how often to check that sessions exist (0: never)\n"
+		"      --attach-exec      root: probe the processes that execute a program\n"
+		"                         named by a path-wide event, without the agent, as\n"
+		"                         they start (or $LTTNG_DYNPROBE_ATTACH_EXEC=1)\n"
 		"  -h, --help             this help\n"
 		"  -V, --version          the version\n"
 		"\n"
@@ -209,7 +212,7 @@ static void loop(int sig_fd, int client_fd)
 		struct dpd_client *c, *cnext;
 		struct dpd_proc *p, *pnext;
 		struct pollfd *pfd;
-		size_t n = 3, i;
+		size_t n = 4, i;
 		int timeout = -1, ret;
 
 		dpd_install_pending();
@@ -226,7 +229,9 @@ static void loop(int sig_fd, int client_fd)
 		pfd[0] = (struct pollfd){ .fd = sig_fd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = client_fd, .events = POLLIN };
 		pfd[2] = (struct pollfd){ .fd = dpd_app_listen_fd, .events = POLLIN };
-		i = 3;
+		/* -1 (ignored by poll) without --attach-exec */
+		pfd[3] = (struct pollfd){ .fd = dpd_execs_fd, .events = POLLIN };
+		i = 4;
 		for (c = dpd_clients; c; c = c->next)
 			pfd[i++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
 		for (p = dpd_procs; p; p = p->next)
@@ -254,7 +259,7 @@ static void loop(int sig_fd, int client_fd)
 		if (ret > 0 && !dpd_quit) {
 			/* Descriptors are matched again by value: serving one may
 			 * have closed others (a process forgotten). */
-			for (i = 3; i < n; i++) {
+			for (i = 4; i < n; i++) {
 				if (!pfd[i].revents)
 					continue;
 				for (c = dpd_clients; c; c = cnext) {
@@ -268,6 +273,8 @@ static void loop(int sig_fd, int client_fd)
 						dpd_agent_readable(p);
 				}
 			}
+			if (pfd[3].revents & POLLIN)
+				dpd_execs_readable();
 			if (pfd[2].revents & POLLIN)
 				while (dpd_agent_accept() == 0)
 					;
@@ -292,6 +299,7 @@ int main(int argc, char **argv)
 		{ "log", required_argument, NULL, 'l' },
 		{ "agent", required_argument, NULL, 'a' },
 		{ "poll-ms", required_argument, NULL, 'p' },
+		{ "attach-exec", no_argument, NULL, 'x' },
 		/* Not in --help: a pause between preparing an install and
 		 * writing it, so that tests can kill the daemon or the target
 		 * right there. */
@@ -303,7 +311,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool daemonize = false, running;
+	bool daemonize = false, running, attach_exec = false;
 	const char *log_path = NULL, *env;
 	int ready[2] = { -1, -1 };
 	int c, ret, lock_fd, client_fd, sig_fd;
@@ -317,6 +325,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'd':
 			daemonize = true;
+			break;
+		case 'x':
+			attach_exec = true;
 			break;
 		case 'v':
 			dpd_verbosity++;
@@ -342,7 +353,7 @@ int main(int argc, char **argv)
 			break;
 		case 'F':
 			if (dpd_fault_set(optarg)) {
-				fprintf(stderr, "lttng-dynprobed: --test-fault takes STEP[:N], "
+				fprintf(stderr, "lttng-dynprobed: --test-fault takes STEP[:N][:stop], "
 						"not '%s'\n", optarg);
 				return 1;
 			}
@@ -361,6 +372,15 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "lttng-dynprobed: unexpected argument '%s' (see --help)\n",
 			argv[optind]);
+		return 1;
+	}
+	env = getenv("LTTNG_DYNPROBE_ATTACH_EXEC");
+	if (env && *env && strcmp(env, "0"))
+		attach_exec = true;
+	if (attach_exec && geteuid() != 0) {
+		fprintf(stderr, "lttng-dynprobed: --attach-exec (or LTTNG_DYNPROBE_ATTACH_EXEC) "
+				"needs root: the kernel's process-events connector is open to "
+				"root only; start programs with the agent preloaded instead\n");
 		return 1;
 	}
 	if (dpd_cfg.agent_path[0] != '/') {
@@ -462,8 +482,19 @@ int main(int argc, char **argv)
 		unlink(client_sock);
 		goto fail;
 	}
-	dpd_info("pid %d, client socket %s, app socket %s, agent %s", (int)getpid(), client_sock,
-		 dpd_cfg.app_sock, dpd_cfg.agent_path);
+	if (attach_exec) {
+		struct dp_err err = DP_ERR_INIT;
+
+		if (dpd_execs_open(&err)) {
+			fprintf(stderr, "lttng-dynprobed: %s\n", err.msg);
+			unlink(client_sock);
+			unlink(dpd_cfg.app_sock);
+			goto fail;
+		}
+	}
+	dpd_info("pid %d, client socket %s, app socket %s, agent %s%s", (int)getpid(),
+		 client_sock, dpd_cfg.app_sock, dpd_cfg.agent_path,
+		 attach_exec ? ", attaching to processes as they execute" : "");
 	dpd_state_load();
 
 	if (daemonize) {

@@ -102,6 +102,7 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 	ret = dpd_write_batch(p, ws, n, gone, ngone, false, &msg);
 	if (ret == -DP_PROC_ENOPROC) {
 		/* Gone: nothing to restore, and nothing to remember. */
+		dpd_info("remove from %d: %s", (int)pid, msg.msg);
 		if (rp) {
 			rp->status = -ESRCH;
 			snprintf(rp->message, sizeof(rp->message), "process %d exited", (int)pid);

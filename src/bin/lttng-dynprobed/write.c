@@ -13,6 +13,7 @@
 
 #include "daemon.h"
 #include "patch/write.h"
+#include "proc/proc-status.h"
 #include "proc/ptrace.h"
 
 /* Writes a patch's bytes (patch/write.h builds them), threads held: a
@@ -259,6 +260,15 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	if (dp_proc_detach(proc) && !ret) {
 		dp_err_set(msg, -ESRCH, "%s", dp_proc_errmsg(proc));
 		ret = -ESRCH;
+	}
+	/* Killed while held: what was not written failed for that reason,
+	 * and what was is gone with it. */
+	if (!ret && !dp_proc_alive(p->pid)) {
+		dp_err_set(msg, -DP_PROC_ENOPROC, "process %d exited during the operation",
+			   (int)p->pid);
+		for (size_t i = 0; i < n; i++)
+			ws[i].fail = true;
+		ret = -DP_PROC_ENOPROC;
 	}
 	/* At info level, with the totals: a benchmark adds these lines up to
 	 * know how long the target lost, and the longest stop ends the line

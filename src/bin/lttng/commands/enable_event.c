@@ -208,7 +208,8 @@ static int run(struct dp_cli *cli, const struct enable_args *a)
 	if (r->status) {
 		dp_err("%s", r->message[0] ? r->message : strerror(-r->status));
 		for (uint32_t i = 0; i < r->nprocs; i++)
-			if (r->procs[i].status)
+			/* Once: the process's message may be the whole reply's. */
+			if (r->procs[i].status && strcmp(r->procs[i].message, r->message))
 				dp_err("process %u: %s", r->procs[i].pid, r->procs[i].message);
 		goto out_reply;
 	}

@@ -93,6 +93,20 @@ int dp_child_hold_entry(pid_t pid, struct dp_child_entry *h)
 	return ret;
 }
 
+int dp_child_catch_entry(pid_t pid, struct dp_child_entry *h)
+{
+	int status, ret = seize_stopped(pid, &status);
+
+	if (ret)
+		return ret;
+	h->pid = pid;
+	ret = WIFSTOPPED(status) ? entry_point(pid, &h->entry) : -ESRCH;
+	if (!ret)
+		ret = poke_bytes(pid, h->entry, spin, h->orig, sizeof(spin));
+	ptrace(PTRACE_DETACH, pid, NULL, NULL);
+	return ret;
+}
+
 /* Whether the main thread is at the entry now (a brief seize). */
 static bool at_entry(const struct dp_child_entry *h)
 {

@@ -14,6 +14,14 @@
  *           ... probes installed while it spins ...
  *           dp_child_release_entry()  the entry's bytes back: main() runs.
  *
+ * A process that is not our child, found just after its exec (the
+ * daemon's process-events connector): dp_child_catch_entry() seizes it
+ * wherever it is (most likely in its loader), writes the same spin loop
+ * and lets it go; dp_child_wait_entry() and dp_child_release_entry() as
+ * above.  If it ran past its entry before the spin was written, it never
+ * spins: the wait times out, and the release puts the bytes back all the
+ * same (the entry runs once).
+ *
  * The child is never left traced between the calls (other tools, and the
  * daemon's own ptrace, may attach meanwhile).  Functions return 0 or -errno.
  */
@@ -41,6 +49,12 @@ int dp_child_traceme(void);
  * bytes it held kept in h) and the child let go.
  */
 int dp_child_hold_entry(pid_t pid, struct dp_child_entry *h);
+
+/*
+ * Any process: seized and stopped, its entry point made a spin loop (the
+ * bytes kept in h), let go.  0 or -errno (nothing changed).
+ */
+int dp_child_catch_entry(pid_t pid, struct dp_child_entry *h);
 
 /*
  * Waits until the main thread spins at the entry, looking every poll_ms:

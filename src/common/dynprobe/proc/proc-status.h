@@ -36,6 +36,9 @@ bool dp_proc_alive(pid_t pid);
 /* The target of /proc/PID/exe ("PATH (deleted)" for a program replaced on
  * disk), NUL-terminated in buf. */
 int dp_proc_exe(pid_t pid, char *buf, size_t len);
+/* The value of the environment variable `name` pid started its program
+ * with (/proc/PID/environ), NUL-terminated in buf; -ENOENT when unset. */
+int dp_proc_environ_get(pid_t pid, const char *name, char *buf, size_t len);
 /* Every process id of the machine (*pids to free). */
 int dp_proc_list(pid_t **pids, size_t *n);
 /* Every thread id of pid (*tids to free); -ENOENT when pid is gone. */

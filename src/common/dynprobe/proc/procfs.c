@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -36,6 +37,32 @@ int dp_proc_exe(pid_t pid, char *buf, size_t len)
 		return -errno;
 	buf[n] = '\0';
 	return 0;
+}
+
+int dp_proc_environ_get(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64], data[65536];
+	size_t nlen = strlen(name), n = 0;
+	ssize_t r;
+	int fd;
+
+	if (!len)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (n < sizeof(data) - 1 && (r = read(fd, data + n, sizeof(data) - 1 - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	data[n] = '\0';
+	for (size_t i = 0; i < n; i += strlen(data + i) + 1) {
+		if (!strncmp(data + i, name, nlen) && data[i + nlen] == '=') {
+			snprintf(buf, len, "%s", data + i + nlen + 1);
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 /* The numeric entries of a /proc directory: processes or threads. */

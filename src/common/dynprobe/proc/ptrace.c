@@ -669,9 +669,50 @@ static int seize_pass(struct dp_proc *p)
 	return ret < 0 ? ret : added;
 }
 
+/*
+ * Collects the exits of threads killed while we held them (SIGKILL is all
+ * that takes a thread out of a ptrace stop without us): until its tracer
+ * reaps it, a dead thread stays attached to us, and a dead process stays a
+ * zombie its parent cannot collect.  A leader is reported after its other
+ * threads, hence the rounds.
+ */
+static void reap_killed(const pid_t *tids, size_t n)
+{
+	uint64_t deadline = dp__now_ns() + 2000000000ull;
+	unsigned int round = 0;
+	size_t left = n;
+	bool *done = calloc(n ? n : 1, sizeof(*done));
+
+	while (done && left && dp__now_ns() < deadline) {
+		bool any = false;
+
+		for (size_t i = 0; i < n; i++) {
+			int status;
+			pid_t r;
+
+			if (done[i])
+				continue;
+			r = waitpid(tids[i], &status, __WALL | WNOHANG);
+			if (r == 0 || (r < 0 && errno == EINTR))
+				continue;
+			if (r == tids[i] && !WIFEXITED(status) && !WIFSIGNALED(status))
+				continue;	/* a last stop on its way out */
+			done[i] = any = true;
+			left--;
+		}
+		if (any)
+			round = 0;
+		else
+			snooze(&round);
+	}
+	free(done);
+}
+
 /* Lets go of every held thread (and forgets those that cannot be held). */
 static int detach_held(struct dp_proc *p)
 {
+	pid_t *killed = calloc(p->n ? p->n : 1, sizeof(*killed));
+	size_t nkilled = 0;
 	int ret = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
@@ -683,9 +724,15 @@ static int detach_held(struct dp_proc *p)
 			continue;
 		}
 		/* From a job-control stop the kernel puts it back into that stop. */
-		if (ptrace(PTRACE_DETACH, t->tid, 0, (void *)(long)sig) && errno != ESRCH)
+		if (!ptrace(PTRACE_DETACH, t->tid, 0, (void *)(long)sig))
+			continue;
+		if (errno != ESRCH)
 			ret = -errno;
+		else if (killed)
+			killed[nkilled++] = t->tid;
 	}
+	reap_killed(killed, nkilled);
+	free(killed);
 	p->n = 0;
 	return ret;
 }

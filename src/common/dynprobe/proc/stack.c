@@ -264,6 +264,11 @@ static size_t start_frames(const struct dp_stack *s, bool main)
 	const struct dp_frame *f = s->f;
 	size_t n = s->n;
 
+	/* The main thread in the program's entry code itself, before it
+	 * called the C library: the loader has run and let go of its locks
+	 * (a process held at its entry point, proc/child.h). */
+	if (main && n == 1 && f[0].kind == DP_FRAME_ENTRY)
+		return 1;
 	if (n < 2 || f[n - 2].kind != DP_FRAME_LIBC)
 		return 0;
 	if (main) {
