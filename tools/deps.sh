@@ -23,6 +23,9 @@ packages=(
 	python3
 	# --mi xml and saved sessions checked with an XML parser (tests/cli)
 	libxml2-utils xsltproc
+	# the soak (tests/soak): real servers under their load generators
+	# (pgbench, initdb and postgres come with postgresql-15 on Debian 12)
+	nginx-light wrk postgresql-15
 	# the private session daemon harness (tests/utils/sessiond.sh): unshare
 	# and setpriv, useradd for the unprivileged test user, ip for loopback
 	util-linux passwd iproute2

@@ -28,6 +28,8 @@
  *       the target's counter file: for each window, the calls each thread
  *       completed while every probe was in place go to OUT, one line
  *       "WINDOW THREAD FIRST LAST" (seqs FIRST..LAST must all be recorded)
+ *   dpctl calls SHM
+ *       the sum of the target's per-thread counters (no daemon needed)
  *
  * Output lines:
  *   status=S message=TEXT
@@ -444,6 +446,23 @@ static int cycles(char **argv, int argc)
 	return 0;
 }
 
+/* The calls the target's threads completed, each counter read whole (a
+ * reader of the file, od say, may see one half-written). */
+static int calls(const char *path)
+{
+	struct dp_target_shm *shm = shm_open_file(path);
+	uint64_t sum = 0;
+
+	if (!shm) {
+		fprintf(stderr, "dpctl: cannot map %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	for (unsigned t = 0; t < DP_TARGET_MAX_THREADS; t++)
+		sum += __atomic_load_n(&shm->done[t], __ATOMIC_ACQUIRE);
+	printf("%" PRIu64 "\n", sum);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -453,6 +472,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: dpctl COMMAND ARGS... (see the source)\n");
 		return 2;
 	}
+	/* No daemon needed. */
+	if (!strcmp(cmd, "calls") && argc >= 3)
+		return calls(argv[2]);
 	fd = dp_client_connect();
 	if (fd < 0) {
 		printf("status=%d message=cannot connect to the daemon: %s\n", fd, strerror(-fd));

@@ -26,7 +26,7 @@ for s in one two; do
 done
 
 calls() {
-	od -An -tu8 -j8 -N64 "$DP_TMP/shm-$1" | awk '{ for (i = 1; i <= NF; i++) s += $i } END { print s + 0 }'
+	"$DPCTL" calls "$DP_TMP/shm-$1"
 }
 
 # enable SESSION EVENT KIND LOCATION: in the case's target.

@@ -35,9 +35,9 @@ wait "$client"
 [ $? -eq 2 ]
 tap_ok $? "the daemon killed in the middle of installing event b (its client saw: $(head -n1 "$DP_TMP/b-enable"))"
 
-calls1=$(od -An -tu8 -j8 -N64 "$DP_TMP/shm" | awk '{ for (i = 1; i <= NF; i++) s += $i } END { print s }')
+calls1=$("$DPCTL" calls "$DP_TMP/shm")
 sleep 0.5
-calls2=$(od -An -tu8 -j8 -N64 "$DP_TMP/shm" | awk '{ for (i = 1; i <= NF; i++) s += $i } END { print s }')
+calls2=$("$DPCTL" calls "$DP_TMP/shm")
 kill -0 "$pid" && [ "$calls2" -gt "$calls1" ]
 tap_ok $? "the target keeps running ($calls1 -> $calls2 calls)"
 ! same_as_file "$pid" "$PIE" dp_work
