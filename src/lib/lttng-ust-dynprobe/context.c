@@ -216,6 +216,25 @@ static uint8_t error_value(long ret)
 	return ret < 0 ? (uint8_t)(-ret > 255 ? 255 : -ret) : 0;
 }
 
+/*
+ * The string at addr (when ret, the address's own result, is 0) into buf:
+ * its value and error fields at values[0] and values[1].  Whether the
+ * context counts as a memory error: E2BIG keeps the first maxlen bytes and
+ * is not one.
+ */
+static bool put_string(const struct dpa_ctx_env *env, long ret, uint64_t addr, char *buf,
+		       uint32_t maxlen, struct dpa_value *values)
+{
+	if (!ret)
+		ret = dpa_mem_read_str(env->regs, env->own, buf, addr, maxlen);
+	if (ret < 0 && ret != -E2BIG)
+		buf[0] = 0;
+	values[0].str.ptr = buf;
+	values[0].str.len = ret >= 0 ? (uint32_t)ret : ret == -E2BIG ? maxlen : 0;
+	values[1].u = error_value(ret);
+	return ret < 0 && ret != -E2BIG;
+}
+
 unsigned dpa_ctx_eval(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ctx_env *env,
 		      struct dpa_value *values)
 {
@@ -259,16 +278,8 @@ unsigned dpa_ctx_eval(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ct
 
 			off += dp_ctx_values_size(c);
 			ret = ctx_address(&c->addr, env, &addr);
-			if (!ret)
-				ret = dpa_mem_read_str(regs, env->own, buf, addr, c->maxlen);
-			if (ret < 0 && ret != -E2BIG)
-				buf[0] = 0;
-			values[f].str.ptr = buf;
-			values[f].str.len = ret >= 0 ? (uint32_t)ret
-					    : ret == -E2BIG ? c->maxlen : 0;
-			f++;
-			values[f++].u = error_value(ret);
-			errors += ret < 0 && ret != -E2BIG;
+			errors += put_string(env, ret, addr, buf, c->maxlen, &values[f]);
+			f += 2;
 			break;
 		}
 		case DP_CTX_VALUE:
@@ -277,16 +288,8 @@ unsigned dpa_ctx_eval(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ct
 				char *buf = (char *)scratch + off;
 
 				off += dp_ctx_values_size(c);
-				if (!ret)
-					ret = dpa_mem_read_str(regs, env->own, buf, v, c->maxlen);
-				if (ret < 0 && ret != -E2BIG)
-					buf[0] = 0;
-				values[f].str.ptr = buf;
-				values[f].str.len = ret >= 0 ? (uint32_t)ret
-						    : ret == -E2BIG ? c->maxlen : 0;
-				f++;
-				values[f++].u = error_value(ret);
-				errors += ret < 0 && ret != -E2BIG;
+				errors += put_string(env, ret, v, buf, c->maxlen, &values[f]);
+				f += 2;
 				break;
 			}
 			if (ret)

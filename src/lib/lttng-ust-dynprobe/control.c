@@ -867,9 +867,8 @@ static unsigned wait_ms_from_env(void)
 	return DPA_CONTROL_REGISTER_TIMEOUT_MS;
 }
 
-/* Holds the caller (the constructor) until GO, or at most ms milliseconds
- * (NO_LIMIT: until GO, or until no daemon answers). */
-static void go_wait(unsigned ms)
+/* The deadline `ms` from now, on the clock of go.cond. */
+static struct timespec deadline(unsigned ms)
 {
 	struct timespec until;
 
@@ -880,6 +879,15 @@ static void go_wait(unsigned ms)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000;
 	}
+	return until;
+}
+
+/* Holds the caller (the constructor) until GO, or at most ms milliseconds
+ * (NO_LIMIT: until GO, or until no daemon answers). */
+static void go_wait(unsigned ms)
+{
+	struct timespec until = deadline(ms);
+
 	pthread_mutex_lock(&go.lock);
 	while (!go.released) {
 		if (ms == NO_LIMIT) {
@@ -935,21 +943,6 @@ bool dpa_control_mapped_wanted(void)
 {
 	return !in_control_thread && ctl.wait_ms && !stopping() && __atomic_load_n(&ctl.serving, __ATOMIC_ACQUIRE) &&
 	       __atomic_load_n(&ctl.daemon_minor, __ATOMIC_RELAXED) >= 2;
-}
-
-/* The deadline `ms` from now, on the clock of go.cond. */
-static struct timespec deadline(unsigned ms)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
-	return until;
 }
 
 void dpa_control_mapped_wait(void)
