@@ -21,7 +21,7 @@ FRAMES=${1:-${DP_FUZZ_FRAMES:-5000}}
 SEED=${2:-${DP_FUZZ_SEED:-$(od -An -tu4 -N4 /dev/urandom | tr -d ' ')}}
 PIE=$builddir/target-pie
 RUN=$(dpd_run_dir)
-tap_diag "seed $SEED, $FRAMES frames per protocol and user (again: $0 $FRAMES $SEED)"
+tap_diag "seed $SEED, $FRAMES frames per protocol and user (again: DP_FUZZ_FRAMES=$FRAMES DP_FUZZ_SEED=$SEED make check TESTS=test-fuzz.sh)"
 
 # The fuzzer and the golden messages where any user may read them.
 pub=$DP_TMP/pub
