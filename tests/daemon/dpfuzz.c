@@ -2,7 +2,7 @@
  * dpfuzz: hostile frames against a running lttng-dynprobed, on its client
  * socket or its app socket (test-fuzz.sh).
  *
- *   dpfuzz GOLDEN PROTO SOCKET SEED FRAMES [TIMEOUT_MS]
+ *   dpfuzz GOLDEN PROTO SOCKET SEED FRAMES [TIMEOUT_MS [HOLD]]
  *
  * GOLDEN is tests/proto/golden.txt (every message of both protocols as
  * bytes), PROTO "client" or "app".  FRAMES frames are sent, over
@@ -19,10 +19,13 @@
  * TIMEOUT_MS (default 10000): a connection still open then is a hang.
  * Everything derives from SEED: the same seed sends the same bytes.
  *
+ * With HOLD, FRAMES is ignored: HOLD connections at once each send part of
+ * a golden frame and keep the connection open, writing nothing more; the
+ * daemon must close each one itself within TIMEOUT_MS.
+ *
  * Prints one line of counts; exits 0, 1 when a connection hung or could
  * not be made (saying which, with its number), 2 on bad arguments.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
@@ -227,6 +230,37 @@ static int drain(int fd, int timeout_ms, unsigned long long *bytes)
 	}
 }
 
+/* HOLD connections stalled mid-frame: 0 when the daemon closed them all. */
+static int hold(const struct sockaddr_un *sa, int n, int timeout_ms, unsigned long long seed)
+{
+	unsigned long long rbytes = 0;
+	int fds[256], i, hung = 0;
+
+	if (n < 1 || n > 256) {
+		fprintf(stderr, "dpfuzz: HOLD must be 1 to 256\n");
+		return 2;
+	}
+	for (i = 0; i < n; i++) {
+		const struct golden *g = &golden[below(ngolden)];
+
+		fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fds[i] < 0 || connect(fds[i], (const struct sockaddr *)sa, sizeof(*sa)) < 0) {
+			fprintf(stderr, "dpfuzz: held connection %d: cannot connect to %s: %s\n", i,
+				sa->sun_path, strerror(errno));
+			return 1;
+		}
+		/* at least one byte, never the whole frame */
+		write_all(fds[i], g->bytes, 1 + below(g->len - 1));
+	}
+	for (i = 0; i < n; i++) {
+		if (drain(fds[i], timeout_ms, &rbytes) < 0)
+			hung++;
+		close(fds[i]);
+	}
+	printf("dpfuzz: seed=%llu held=%d still-open=%d timeout_ms=%d\n", seed, n, hung, timeout_ms);
+	return hung ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -235,15 +269,15 @@ int main(int argc, char **argv)
 	int timeout_ms = 10000, app;
 	uint8_t buf[MAX_FRAME];
 
-	if (argc < 6 || argc > 7 || (strcmp(argv[2], "client") && strcmp(argv[2], "app"))) {
-		fprintf(stderr, "usage: dpfuzz GOLDEN client|app SOCKET SEED FRAMES [TIMEOUT_MS]\n");
+	if (argc < 6 || argc > 8 || (strcmp(argv[2], "client") && strcmp(argv[2], "app"))) {
+		fprintf(stderr, "usage: dpfuzz GOLDEN client|app SOCKET SEED FRAMES [TIMEOUT_MS [HOLD]]\n");
 		return 2;
 	}
 	app = !strcmp(argv[2], "app");
 	max_payload = app ? 8u << 20 : 16u << 20;
 	seed = strtoull(argv[4], NULL, 0);
 	frames = strtoull(argv[5], NULL, 0);
-	if (argc == 7)
+	if (argc >= 7)
 		timeout_ms = atoi(argv[6]);
 	if (strlen(argv[3]) >= sizeof(sa.sun_path)) {
 		fprintf(stderr, "dpfuzz: socket path too long: %s\n", argv[3]);
@@ -255,6 +289,8 @@ int main(int argc, char **argv)
 	rng = seed * 0x9e3779b97f4a7c15ull + 1;
 	if (!rng)
 		rng = 1;
+	if (argc == 8)
+		return hold(&sa, atoi(argv[7]), timeout_ms, seed);
 
 	while (sent < frames) {
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -94,6 +94,21 @@ else
 	tap_ok $? "$DP_TEST_USER cannot even connect to root's client socket"
 fi
 
+# Frames cut and left hanging, the connections held open: the daemon drops
+# each one itself, once its frame timeout (5 s) passes, and serves others
+# after.  It reads one client's frame at a time, blocking: each stalled
+# connection holds it up to 5 s, hence only 2 here, and 30 s to close them.
+for proto in client app; do
+	"$FUZZ" "$GOLDEN" $proto "$RUN/dynprobe-$proto.sock" "$SEED" 0 30000 2 >"$DP_TMP/hold-$proto" 2>&1 &
+	holder=$!
+	sleep 0.5
+	t0=$(date +%s%N)
+	dpctl ping && out_has "pid=$DPD_PID "
+	tap_ok $? "$proto socket: while 2 connections stall mid-frame, the daemon answers PING (in $((($(date +%s%N) - t0) / 1000000)) ms)"
+	wait "$holder"
+	tap_ok $? "$proto socket: the daemon closed every stalled connection itself: $(cat "$DP_TMP/hold-$proto")"
+done
+
 kill -0 "$DPD_PID" 2>/dev/null && [ "$DPD_PID" = "$pid_before" ] &&
 	[ "$(cat "$RUN/lttng-dynprobed.pid")" = "$pid_before" ]
 tap_ok $? "after the fuzzing the same daemon (pid $DPD_PID) runs"
