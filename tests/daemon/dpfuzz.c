@@ -264,7 +264,8 @@ static int hold(const struct sockaddr_un *sa, int n, int timeout_ms, unsigned lo
 int main(int argc, char **argv)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	unsigned long long seed, frames, sent = 0, conns = 0, cuts = 0, closed = 0, rbytes = 0;
+	unsigned long long seed, frames, sent = 0, conns = 0, cuts = 0, closed = 0, rbytes = 0,
+			   unsent = 0;
 	uint32_t max_payload;
 	int timeout_ms = 10000, app;
 	uint8_t buf[MAX_FRAME];
@@ -307,10 +308,15 @@ int main(int argc, char **argv)
 			dead = write_all(fd, golden[hello].bytes, golden[hello].len) < 0;
 			sent++;
 		}
-		for (i = 0; i < nframes && !cut && !dead && sent < frames; i++) {
+		/* Every frame is made, even after the daemon closed, so that
+		 * the seed alone says what is sent. */
+		for (i = 0; i < nframes && !cut && sent < frames; i++) {
 			size_t len = make_frame(buf, max_payload, &cut);
 
-			dead = write_all(fd, buf, len) < 0;
+			if (dead)
+				unsent++;
+			else
+				dead = write_all(fd, buf, len) < 0;
 			sent++;
 		}
 		cuts += cut;
@@ -328,7 +334,7 @@ int main(int argc, char **argv)
 		}
 		close(fd);
 	}
-	printf("dpfuzz: proto=%s seed=%llu frames=%llu connections=%llu cut=%llu closed-at-once=%llu reply-bytes=%llu\n",
-	       argv[2], seed, sent, conns, cuts, closed, rbytes);
+	printf("dpfuzz: proto=%s seed=%llu frames=%llu connections=%llu cut=%llu closed-at-once=%llu after-daemon-closed=%llu reply-bytes=%llu\n",
+	       argv[2], seed, sent, conns, cuts, closed, unsent, rbytes);
 	return 0;
 }
