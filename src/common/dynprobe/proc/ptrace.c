@@ -589,6 +589,7 @@ int dp__wait_owned(struct dp_proc *p, pid_t owned, int timeout_ms, enum dp_event
 static int open_mem(struct dp_proc *p)
 {
 	char path[64];
+	int ret;
 
 	/* Through a live thread: a leader that exited has no memory to name. */
 	for (size_t i = 0; i < p->n; i++) {
@@ -597,8 +598,18 @@ static int open_mem(struct dp_proc *p)
 		if (p->mem_fd >= 0)
 			return 0;
 	}
-	return dp_err_set(&p->err, -errno, "cannot open /proc/%d/mem: %s", (int)p->pid,
-			  strerror(errno));
+	ret = -errno;
+	/* A process killed meanwhile loses its memory before it becomes a
+	 * zombie: the open fails with EPERM while it is still being torn
+	 * down.  Say that it exited, as every other step does. */
+	for (int ms = 0; ms < 200; ms += 10) {
+		if (!dp_proc_alive(p->pid))
+			return dp_err_set(&p->err, -DP_PROC_ENOPROC,
+					  "process %d exited during the operation", (int)p->pid);
+		usleep(10000);
+	}
+	return dp_err_set(&p->err, ret, "cannot open /proc/%d/mem: %s", (int)p->pid,
+			  strerror(-ret));
 }
 
 /* PTRACE_SEIZE said EPERM for tid: say why. */
