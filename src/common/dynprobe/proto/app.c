@@ -236,18 +236,22 @@ static const struct dp_field ctx_addr_fields[] = {
 DP_STRUCT_DESC(ctx_addr_desc, T, ctx_addr_fields);
 #undef T
 
+/* A context's fields on the wire, in both DEFINE_PROBE and DEFINE_PROBE_EXT. */
+#define CTX_FIELDS(T) \
+	DP_FIELD_U8(T, kind), \
+	DP_FIELD_STR(T, name, 0), \
+	DP_FIELD_U8(T, reg), \
+	DP_FIELD_U8(T, width), \
+	DP_FIELD_U8(T, shift), \
+	DP_FIELD_STRUCT(T, type, field_desc_desc), \
+	DP_FIELD_STRUCT(T, addr, ctx_addr_desc), \
+	DP_FIELD_U32(T, maxlen), \
+	DP_FIELD_U16(T, depth), \
+	DP_FIELD_U8(T, walker)
+
 #define T struct dp_ctx
 static const struct dp_field ctx_fields[] = {
-	DP_FIELD_U8(T, kind),
-	DP_FIELD_STR(T, name, 0),
-	DP_FIELD_U8(T, reg),
-	DP_FIELD_U8(T, width),
-	DP_FIELD_U8(T, shift),
-	DP_FIELD_STRUCT(T, type, field_desc_desc),
-	DP_FIELD_STRUCT(T, addr, ctx_addr_desc),
-	DP_FIELD_U32(T, maxlen),
-	DP_FIELD_U16(T, depth),
-	DP_FIELD_U8(T, walker),
+	CTX_FIELDS(T),
 };
 DP_STRUCT_DESC(ctx_desc, T, ctx_fields);
 #undef T
@@ -273,16 +277,7 @@ DP_STRUCT_DESC(value_desc, T, value_fields);
 /* DEFINE_PROBE_EXT's context: DEFINE_PROBE's, then the recipe. */
 #define T struct dp_ctx
 static const struct dp_field ctx_ext_fields[] = {
-	DP_FIELD_U8(T, kind),
-	DP_FIELD_STR(T, name, 0),
-	DP_FIELD_U8(T, reg),
-	DP_FIELD_U8(T, width),
-	DP_FIELD_U8(T, shift),
-	DP_FIELD_STRUCT(T, type, field_desc_desc),
-	DP_FIELD_STRUCT(T, addr, ctx_addr_desc),
-	DP_FIELD_U32(T, maxlen),
-	DP_FIELD_U16(T, depth),
-	DP_FIELD_U8(T, walker),
+	CTX_FIELDS(T),
 	DP_FIELD_STRUCT(T, value, value_desc),
 };
 DP_STRUCT_DESC(ctx_ext_desc, T, ctx_ext_fields);
