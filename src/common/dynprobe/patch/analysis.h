@@ -86,6 +86,10 @@ enum dp_target_kind {
 					   as a value (a RIP-relative operand or a dynamic
 					   relocation names it): a label whose address is
 					   taken, as gcc's &&label does */
+	DP_TGT_VALUE = 1u << 6,		/* a function start or an address inside one
+					   that the object holds as a value (the
+					   sources of DP_TGT_ADDRESS); every function
+					   start when those are not all known */
 };
 
 struct dp_function {

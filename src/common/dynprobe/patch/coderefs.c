@@ -287,9 +287,13 @@ int an_code_refs_collect(struct dp_object *obj)
 		uint64_t a = obj->code_refs.v[i];
 		const struct dp_function *fn = an_function_at(obj, a);
 
-		if (fn && a != fn->start)
-			err = an_keys_push(&obj->keys, a, DP_TGT_ADDRESS);
+		if (fn)
+			err = an_keys_push(&obj->keys, a,
+					   DP_TGT_VALUE | (a != fn->start ? DP_TGT_ADDRESS : 0));
 	}
+	/* Any function may be held somewhere then. */
+	for (size_t i = 0; i < obj->nfns && !err && !obj->code_refs_known; i++)
+		err = an_keys_push(&obj->keys, obj->fns[i].start, DP_TGT_VALUE);
 	return err;
 }
 
