@@ -13,6 +13,10 @@
  * The constructor patches them before main runs, while the process has one
  * thread; objects loaded later are not patched.  The report goes to the file
  * named by DP_PATCH_ALL_REPORT (appended), or to stderr; never to stdout.
+ * Sites are planned with redirects (DP_PLAN_REDIRECT, plan.h: the branches
+ * to a block no window fits led to its trampoline), installed before the
+ * patches whose trampolines lead to them; DP_PATCH_ALL_NO_REDIRECT=1 plans
+ * without, as the daemon does.
  *
  * Balance.  Each thread keeps a shadow stack of active functions, each frame
  * keyed by the rsp at its entry (the address of its return address).  A ret

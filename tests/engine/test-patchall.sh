@@ -6,7 +6,9 @@
 # program of our own).  Each run's report must say that calls and returns
 # balance, that probes were hit, and, where the program counts its own
 # calls, that the probes counted the same number; in libsqlite3 and libc,
-# jumps through hops (a jmp rel8 to a jmp rel32 in fill) must be hit too.
+# jumps through hops (a jmp rel8 to a jmp rel32 in fill) must be hit too,
+# and in libsqlite3 redirects (the branches to a block led to its
+# trampoline).
 #
 # Run by `make check` from tests/engine of the build tree.  TAP; the plan is
 # printed at the end, counted.  Set DP_PATCHALL_KEEP=DIR to keep the reports.
@@ -73,7 +75,8 @@ check_report() {
 	if grep -q -e FAILED -e 'install failures' -e error: "$report"; then
 		diag "$report"
 	fi
-	grep -e '^object' -e '^  entries [0-9]' -e '^  returns [0-9]' -e '^  hops' -e '^  hits' \
+	grep -e '^object' -e '^  entries [0-9]' -e '^  returns [0-9]' -e '^  hops' -e '^  redirects' \
+		-e '^  hits' \
 		"$report" | sed 's/^/# /'
 }
 
@@ -209,6 +212,10 @@ ok $(awk '/^object / { o = $2 }
 	/^  hops / && o ~ /libsqlite3|libc\.so/ && $2 > 0 && $NF > 0 && !(o in seen) { seen[o]; n++ }
 	END { exit !(n == 2) }' "$tmp/sqlite.report"; echo $?) \
 	"sqlite3: jumps through hops installed in libsqlite3 and libc, and hit"
+ok $(awk '/^object / { o = $2 }
+	/^  redirects / && o ~ /libsqlite3/ && $2 > 0 && $NF > 0 { found = 1 }
+	END { exit !found }' "$tmp/sqlite.report"; echo $?) \
+	"sqlite3: redirects (branches led to a trampoline, the site unwritten) installed in libsqlite3, and hit"
 
 # openssl, libcrypto, libssl and the C library: SHA-256, SHA-512 and
 # AES-256-CBC over the input.  libcrypto's hand-written AVX2/AVX-512
