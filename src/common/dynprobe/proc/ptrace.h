@@ -108,7 +108,9 @@ int dp_proc_check(pid_t pid, unsigned int flags, struct dp_err *err);
 /*
  * Seizes every thread (PTRACE_SEIZE with PTRACE_O_TRACECLONE, the thread list
  * read again until it is stable, so that threads created meanwhile are
- * caught) and holds them all.  On failure nothing stays attached.
+ * caught) and holds them all, until the process counts no thread that is not
+ * held (a listing can miss threads).  On failure nothing stays attached.
+ * dp_proc_stop() makes the same count.
  */
 int dp_proc_attach(struct dp_proc *p, unsigned int flags);
 int dp_proc_stop(struct dp_proc *p);
