@@ -316,10 +316,19 @@ static int gone_error(struct dp_proc *p)
 			  (int)p->pid);
 }
 
-/* Waits until every thread that is not running nor owned is held. */
+/*
+ * Waits until every thread that is not running nor owned is held.  A thread
+ * still runnable (state R) at timeout_ms only waits for a CPU, on a machine
+ * too busy to give it one, or for a system call to return: it stops as soon
+ * as it gets back to user code, so it is given up to five times the
+ * process's timeout in all.  One asleep in the kernel (D) is not.
+ */
 static int wait_held(struct dp_proc *p, int timeout_ms)
 {
-	uint64_t deadline = dp__now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t start = dp__now_ns();
+	uint64_t deadline = start + (uint64_t)timeout_ms * 1000000ull;
+	int most = timeout_ms > 5 * p->timeout_ms ? timeout_ms : 5 * p->timeout_ms;
+	uint64_t last = start + (uint64_t)most * 1000000ull;
 	unsigned int round = 0;
 
 	for (;;) {
@@ -344,11 +353,16 @@ static int wait_held(struct dp_proc *p, int timeout_ms)
 		}
 		if (timeout_ms >= 0 && dp__now_ns() > deadline) {
 			struct dp_proc_status st;
+			uint64_t now = dp__now_ns();
 
 			dp_proc_status_read(p->pid, late, &st);
+			if (st.state == 'R' && now < last) {
+				deadline = now + 10000000ull;	/* look again in 10 ms */
+				continue;
+			}
 			return dp_err_set(&p->err, -ETIMEDOUT, "thread %d of pid %d did not stop "
 					  "within %d ms (state %c%s)", (int)late, (int)p->pid,
-					  timeout_ms, st.state ? st.state : '?',
+					  (int)((now - start) / 1000000ull), st.state ? st.state : '?',
 					  st.state == 'D' ? ": uninterruptible sleep" : "");
 		}
 		snooze(&round);

@@ -95,7 +95,9 @@ const struct dp_err *dp_proc_err(const struct dp_proc *p);
 
 /*
  * How long dp_proc_attach()/dp_proc_stop() wait for every thread to stop
- * (default 2000 ms; a thread in uninterruptible sleep does not stop).
+ * (default 2000 ms; a thread in uninterruptible sleep does not stop).  A
+ * thread still runnable then (state R: waiting for a CPU, or in a system
+ * call that has not returned yet) is given up to five times as long.
  */
 void dp_proc_set_timeout(struct dp_proc *p, int ms);
 
