@@ -156,10 +156,12 @@ out:
 
 void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep)
 {
-	size_t n = 0, k = 0;
+	size_t n = dpd_held_count(), k;
 	pid_t *pids;
 
-	/* By pid: a removal may forget its process (it exited). */
+	/* By pid: a removal may forget its process (it exited), and waits for
+	 * the process's holder.  A process held now may be taking ev in (it
+	 * looked before ev was disabled): it is looked at too, once free. */
 	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
 		n++;
 	pids = calloc(n ? n : 1, sizeof(*pids));
@@ -167,17 +169,26 @@ void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep)
 		dpd_err("out of memory removing %s", ev->names[0]);
 		return;
 	}
+	k = dpd_held_pids(pids, n);
 	for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
 		uint32_t j, i;
+		bool seen = false;
 
-		if (dpd_proc_count_sites(p, ev, &j, &i))
+		for (size_t h = 0; h < k && !seen; h++)
+			seen = pids[h] == p->pid;
+		if (!seen && dpd_proc_count_sites(p, ev, &j, &i))
 			pids[k++] = p->pid;
 	}
 	for (size_t i = 0; i < k; i++) {
-		struct dpd_proc *p = dpd_proc_find(pids[i]);
+		struct dpd_proc *p;
+		uint32_t nj, ni;
 
-		if (p)
+		if (dpd_hold(pids[i]))
+			continue;
+		p = dpd_proc_find(pids[i]);
+		if (p && dpd_proc_count_sites(p, ev, &nj, &ni))
 			dpd_remove(ev, p, rep ? dp_client_report_add_proc(rep) : NULL);
+		dpd_unhold(pids[i]);
 	}
 	free(pids);
 }

@@ -20,7 +20,10 @@ void dpd_sessions_poll(void)
 
 	if (!dpd_events)
 		return;
+	/* The session daemon's answer is waited for without the lock. */
+	dpd_unlock();
 	n = lttng_list_sessions(&sessions);
+	dpd_lock();
 	if (n < 0) {
 		dpd_dbg("cannot list sessions: %s", lttng_strerror(n));
 		return;
