@@ -28,15 +28,16 @@
  *               from the kernel's process-events connector (root)
  *
  * Who calls whom: a file calls only the files listed after it on its line,
- * each of which is lower in this list, so the calls form no cycle (log.c is
- * called by most and calls none; state.c is the only owner of the state):
+ * each of which is lower in this list, so the calls form no cycle (log.c and
+ * lock.c are called by most and call none but each other; state.c is the
+ * only owner of the state):
  *
  *   main.c      -> serve remove state
  *   serve.c     -> execs sessions clients install agents state
- *   execs.c     -> install state resolve
+ *   execs.c     -> install remove state resolve
  *   sessions.c  -> clients state
  *   clients.c   -> install remove mappers state resolve
- *   install.c   -> sem combine write stage agents state resolve
+ *   install.c   -> remove sem combine write stage agents state resolve
  *   remove.c    -> sem combine write stage agents state
  *   sem.c       -> state resolve
  *   combine.c   -> write stage agents state resolve
@@ -46,7 +47,7 @@
  *   agents.c    -> state resolve
  *   state.c     -> resolve lock
  *   resolve.c   -> (none)
- *   lock.c      -> (none; log.c, and dpd_event_free when the last pin goes)
+ *   lock.c      -> state (dpd_event_free, when an event's last pin goes)
  *
  * Threads: serve.c's loop owns the connections and only reads frames and
  * accepts; workers serve requests, agents' messages, exec notices and the
@@ -169,6 +170,7 @@ struct dpd_config {
 	const char *agent_path;		/* the agent injected into processes */
 	int poll_ms;			/* session polling period (0: none) */
 	int test_pause_ms;		/* tests: pause in the middle of each install */
+	pid_t test_pause_pid;		/* ... of installs into that process only (0: all) */
 	char run_dir[DP_CLIENT_PATH_MAX];
 	char state_path[DP_CLIENT_PATH_MAX + 32];
 	char app_sock[DP_CLIENT_PATH_MAX];	/* where agents connect */
@@ -643,8 +645,13 @@ void dpd_exec_seen(pid_t pid);
  * 0 or -errno (rp says why; a site that could not change stays as it was).
  */
 int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp);
-/* Removes ev everywhere, adding a report entry per process when rep is set. */
+/* Removes ev everywhere, adding a report entry per process when rep is set.
+ * Disable ev first (ev->enabled false): then whoever is installing it
+ * somewhere without holding it calls dpd_remove_if_gone after. */
 void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep);
+/* Holding pid, after installing an event it does not hold: takes ev out of
+ * pid again when it was disabled (or unlinked) meanwhile. */
+void dpd_remove_if_gone(struct dpd_event *ev, pid_t pid);
 
 /* ---- sem.c ---- */
 

@@ -175,6 +175,7 @@ void dpd_exec_seen(pid_t pid)
 			continue;
 		memset(&rp, 0, sizeof(rp));
 		dpd_install(ev, pid, &rp);
+		dpd_remove_if_gone(ev, pid);
 		dpd_info("process %d started without the agent: %s: %s%s", (int)pid, ev->names[0],
 			 rp.status ? rp.message : "installed",
 			 rp.status ? "" : held ? " before its entry point" : " while it runs");

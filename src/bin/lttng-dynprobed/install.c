@@ -387,12 +387,16 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	if (ret)
 		goto undo;
 	dpd_fault("staged");
-	if (dpd_cfg.test_pause_ms) {
+	if (dpd_cfg.test_pause_ms && (!dpd_cfg.test_pause_pid || dpd_cfg.test_pause_pid == pid)) {
+		int64_t end = dpd_now_ms() + dpd_cfg.test_pause_ms;
+
 		dpd_info("test pause: %d ms before writing into process %d", dpd_cfg.test_pause_ms,
 			 (int)pid);
-		/* Held, not locked: a pause on one process stops no other. */
+		/* Held, not locked: a pause on one process stops no other.  It
+		 * ends early when the process is gone. */
 		dpd_unlock();
-		usleep((useconds_t)dpd_cfg.test_pause_ms * 1000);
+		while (dpd_now_ms() < end && dp_proc_alive(pid))
+			usleep(10000);
 		dpd_lock();
 	}
 	ret = dpd_write_batch(p, ws, n, NULL, 0, false, &msg);
@@ -550,6 +554,7 @@ static void run_pending(struct dpd_proc *p, bool go)
 			continue;
 		memset(&rp, 0, sizeof(rp));
 		dpd_install(ev, pid, &rp);
+		dpd_remove_if_gone(ev, pid);
 		dpd_info("process %d %s: %s: %s", (int)pid,
 			 go ? "started with the agent" : "mapped the object (dlopen)", ev->names[0],
 			 rp.status ? rp.message : "installed");

@@ -239,6 +239,8 @@ int main(int argc, char **argv)
 		 * writing it, so that tests can kill the daemon or the target
 		 * right there. */
 		{ "test-pause-ms", required_argument, NULL, 't' },
+		/* Only into that process (tests of requests served at once). */
+		{ "test-pause-pid", required_argument, NULL, 'P' },
 		/* Not in --help either: a step where the daemon kills itself
 		 * (log.c, dpd_fault). */
 		{ "test-fault", required_argument, NULL, 'F' },
@@ -298,6 +300,11 @@ int main(int argc, char **argv)
 		case 't':
 			dpd_cfg.test_pause_ms = parse_ms(optarg);
 			if (dpd_cfg.test_pause_ms < 0)
+				return 1;
+			break;
+		case 'P':
+			dpd_cfg.test_pause_pid = (pid_t)atoi(optarg);
+			if (dpd_cfg.test_pause_pid <= 0)
 				return 1;
 			break;
 		case 'F':

@@ -156,12 +156,13 @@ out:
 
 void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep)
 {
-	size_t n = dpd_held_count(), k;
+	size_t n = 0, k = 0;
 	pid_t *pids;
 
 	/* By pid: a removal may forget its process (it exited), and waits for
-	 * the process's holder.  A process held now may be taking ev in (it
-	 * looked before ev was disabled): it is looked at too, once free. */
+	 * the process's holder.  (One that is putting ev in now looks at ev
+	 * again when done, and takes it out if it was disabled meanwhile:
+	 * install.c, execs.c.) */
 	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
 		n++;
 	pids = calloc(n ? n : 1, sizeof(*pids));
@@ -169,14 +170,10 @@ void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep)
 		dpd_err("out of memory removing %s", ev->names[0]);
 		return;
 	}
-	k = dpd_held_pids(pids, n);
 	for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
 		uint32_t j, i;
-		bool seen = false;
 
-		for (size_t h = 0; h < k && !seen; h++)
-			seen = pids[h] == p->pid;
-		if (!seen && dpd_proc_count_sites(p, ev, &j, &i))
+		if (dpd_proc_count_sites(p, ev, &j, &i))
 			pids[k++] = p->pid;
 	}
 	for (size_t i = 0; i < k; i++) {
@@ -191,4 +188,16 @@ void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep)
 		dpd_unhold(pids[i]);
 	}
 	free(pids);
+}
+
+void dpd_remove_if_gone(struct dpd_event *ev, pid_t pid)
+{
+	struct dpd_proc *p = dpd_proc_find(pid);
+	uint32_t nj, ni;
+
+	if ((ev->enabled && !ev->unlinked) || !p || !dpd_proc_count_sites(p, ev, &nj, &ni))
+		return;
+	dpd_info("process %d: %s was disabled while it went in: taken out", (int)pid,
+		 ev->names[0]);
+	dpd_remove(ev, p, NULL);
 }

@@ -201,14 +201,16 @@ static void run_job(struct job *j)
 	}
 }
 
-/* With q_mu: the first job whose user has a worker to spare. */
+/* With q_mu: the first job whose user has a worker to spare.  A HELLO
+ * always has one: an install of that user's may be waiting for it (and it
+ * is quick, one per connection). */
 static struct job *take_job(void)
 {
 	for (struct job **jp = &queue; *jp; jp = &(*jp)->next) {
 		struct user *u = user_of((*jp)->uid);
 		struct job *j = *jp;
 
-		if (u && u->running >= DPD_USER_JOBS)
+		if (u && u->running >= DPD_USER_JOBS && j->kind != JOB_HELLO)
 			continue;
 		*jp = j->next;
 		if (u)
@@ -280,7 +282,10 @@ static int submit(struct job *j)
 		}
 	if (j->kind == JOB_EXEC)
 		nexec_jobs++;
-	if (!nidle && nworkers < DPD_MAX_WORKERS &&
+	/* A HELLO gets a worker even when every one waits (for a hold an
+	 * install keeps until that HELLO comes). */
+	if (!nidle && (nworkers < DPD_MAX_WORKERS ||
+		       (j->kind == JOB_HELLO && nworkers < 2 * DPD_MAX_WORKERS)) &&
 	    !pthread_create(&t, NULL, worker, NULL)) {
 		pthread_detach(t);
 		nworkers++;
@@ -689,7 +694,8 @@ void dpd_serve(int sig_fd, int client_fd)
 				conn_free(c, true);
 				continue;
 			}
-			if (!c->busy && c->deadline && c->deadline <= now) {
+			/* A conn handed to a worker has no deadline. */
+			if (c->deadline && c->deadline <= now) {
 				dpd_info("%s pid %d: %s within %d ms: connection closed", conn_name(c),
 					 (int)c->pid, c->kind == CONN_APP && !c->len ?
 					 "no HELLO" : "half a frame, not the rest",
