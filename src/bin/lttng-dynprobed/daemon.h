@@ -47,7 +47,7 @@
  *   agents.c    -> state resolve
  *   state.c     -> resolve lock
  *   resolve.c   -> (none)
- *   lock.c      -> state (dpd_event_free, when an event's last pin goes)
+ *   lock.c      -> (log.c; and state.c's dpd_event_free at an event's last unpin)
  *
  * Threads: serve.c's loop owns the connections and only reads frames and
  * accepts; workers serve requests, agents' messages, exec notices and the
