@@ -89,6 +89,7 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
  *   held       every thread held for a batch, nothing written yet
  *   written    the batch written (jumps, or original bytes), threads held
  *   detached   install: threads let go, the patches not yet recorded
+ *   remove     removal: a process's removal begins, nothing done yet
  *   rebuilt    removal: shared patches rebuilt for the other events
  *              (trampolines written and noted), nothing written
  *   restored   removal: the batch written and let go, the agent not yet
