@@ -8,7 +8,8 @@
  *   target SHMFILE [THREADS [BURST [PAUSE_US]]]
  *
  * With DP_TARGET_BLOCK_SIGTRAP set, the threads block SIGTRAP (as programs
- * whose workers block every signal do).
+ * whose workers block every signal do); with DP_TARGET_NODUMP set, the
+ * process makes itself not dumpable (prctl(PR_SET_DUMPABLE, 0)).
  *
  * Prints "ready PID entry-byte XX" (dp_work's first byte as main found it)
  * once every thread runs; on SIGTERM prints
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -141,6 +143,8 @@ int main(int argc, char **argv)
 		return 2;
 	shm->nthreads = n;
 	block_sigtrap = getenv("DP_TARGET_BLOCK_SIGTRAP") != NULL;
+	if (getenv("DP_TARGET_NODUMP"))
+		prctl(PR_SET_DUMPABLE, 0);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);

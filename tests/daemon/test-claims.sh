@@ -117,7 +117,7 @@ wait "$fpid" 2>/dev/null
 forge nodump nodump || tap_bail "nodump: dpforge did not start: $(cat "$DP_TMP/nodump.out")"
 said nodump '^refused$'
 tap_ok $? "nodump: the daemon closed the connection without answering HELLO"
-msg="agent of pid $fpid (uid $USER_ID) refused: process $fpid is not dumpable (prctl(PR_SET_DUMPABLE, 0), or it changed credentials): only root may trace it"
+msg="agent of pid $fpid (uid $USER_ID) refused: process $fpid is not dumpable (prctl(PR_SET_DUMPABLE, 0), or it changed credentials): only root may probe it"
 grep -qF "$msg" "$DP_TMP/dynprobed.log"
 tap_ok $? "nodump: $msg"
 untouched
@@ -137,7 +137,7 @@ done
 grep -q "^Uid:[[:space:]]*$USER_ID[[:space:]]*0[[:space:]]*0" /proc/"$fpid"/status
 tap_ok $? "setuid: process $fpid runs the set-user-ID program: $(grep '^Uid' /proc/"$fpid"/status | tr '\t' ' ')"
 kill -CONT "$DPD_PID"
-msg="agent of pid $fpid (uid $USER_ID) refused: process $fpid runs as uids $USER_ID/0/0 (real/effective/saved), not as its agent's uid $USER_ID alone: it executed a set-user-ID program, which its user may not trace"
+msg="agent of pid $fpid (uid $USER_ID) refused: process $fpid runs as uids $USER_ID/0/0 (real/effective/saved), not as uid $USER_ID alone: it runs a set-user-ID program, which only root may probe"
 logged "$(printf '%s' "$msg" | sed 's/[][().*+?^$|/\\]/\\&/g')"
 tap_ok $? "setuid: $msg"
 ! grep -q "process $fpid: the patch at" "$DP_TMP/dynprobed.log" && kill -0 "$fpid"

@@ -135,6 +135,14 @@ struct dpd_object {
 /* The object at path (opened and cached; reopened when the file changed).
  * NULL with a message. */
 struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg);
+/*
+ * The object at path for process pid, whose root or mount namespace may be
+ * another (a container): the file at path as pid sees it (through
+ * /proc/PID/root) when pid maps that one; else the file at path as the
+ * daemon sees it.  pid 0, or one that sees what the daemon sees: as
+ * dpd_object_get().  NULL with a message.
+ */
+struct dpd_object *dpd_object_get_for(const char *path, pid_t pid, struct dp_err *msg);
 
 /* Roles of a probe point. */
 enum dpd_role {
@@ -617,6 +625,7 @@ struct dpd_client {
 	struct dpd_client *next;
 	int fd;
 	uid_t uid;
+	gid_t gid;
 	pid_t pid;
 };
 extern struct dpd_client *dpd_clients;
