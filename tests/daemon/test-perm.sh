@@ -130,7 +130,7 @@ start_dynprobed || tap_bail "no lttng-dynprobed: $(cat "$DP_TMP/dynprobed.start"
 ctr=$DP_TMP/ctr
 mkdir -p "$ctr" && cp "$builddir/target-nopie" "$ctr/target" || tap_bail "cannot make $ctr"
 start_target ctr unshare -pmf --mount-proc --propagation private sh -c \
-	"mount -t tmpfs dp-ctr '$ctr' && cp '$PIE' '$ctr/target' && '$ctr/target' '$DP_TMP/shm-ctr' 4 5 1000 & wait" ||
+	"mount -t tmpfs dp-ctr '$ctr' && cp '$PIE' '$ctr/target' && ln '$ctr/target' '$ctr/alias' && '$ctr/target' '$DP_TMP/shm-ctr' 4 5 1000 & wait" ||
 	tap_bail "the container's target does not start: $(cat "$DP_TMP/ctr.out")"
 cp=
 for i in $(seq 100); do
@@ -170,6 +170,15 @@ dpctl enable one channel0 outer function dp_work "$inside" -p "$cp" &&
 	out_has "^proc pid=$cp status=0 jump=2 int3=1" && [ "$(cbytes)" != "$fbytes" ] &&
 	dpctl disable one channel0 outer && [ "$(cbytes)" = "$fbytes" ]
 tap_ok $? "the host's path of the same file ($inside) works too, and is restored"
+# Through the CLI, which checks the location in the file the process
+# sees: a name of it that exists only in the container.
+dp_lttng create one --output="$DP_TMP/trace-one" >/dev/null || tap_bail "cannot create session one"
+out=$(LTTNG_DYNPROBE_STOCK_LTTNG=$(command -v lttng) "$abs_top_builddir/src/bin/lttng/lttng" \
+	enable-event -u -s one --path "$ctr/alias" --pid "$cp" --function dp_work cli 2>&1)
+[ $? -eq 0 ] && grep -q "process $cp: [1-9][0-9]* sites by jump" <<<"$out" &&
+	[ "$(cbytes)" != "$fbytes" ] && dpctl disable one channel0 cli && [ "$(cbytes)" = "$fbytes" ] &&
+	[ ! -e "$ctr/alias" ]
+tap_ok $? "lttng enable-event --path $ctr/alias (no such file on the host) --pid $cp: $(tr '\n' ' ' <<<"$out")"
 dpctl enable one channel0 none function dp_work "$ctr/nothing" -p "$cp"
 [ $? -eq 1 ] && out_has "^status=-2 message=$ctr/nothing exists neither as lttng-dynprobed sees it nor in process $cp's root and mount namespace \\(/proc/$cp/root$ctr/nothing\\)"
 tap_ok $? "a path found in neither: $(head -n1 "$DP_TMP/out")"
