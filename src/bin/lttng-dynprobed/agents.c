@@ -95,7 +95,9 @@ static void claim_sites(struct dpd_proc *p)
 /* What HELLO says is installed, merged into our record of the process. */
 static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 {
+	struct dp_maps maps = { 0 };
 	struct dpd_probe *probes;
+	uint32_t nbad = 0;
 
 	if (s->nprobes) {
 		probes = realloc(p->probes, (p->nprobes + s->nprobes) * sizeof(*probes));
@@ -121,11 +123,9 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 		if (ap->id >= p->next_id)
 			p->next_id = ap->id + 1;
 	}
-	struct dp_maps maps = { 0 };
-	uint32_t nbad = 0;
-
+	/* Unreadable (the process exited): no claim can be believed. */
 	if (s->npatches && dp_maps_read(p->pid, &maps))
-		return -ESRCH;
+		maps = (struct dp_maps){ 0 };
 	for (uint32_t i = 0; i < s->npatches; i++) {
 		const struct dp_app_patch *ap = &s->patches[i];
 		const struct dpd_probe *first = dpd_proc_probe(p, ap->probes[0]);
@@ -134,7 +134,7 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 		struct dp_err why = DP_ERR_INIT;
 
 		/* Never believed blindly: restoring it writes its bytes. */
-		if (dpd_claim_check(p->pid, &maps, ap, 0, false, &why) < 0) {
+		if (dpd_claim_check(p->pid, &maps, ap, false, &why) < 0) {
 			dpd_err("process %d: its agent reports a patch at 0x%" PRIx64 " that cannot "
 				"be: %s; ignored, nothing is written there", (int)p->pid, ap->site,
 				why.msg);
@@ -213,9 +213,9 @@ int dpd_agent_accept(void)
 		close(fd);
 		return 0;
 	}
-	/* Root's socket is everyone's: the process must be one its user
-	 * could trace (no set-user-ID program executed since it connected). */
-	if (dpd_perm_peer(cred.pid, cred.uid, cred.gid, &why_perm)) {
+	/* Root's socket is everyone's: the process must still run as the
+	 * user who connected (no set-user-ID program executed since). */
+	if (dpd_perm_peer(cred.pid, cred.uid, cred.gid, true, &why_perm)) {
 		dpd_err("agent of pid %d (uid %u) refused: %s", (int)cred.pid,
 			(unsigned)cred.uid, why_perm.msg);
 		close(fd);

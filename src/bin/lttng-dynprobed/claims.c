@@ -8,8 +8,8 @@
  *
  * A patch is believed only when its window (and its hop) lie in one
  * executable mapping of a file, its original bytes are that file's bytes
- * there, and the code holds what the patch writes: a jump into its
- * trampoline, int3s after it, or an int3 on the original instruction.
+ * there, and the code holds a patch of its kind: a jump into executable
+ * memory, int3s after it, or an int3 on the original instruction.
  * Restoring such a patch can then only give the code back its file's bytes.
  */
 #include <elf.h>
@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "patch/write.h"
 #include "proc/maps.h"
 #include "proc/proc-status.h"
 
@@ -96,69 +95,63 @@ static int same_as_file(pid_t pid, const struct dp_map *m, uint64_t addr, const 
 	return 0;
 }
 
-/* Where the jump at `at` (code: its bytes) leads: rel8 or rel32. */
-static bool jump_target(const uint8_t *code, size_t len, uint64_t at, uint64_t *to)
-{
-	if (len >= 2 && code[0] == 0xeb) {
-		*to = at + 2 + (int64_t)(int8_t)code[1];
-		return true;
-	}
-	if (len >= 5 && code[0] == 0xe9) {
-		int32_t rel;
-
-		memcpy(&rel, code + 1, 4);
-		*to = at + 5 + (int64_t)rel;
-		return true;
-	}
-	return false;
-}
-
 /*
- * Whether the code holds what ap writes (entry: its trampoline's entry, 0
- * when unknown: then anywhere in [tramp, tramp + tramp_len)).  0, or
- * -EINVAL with msg.
+ * Whether the code holds a patch of ap's method at its site: an int3 on
+ * the first byte; or a jump (rel32, or rel8 to a jmp rel32 hop) whose end
+ * lies in executable memory.  The rest of the window holds the original
+ * bytes or int3s.  The jump's end is not asked to be ap's trampoline, nor
+ * its length ap's: a daemon killed while it replaced a patch (a shared
+ * patch rebuilt, patches combined) leaves the agent noting the new one
+ * while the code holds the old; restoring either gives the same file
+ * bytes.  0, or -EINVAL with msg.
  */
-static int holds_patch(pid_t pid, const struct dp_app_patch *ap, uint64_t entry,
+static int holds_patch(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
 		       const uint8_t *cur, struct dp_err *msg)
 {
-	struct dp_patch_place place = {
-		.method = ap->method == DP_APP_METHOD_INT3 ? DP_SITE_INT3 : DP_SITE_JUMP,
-		.addr = ap->site,
-		.len = ap->len,
-		.hop = ap->hop,
-		.hop_len = ap->hop_len,
-	};
-	uint8_t hop[DP_APP_HOP_LEN];
-	uint64_t to = 0, via = ap->site;
-	struct dp_patch_bytes b;
-	const uint8_t *at = cur;
+	uint64_t to = 0, hop;
+	uint8_t hb[5];
+	size_t body = 1;
+	const struct dp_map *m;
 
 	if (ap->method == DP_APP_METHOD_INT3) {
-		if (cur[0] == 0xcc && !memcmp(cur + 1, ap->orig + 1, ap->len - 1u))
-			return 0;
-		return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " is neither its int3 "
-				  "nor its original bytes", ap->site);
+		if (cur[0] != 0xcc)
+			return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " is neither its "
+					  "int3 nor its original bytes", ap->site);
+	} else if (cur[0] == 0xe9 && ap->len >= 5) {
+		int32_t rel;
+
+		memcpy(&rel, cur + 1, 4);
+		to = ap->site + 5 + (int64_t)rel;
+		body = 5;
+	} else if (cur[0] == 0xeb && ap->len >= 2) {
+		int32_t rel;
+
+		hop = ap->site + 2 + (int64_t)(int8_t)cur[1];
+		if (dp_proc_mem_read(pid, hop, hb, sizeof(hb)) || hb[0] != 0xe9)
+			return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " jumps to a hop "
+					  "(0x%" PRIx64 ") that holds no jump", ap->site, hop);
+		memcpy(&rel, hb + 1, 4);
+		to = hop + 5 + (int64_t)rel;
+		body = 2;
+	} else {
+		return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " is neither a jump "
+				  "(its trampoline: 0x%" PRIx64 ") nor its original bytes", ap->site,
+				  ap->tramp);
 	}
-	if (ap->hop_len) {
-		if (dp_proc_mem_read(pid, ap->hop, hop, sizeof(hop)))
-			return dp_err_set(msg, -EINVAL, "its hop 0x%" PRIx64 " cannot be read",
-					  ap->hop);
-		at = hop;
-		via = ap->hop;
-	}
-	if (!jump_target(at, ap->hop_len ? sizeof(hop) : ap->len, via, &to) ||
-	    (ap->hop_len && at[0] != 0xe9) ||
-	    (entry ? to != entry : to < ap->tramp || to - ap->tramp >= ap->tramp_len) ||
-	    dp_patch_bytes_fill(&place, to, &b) || memcmp(cur, b.site, b.site_len) ||
-	    (b.hop_len && memcmp(hop, b.hop, b.hop_len)))
-		return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " is neither the jump "
-				  "into its trampoline (0x%" PRIx64 "..+%u) nor its original "
-				  "bytes", ap->site, ap->tramp, ap->tramp_len);
+	m = to ? dp_maps_find(maps, to) : NULL;
+	if (to && (!m || !(m->prot & PROT_EXEC)))
+		return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " jumps to 0x%" PRIx64
+				  ", which is not executable", ap->site, to);
+	for (size_t i = body; i < ap->len; i++)
+		if (cur[i] != ap->orig[i] && cur[i] != 0xcc)
+			return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " holds bytes that "
+					  "are neither its original ones nor int3s after its %s",
+					  ap->site, body == 1 ? "int3" : "jump");
 	return 0;
 }
 
 int dpd_claim_check(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
-		    uint64_t entry, bool orig_known, struct dp_err *msg)
+		    bool orig_known, struct dp_err *msg)
 {
 	uint8_t cur[DP_APP_MAX_ORIG];
 	const struct dp_map *m, *hm = NULL;
@@ -189,7 +182,7 @@ int dpd_claim_check(pid_t pid, const struct dp_maps *maps, const struct dp_app_p
 				  ap->site, strerror(-ret));
 	if (!memcmp(cur, ap->orig, ap->len))
 		return 0;
-	ret = holds_patch(pid, ap, entry, cur, msg);
+	ret = holds_patch(pid, maps, ap, cur, msg);
 	return ret ? ret : 1;
 }
 

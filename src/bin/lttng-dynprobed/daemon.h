@@ -421,13 +421,13 @@ struct dp_maps;
  * Checks that the patch ap, in pid whose mappings are maps, may be trusted
  * and restored: its window and its hop lie in one executable mapping of a
  * file each, its original bytes are that file's (unless orig_known: bytes
- * the daemon read itself), and the code holds either the patch (a jump
- * into its trampoline at entry, or anywhere in it when entry is 0; an int3)
- * or its original bytes.  1: the patch is there; 0: the original bytes
+ * the daemon read itself), and the code holds either a patch of its kind
+ * (a jump into executable memory, an int3; int3s or original bytes after
+ * it) or its original bytes.  1: a patch is there; 0: the original bytes
  * are; -errno with msg saying what is wrong (nothing is to be written).
  */
 int dpd_claim_check(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
-		    uint64_t entry, bool orig_known, struct dp_err *msg);
+		    bool orig_known, struct dp_err *msg);
 
 /* The identity of the program pid runs now: AT_RANDOM's 16 bytes, drawn
  * afresh by every execve.  0 or -errno. */
@@ -438,11 +438,11 @@ int dpd_image_id(pid_t pid, uint8_t id[DPD_IMAGE_ID_LEN]);
 
 /*
  * Whether a peer of uid and gid (SO_PEERCRED) could trace pid itself now,
- * by the kernel's rules (ownership of its real, effective and saved ids,
- * dumpability, capabilities): 0 (always for root), or -errno with the
- * rule that says no.
+ * by the kernel's rules (its real, effective and saved ids all the peer's;
+ * unless ids_only, no capabilities and dumpable): 0 (always for root), or
+ * -errno with the rule that says no.
  */
-int dpd_perm_peer(pid_t pid, uid_t uid, gid_t gid, struct dp_err *msg);
+int dpd_perm_peer(pid_t pid, uid_t uid, gid_t gid, bool ids_only, struct dp_err *msg);
 
 /* ---- agents.c ---- */
 

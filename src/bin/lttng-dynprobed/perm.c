@@ -1,22 +1,25 @@
 /*
  * Whether a peer may have the daemon act on a process: the kernel's ptrace
  * ownership rules (real, effective and saved ids, capabilities,
- * dumpability) applied to the peer as the tracer: a client naming a
- * process of its own user, an agent speaking for its own process.
+ * dumpability) applied to the peer as the tracer.
  *
- * Root's daemon may trace anything, so its own tries prove nothing for its
- * peers: an agent on root's app socket (open to every user) gets its
- * process patched and restored by root, so that process must be one its
- * user could trace.  The peer's credentials are those of the process when
- * it connected (SO_PEERCRED); it may have executed a set-user-ID program
- * since, keeping the connection, or dropped its dumpability.  Yama is left
- * out here: a user's daemon is that user's, and the kernel applies yama to
- * its own attach (proc/ptrace.h explains a refusal); an agent names only
- * its own process, which may write its own code through /proc/self/mem
- * whatever the scope, and what root's daemon writes on an agent's word is
- * never more than its file's bytes (claims.c).
+ * A client names processes to probe: it gets the whole rule.  Yama is left
+ * out: a user's daemon is that user's, and the kernel applies yama to its
+ * own attach (proc/ptrace.h explains a refusal); root's daemon takes root's
+ * clients only.
+ *
+ * An agent speaks for its own process, whose code root's daemon restores on
+ * its word (the patches no event claims): its credentials are those of the
+ * process when it connected (SO_PEERCRED), and the process may have
+ * executed a set-user-ID or set-group-ID program since, keeping the
+ * connection: then its ids differ, and it is refused.  Dumpability and
+ * capabilities are not asked of it: a server's worker that changed user is
+ * not dumpable, and root's events by pid reach it as root chose; what the
+ * daemon writes on an agent's word is never more than the process's own
+ * file bytes, where its code holds a patch (claims.c).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,7 +29,7 @@
 #include "daemon.h"
 #include "proc/proc-status.h"
 
-int dpd_perm_peer(pid_t pid, uid_t uid, gid_t gid, struct dp_err *msg)
+int dpd_perm_peer(pid_t pid, uid_t uid, gid_t gid, bool ids_only, struct dp_err *msg)
 {
 	struct dp_proc_status st;
 	char path[64];
@@ -48,6 +51,8 @@ int dpd_perm_peer(pid_t pid, uid_t uid, gid_t gid, struct dp_err *msg)
 				  "saved), not as gid %u alone: it runs a set-group-ID program, "
 				  "which only root may probe", (int)pid, st.gid[0], st.gid[1],
 				  st.gid[2], (unsigned)gid);
+	if (ids_only)
+		return 0;
 	if (st.cap_prm)
 		return dp_err_set(msg, -EPERM, "process %d holds capabilities (%#" PRIx64 ") that "
 				  "uid %u does not: only root may probe it", (int)pid, st.cap_prm,

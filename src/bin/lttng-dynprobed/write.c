@@ -223,8 +223,7 @@ static bool dpd_write_holds(struct dpd_proc *p, const struct dp_maps *maps,
 
 	if (!maps->n)
 		return true;	/* unreadable: the write will say why */
-	ret = dpd_claim_check(p->pid, maps, &s->patch, s->ninsns ? s->entry : 0,
-			      s->ninsns != 0, &why);
+	ret = dpd_claim_check(p->pid, maps, &s->patch, s->ninsns != 0, &why);
 	if (ret == 0) {
 		dpd_info("process %d: 0x%" PRIx64 " holds its original bytes already", (int)p->pid,
 			 s->patch.site);
