@@ -1,7 +1,9 @@
 /*
- * Redirects (DP_PLAN_REDIRECT, plan.h): a point that only direct branches
- * reach gets none of its own bytes written; the branches are pointed at its
- * trampoline instead.  This gives a jump to sites with no room for one: a
+ * Leading branches (DP_PLAN_REDIRECT, plan.h).  Redirects: a point that
+ * only direct branches reach gets none of its own bytes written; the
+ * branches are pointed at its trampoline instead.  Led windows: a jump
+ * window may hold a target past its first byte when its branches are
+ * pointed at the matching instruction of the trampoline.  This gives a jump to sites with no room for one: a
  * one-byte ret between two branch targets, or a .cold part packed against
  * the next function with no fill to hop through, which the hot part enters
  * by jmp and jcc rel32.
@@ -20,6 +22,9 @@
  * entry, a landing pad, a value held somewhere, a function start a symbol
  * names) is left alone, and so is one that the instruction before it runs
  * into; a call before it that never returns (plt.c's knowledge) does not.
+ * A led window's targets are held to more: overwritten, they must be
+ * reached by nothing but the branches found (DP_TGT_DIRECT alone, in a
+ * function whose indirect jmps are known), or a thread lands in the jump.
  */
 #include <errno.h>
 #include <stdlib.h>
