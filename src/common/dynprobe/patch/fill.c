@@ -252,13 +252,12 @@ static bool fill_slot(struct dp_object *obj, const struct dp_function *fn, const
 	return false;
 }
 
-/* hop_slot_find, sparing the bytes windows may run on over or not. */
-static bool hop_slot_scan(struct dp_object *obj, uint64_t from, const struct pl_taken *t, bool spare,
-			  uint64_t *slot)
+/* hop_slot_find for a first byte in [lo, hi], sparing the bytes windows
+ * may run on over or not. */
+static bool hop_slot_scan(struct dp_object *obj, uint64_t lo, uint64_t hi, const struct pl_taken *t,
+			  bool spare, uint64_t *slot)
 {
 	struct dp_elf *elf = dp_object_elf(obj);
-	uint64_t lo = from > HOP_REACH_BACK ? from - HOP_REACH_BACK : 0;
-	uint64_t hi = from + HOP_REACH_FWD;	/* the last first byte in reach */
 	uint64_t b = lo;
 
 	while (b <= hi) {
@@ -286,21 +285,28 @@ static bool hop_slot_scan(struct dp_object *obj, uint64_t from, const struct pl_
  * nothing else of the plan takes; away from the bytes any window may run on
  * over when there is such a place.
  */
-static bool hop_slot_find(struct dp_object *obj, uint64_t from, const struct pl_taken *t,
+static bool hop_slot_find(struct dp_object *obj, uint64_t lo, uint64_t hi, const struct pl_taken *t,
 			  uint64_t *slot)
 {
-	return hop_slot_scan(obj, from, t, true, slot) || hop_slot_scan(obj, from, t, false, slot);
+	return hop_slot_scan(obj, lo, hi, t, true, slot) || hop_slot_scan(obj, lo, hi, t, false, slot);
 }
 
 int pl_hop_take_from(struct dp_object *obj, uint64_t from, struct pl_taken *t,
 		     struct dp_hop *hop, bool *ok)
+{
+	return pl_hop_take_within(obj, from > HOP_REACH_BACK ? from - HOP_REACH_BACK : 0,
+				  from + HOP_REACH_FWD, t, hop, ok);
+}
+
+int pl_hop_take_within(struct dp_object *obj, uint64_t lo, uint64_t hi, struct pl_taken *t,
+		       struct dp_hop *hop, bool *ok)
 {
 	const uint8_t *bytes;
 	uint64_t slot;
 	int err;
 
 	*ok = false;
-	if (!hop_slot_find(obj, from, t, &slot))
+	if (lo > hi || !hop_slot_find(obj, lo, hi, t, &slot))
 		return 0;
 	bytes = dp_elf_code(dp_object_elf(obj), slot, DP_HOP_LEN);
 	if (!bytes)

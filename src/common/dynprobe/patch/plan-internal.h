@@ -56,6 +56,10 @@ int pl_hop_take(struct dp_object *obj, struct dp_patch *p, struct pl_taken *t, b
 /* The same for a jmp rel8 (or any rel8 branch) ending at `from`: *hop. */
 int pl_hop_take_from(struct dp_object *obj, uint64_t from, struct pl_taken *t,
 		     struct dp_hop *hop, bool *ok);
+/* The same for a hop whose first byte is in [lo, hi] (several rel8s'). */
+int pl_hop_take_within(struct dp_object *obj, uint64_t lo, uint64_t hi, struct pl_taken *t,
+		       struct dp_hop *hop, bool *ok);
+
 
 /* Alignment fill: nops and int3s. */
 bool pl_is_fill(const struct dp_insn *insn, const uint8_t *bytes);
