@@ -4,6 +4,7 @@
  * site, in fill no other patch of the plan writes.
  */
 #include <errno.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,11 +41,39 @@ bool pl_is_fill(const struct dp_insn *insn, const uint8_t *bytes)
 /*
  * Whether [va, va + n) is fill that nothing runs, right after an instruction
  * of fn that leaves: no branch target, nops and int3s only (whole
- * instructions of fn inside it; outside, bytes of no function).  Inside a
+ * instructions of fn inside it; outside, bytes of no function), or bytes
+ * of no section that a segment of code loads (pl_gap_bytes).  Inside a
  * function whose indirect jmps may go anywhere, nothing is known to be
  * dead.  A window may end anywhere in such fill: the rest stays free, for
  * hops.
  */
+const uint8_t *pl_gap_bytes(struct dp_object *obj, uint64_t va, unsigned n)
+{
+	struct dp_elf *elf = dp_object_elf(obj);
+	Elf *e = dp_elf_handle(elf);
+	size_t nph = 0, len = 0;
+	const char *raw = elf_rawfile(e, &len);
+
+	if (!raw || !n || va + n < va || elf_getphdrnum(e, &nph))
+		return NULL;
+	for (uint64_t b = va; b < va + n; b++)
+		if (dp_elf_bytes(elf, b, 1))
+			return NULL;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		uint64_t off;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+		    va < ph.p_vaddr || va - ph.p_vaddr > ph.p_filesz ||
+		    n > ph.p_filesz - (va - ph.p_vaddr))
+			continue;
+		off = ph.p_offset + (va - ph.p_vaddr);
+		if (off <= len && n <= len - off)
+			return (const uint8_t *)raw + off;
+	}
+	return NULL;
+}
+
 bool pl_dead_fill(struct dp_object *obj, const struct dp_function *fn, uint64_t va, unsigned n)
 {
 	uint64_t end = fn->start + fn->size;
@@ -58,6 +87,11 @@ bool pl_dead_fill(struct dp_object *obj, const struct dp_function *fn, uint64_t 
 		struct dp_insn insn;
 		const uint8_t *bytes;
 
+		/* Past the last section of code: no instruction is there. */
+		if (x >= end && pl_gap_bytes(obj, x, 1)) {
+			x++;
+			continue;
+		}
 		if (pl_decode_at(obj, x, &insn, &bytes) || !pl_is_fill(&insn, bytes) ||
 		    (x < end && dp_function_insn_index(fn, x) < 0))
 			return false;

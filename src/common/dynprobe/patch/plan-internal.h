@@ -27,6 +27,14 @@ bool pl_leaves(const struct dp_insn *insn);
  */
 bool pl_dead_fill(struct dp_object *obj, const struct dp_function *fn, uint64_t va, unsigned n);
 
+/*
+ * The file's bytes for [va, va + n) when no section holds any of them but
+ * an executable segment loads them all: the padding between the last
+ * section of code and the next (gzip's .text ends 3 bytes before .fini),
+ * where no instruction is.  NULL otherwise.
+ */
+const uint8_t *pl_gap_bytes(struct dp_object *obj, uint64_t va, unsigned n);
+
 /* Byte ranges [lo, hi): sorted, disjoint. */
 struct pl_ranges {
 	struct pl_range {

@@ -3,10 +3,11 @@
  * only direct branches reach gets none of its own bytes written; the
  * branches are pointed at its trampoline instead.  Led windows: a jump
  * window may hold a target past its first byte when its branches are
- * pointed at the matching instruction of the trampoline.  This gives a jump to sites with no room for one: a
- * one-byte ret between two branch targets, or a .cold part packed against
- * the next function with no fill to hop through, which the hot part enters
- * by jmp and jcc rel32.
+ * pointed at the matching instruction of the trampoline.  This gives a
+ * jump to sites with no room for one: a one-byte ret between two branch
+ * targets, a ret that is both fallen into and branched to, or a .cold part
+ * packed against the next function with no fill to hop through, which the
+ * hot part enters by jmp and jcc rel32.
  *
  * The window starts where the point's block does: at the point when a
  * branch leads there, or at the nearest target before it that the point is
@@ -88,7 +89,9 @@ struct rd_state {
 					   led targets inside its window */
 	struct pl_ranges copied;	/* windows of the plan: their code is copied */
 	struct pl_ranges written;	/* jump windows and hops: bytes other patches write */
-	struct pl_ranges branches;	/* the accepted redirects' branches */
+	struct pl_ranges branches;	/* the branches led so far */
+	struct pl_ranges redirected;	/* the redirects' windows: their code runs
+					   only from their trampolines now */
 };
 
 static int cmp_src(const void *a, const void *b)
@@ -524,14 +527,17 @@ static int redirect_try(struct rd_state *st, size_t i, uint64_t start, struct pl
 	/* Another jump's bytes or hooks in it would be passed by. */
 	if (!window_build(st, p->fn, start, &w) || p->win.addr >= w.addr + w.len ||
 	    pl_ranges_overlap(&st->branches, w.addr, w.addr + w.len) ||
+	    pl_ranges_overlap(&st->redirected, w.addr, w.addr + w.len) ||
 	    pl_ranges_overlap(&st->written, w.addr, w.addr + w.len) ||
 	    pl_ranges_overlap(&t->hops, w.addr, w.addr + w.len) || !lead_add(st, start, 0, &w, &l))
 		return 0;
 	err = lead_hop(st, &l, t, &hop, &ok);
 	if (err || !ok)
 		return err;
-	if (lead_commit(st, i, &w, &l, &hop, &err) && !err)
+	if (lead_commit(st, i, &w, &l, &hop, &err) && !err) {
 		p->method = DP_SITE_REDIRECT;
+		err = pl_ranges_add(&st->redirected, w.addr, w.addr + w.len);
+	}
 	return err;
 }
 
@@ -595,6 +601,7 @@ static int interior_try(struct rd_state *st, size_t i, struct pl_taken *t)
 			return 0;	/* no better from further back */
 		if (w.len < PL_JMP_LEN || pl_ranges_overlap(&st->written, w.addr, w.addr + w.len) ||
 		    pl_ranges_overlap(&st->branches, w.addr, w.addr + w.len) ||
+		    pl_ranges_overlap(&st->redirected, w.addr, w.addr + w.len) ||
 		    pl_ranges_overlap(&t->hops, w.addr, w.addr + w.len))
 			continue;
 		lead_init(&l);
@@ -727,6 +734,7 @@ int pl_redirects_plan(struct dp_object *obj, struct dp_patch *p, size_t n, struc
 	free(st.wins);
 	free(st.copied.v);
 	free(st.written.v);
+	free(st.redirected.v);
 	free(st.branches.v);
 	return err;
 }
