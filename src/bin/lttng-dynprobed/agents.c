@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "proc/maps.h"
 #include "proc/proc-status.h"
 
 int dpd_app_listen_fd = -1;
@@ -107,7 +108,9 @@ static void claim_sites(struct dpd_proc *p)
 /* What HELLO says is installed, merged into our record of the process. */
 static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 {
+	struct dp_maps maps = { 0 };
 	struct dpd_probe *probes;
+	uint32_t nbad = 0;
 
 	if (s->nprobes) {
 		probes = realloc(p->probes, (p->nprobes + s->nprobes) * sizeof(*probes));
@@ -133,11 +136,24 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 		if (ap->id >= p->next_id)
 			p->next_id = ap->id + 1;
 	}
+	/* Unreadable (the process exited): no claim can be believed. */
+	if (s->npatches && dp_maps_read(p->pid, &maps))
+		maps = (struct dp_maps){ 0 };
 	for (uint32_t i = 0; i < s->npatches; i++) {
 		const struct dp_app_patch *ap = &s->patches[i];
 		const struct dpd_probe *first = dpd_proc_probe(p, ap->probes[0]);
 		struct dpd_site *site, *v;
 		uint32_t at = p->nsites;
+		struct dp_err why = DP_ERR_INIT;
+
+		/* Never believed blindly: restoring it writes its bytes. */
+		if (dpd_claim_check(p->pid, &maps, ap, false, &why) < 0) {
+			dpd_err("process %d: its agent reports a patch at 0x%" PRIx64 " that cannot "
+				"be: %s; ignored, nothing is written there", (int)p->pid, ap->site,
+				why.msg);
+			nbad++;
+			continue;
+		}
 
 		/* Our own record of that trampoline, when we wrote it. */
 		for (uint32_t k = 0; k < p->nsites; k++)
@@ -145,8 +161,10 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 				at = k;
 		if (at == p->nsites) {
 			v = realloc(p->sites, (p->nsites + 1) * sizeof(*v));
-			if (!v)
+			if (!v) {
+				dp_maps_free(&maps);
 				return -ENOMEM;
+			}
 			p->sites = v;
 			memset(&v[p->nsites++], 0, sizeof(*v));
 			v[at].entry = ap->tramp;
@@ -162,10 +180,11 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 			snprintf(site->event, sizeof(site->event), "%s", first->event);
 		p->recovered = true;
 	}
+	dp_maps_free(&maps);
 	claim_sites(p);
 	if (s->npatches)
 		dpd_info("process %d: recovered %u patches and %u probes from its agent",
-			 (int)p->pid, s->npatches, s->nprobes);
+			 (int)p->pid, s->npatches - nbad, s->nprobes);
 	return 0;
 }
 
@@ -181,13 +200,24 @@ static void refuse(int fd, uint8_t major, uint8_t minor)
 	dp_app_send(fd, &m, DP_APP_TIMEOUT_MS);
 }
 
-bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, const uint8_t *frame, size_t len)
+bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *frame,
+		     size_t len)
 {
 	struct dp_app_msg hello, rep = { .type = DP_APP_HELLO_REPLY };
 	enum dp_proto_err why = DP_PROTO_ERR_NONE;
+	struct dp_err why_perm = DP_ERR_INIT;
+	uint8_t image[DPD_IMAGE_ID_LEN];
+	bool image_known;
 	struct dpd_proc *p;
 	int ret;
 
+	/* Root's socket is everyone's: the process must still run as the
+	 * user who connected (no set-user-ID program executed since). */
+	if (dpd_perm_peer(pid, uid, gid, true, &why_perm)) {
+		dpd_err("agent of pid %d (uid %u) refused: %s", (int)pid, (unsigned)uid,
+			why_perm.msg);
+		return false;
+	}
 	ret = dp_app_decode_frame(frame, len, &hello, &why);
 	if (ret == -EPROTO && why == DP_PROTO_ERR_VERSION) {
 		refuse(fd, hello.major, hello.minor);
@@ -210,7 +240,9 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, const uint8_t *frame, size_t 
 		return false;
 	}
 	p = dpd_proc_find(pid);
-	if (p && p->probe_hit && p->probe_hit != hello.hello.probe_hit) {
+	image_known = !dpd_image_id(pid, image);
+	if (p && ((p->probe_hit && p->probe_hit != hello.hello.probe_hit) ||
+		  (p->image_known && image_known && memcmp(p->image, image, sizeof(image))))) {
 		/* Another agent in that pid: the process executed a new image
 		 * (its agent followed it), or the pid was reused.  What we
 		 * knew of it is gone with the old image. */
@@ -228,6 +260,10 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, const uint8_t *frame, size_t 
 	dpd_agent_close(p);
 	p->fd = fd;
 	p->uid = uid;
+	p->gid = gid;
+	p->image_known = image_known;
+	if (image_known)
+		memcpy(p->image, image, sizeof(image));
 	p->seq = 1;
 	p->probe_hit = hello.hello.probe_hit;
 	p->minor = hello.minor;
@@ -414,6 +450,10 @@ bool dpd_agent_readable(pid_t pid, int fd)
 	if (dpd_hold(pid))
 		return false;
 	p = dpd_proc_find(pid);
+	/* A connection closed without a word to the loop is not polled again
+	 * (its number may be another's already). */
+	if (!p || p->fd != fd)
+		dpd_watch_clear(pid, fd);
 	/* Served meanwhile by a call, or closed and maybe reused: only the
 	 * process's own connection is read, and only whole frames. */
 	while (p && p->fd == fd) {

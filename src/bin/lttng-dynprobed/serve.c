@@ -58,6 +58,7 @@ struct conn {
 	enum conn_kind kind;
 	int fd;
 	uid_t uid;
+	gid_t gid;
 	pid_t pid;
 	uint8_t *buf;
 	size_t len, want;		/* want: the header's size, then the frame's */
@@ -125,7 +126,8 @@ static struct user *user_of(uid_t uid)
 
 static void run_client(struct job *j)
 {
-	struct dpd_client cl = { .fd = j->c->fd, .uid = j->c->uid, .pid = j->c->pid };
+	struct dpd_client cl = { .fd = j->c->fd, .uid = j->c->uid, .gid = j->c->gid,
+				 .pid = j->c->pid };
 	struct dp_client_msg rep;
 	uint16_t type = j->len >= 8 ? (uint16_t)(j->frame[6] | j->frame[7] << 8) : 0;
 	/* PING touches no state: it is answered even while every other
@@ -152,7 +154,7 @@ static void run_hello(struct job *j)
 	bool adopted;
 
 	dpd_lock();
-	adopted = dpd_agent_hello(c->fd, c->pid, c->uid, j->frame, j->len);
+	adopted = dpd_agent_hello(c->fd, c->pid, c->uid, c->gid, j->frame, j->len);
 	dpd_unlock();
 	pthread_mutex_lock(&q_mu);
 	c->adopted = adopted;
@@ -431,6 +433,7 @@ static int accept_one(int listen_fd, enum conn_kind kind)
 	c->kind = kind;
 	c->fd = fd;
 	c->uid = cred.uid;
+	c->gid = cred.gid;
 	c->pid = cred.pid;
 	/* An agent says HELLO at once. */
 	if (kind == CONN_APP)
