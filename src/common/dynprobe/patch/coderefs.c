@@ -176,8 +176,8 @@ static bool in_table(const struct dp_object *obj, uint64_t a, unsigned n)
  * section that is not code is read (the ABI aligns pointers to 8; packed
  * structures to 4 are covered too), and each that lands in code counts: a
  * superset, since a number may look like an address.  Left out: the
- * dynamic linker's tables, and the entries of jump tables the resolver
- * read, whose every destination is a target already.  Not seen: a code
+ * dynamic linker's and the unwinder's tables, and the entries of jump
+ * tables the resolver read, whose every destination is a target already.  Not seen: a code
  * address stored in 4 bytes, or at an offset not a multiple of 4 (no
  * compiler emits either for a label; analysis.h says so).  In a position-
  * independent object such words need relocations, which are read instead.
