@@ -86,8 +86,9 @@ struct an_scn {
 	const uint8_t *data;
 	bool exec;
 	bool meta;		/* the dynamic linker's tables (symbols, strings,
-				   hashes, versions, relocations, notes): no word
-				   of them is a pointer the program holds */
+				   hashes, versions, relocations, notes) and the
+				   unwinder's: no word of them is a pointer the
+				   program jumps through */
 };
 
 /* A resolved jump table's entries in the object's data. */

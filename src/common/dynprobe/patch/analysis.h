@@ -30,7 +30,8 @@
  *    the argument).  Such values are found in relocations and RIP-relative
  *    operands, and in a position-dependent executable also in immediates,
  *    absolute displacements and the 8-byte words at 4-byte aligned offsets
- *    of its data: a code address it stores in 4 bytes, or at another
+ *    of its data and of the code no decoded function holds (the unwinder's
+ *    tables aside): a code address it stores in 4 bytes, or at another
  *    offset, is not seen (no compiler stores a label so).
  *  - A .cold part (gcc's hot/cold splitting) is a function of its own; jumps
  *    from a function into its .cold part are listed as tail jumps.
