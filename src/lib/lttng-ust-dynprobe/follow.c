@@ -40,7 +40,9 @@ typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *,
 typedef void *dlopen_fn(const char *, int);
 
 static struct {
-	bool exec;			/* follow executed images */
+	bool env_exec;			/* the environment asked to follow executed images */
+	bool daemon_exec;		/* the daemon asks it (FOLLOW; atomic) */
+	bool ready;			/* the agent's path and the kept variables are known */
 	char preload[PATH_MAX + PRELOAD_LEN];	/* "LD_PRELOAD=AGENT" */
 	size_t agent_len;		/* of AGENT */
 	char *keep[KEEP_MAX];		/* "NAME=VALUE" of the start */
@@ -64,6 +66,12 @@ static void *next(const char *name)
 }
 
 #define REAL(f, name) (fw.f ? fw.f : (fw.f = next(name)))
+
+/* Whether executed images get the agent, now. */
+static bool following(void)
+{
+	return fw.ready && (fw.env_exec || __atomic_load_n(&fw.daemon_exec, __ATOMIC_ACQUIRE));
+}
 
 /* ---- the environment handed on ----------------------------------------- */
 
@@ -162,8 +170,9 @@ static char **env_fix(char *const *envp, size_t n, char **out, char *buf)
 #define WITH_ENV(envp, CALL)                                                             \
 	do {                                                                             \
 		char *const *env_in_ = (envp);                                           \
-		size_t n_ = fw.exec ? env_count(env_in_) : 0;                            \
-		if (!fw.exec || n_ > ENTRIES_MAX) {                                      \
+		bool on_ = following();                                                  \
+		size_t n_ = on_ ? env_count(env_in_) : 0;                                \
+		if (!on_ || n_ > ENTRIES_MAX) {                                          \
 			char *const *env = env_in_;                                      \
 			return CALL;                                                     \
 		}                                                                        \
@@ -209,7 +218,7 @@ DPA_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 
 DPA_EXPORT int execv(const char *path, char *const argv[])
 {
-	if (!fw.exec) {
+	if (!following()) {
 		execv_fn *f = REAL(execv, "execv");
 
 		return f ? f(path, argv) : no_function();
@@ -219,7 +228,7 @@ DPA_EXPORT int execv(const char *path, char *const argv[])
 
 DPA_EXPORT int execvp(const char *file, char *const argv[])
 {
-	if (!fw.exec) {
+	if (!following()) {
 		execv_fn *f = REAL(execvp, "execvp");
 
 		return f ? f(file, argv) : no_function();
@@ -497,9 +506,10 @@ void dpa_follow_setup(void)
 	if (!dladdr((void *)dpa_follow_setup, &info))
 		return;
 	fw.self_base = info.dli_fbase;
-	if (!v || !*v || !strcmp(v, "0"))
-		return;
-	/* The agent by its full path: the new image may run elsewhere. */
+	fw.env_exec = v && *v && strcmp(v, "0");
+	/* What an image needs to find the agent and its daemon, known here
+	 * whether or not the environment asks to follow: the daemon may ask
+	 * later (FOLLOW), when the environment may be changing. */
 	if (!info.dli_fname || !realpath(info.dli_fname, path))
 		return;
 	fw.agent_len = strlen(path);
@@ -517,5 +527,17 @@ void dpa_follow_setup(void)
 	 * else HOME: handed on as LTTNG_HOME, which nothing else reads. */
 	if (geteuid() != 0 && !secure_getenv("LTTNG_HOME") && secure_getenv("HOME"))
 		keep("LTTNG_HOME", secure_getenv("HOME"));
-	fw.exec = true;
+	/* The socket this agent talks to, so that the new image's agent talks
+	 * to the same daemon. */
+	if (!secure_getenv(DP_APP_ENV_SOCKET) && !dp_app_socket_path(path, sizeof(path)))
+		keep(DP_APP_ENV_SOCKET, path);
+	fw.ready = true;
+}
+
+int dpa_follow_set(uint32_t flags)
+{
+	if (flags & DP_APP_FOLLOW_EXEC && !fw.ready)
+		return -ENOENT;
+	__atomic_store_n(&fw.daemon_exec, (flags & DP_APP_FOLLOW_EXEC) != 0, __ATOMIC_RELEASE);
+	return 0;
 }
