@@ -36,10 +36,18 @@ static uint32_t wanted(const struct dpd_proc *p)
 	return 0;
 }
 
-static bool stale(const struct dpd_proc *p, uint32_t want)
+/* Whether p's agent is to be told; `unknown`: also when we do not know
+ * what it has (after its HELLO, where its caller holds it).  A request that
+ * changed nothing in a process never waits for that process's hold: one
+ * whose agent said HELLO but was not told yet (its HELLO's job waits for
+ * an install there) is taken as not following. */
+static bool stale(const struct dpd_proc *p, uint32_t want, bool unknown)
 {
-	return p->fd >= 0 && p->minor >= DP_APP_MINOR_FOLLOW &&
-	       (!p->follow_known || p->follow != want);
+	if (p->fd < 0 || p->minor < DP_APP_MINOR_FOLLOW)
+		return false;
+	if (!p->follow_known)
+		return unknown || want;
+	return p->follow != want;
 }
 
 void dpd_follow_sync_held(struct dpd_proc *p)
@@ -50,7 +58,7 @@ void dpd_follow_sync_held(struct dpd_proc *p)
 	uint32_t want = wanted(p);
 	int ret;
 
-	if (!stale(p, want))
+	if (!stale(p, want, true))
 		return;
 	req.follow = want;
 	ret = dpd_agent_call(p, &req, &rep, &msg);
@@ -83,7 +91,7 @@ void dpd_follow_sync(void)
 	if (!pids)
 		return;
 	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
-		if (stale(p, wanted(p)))
+		if (stale(p, wanted(p), false))
 			pids[n++] = p->pid;
 	for (size_t k = 0; k < n; k++) {
 		struct dpd_proc *p;
