@@ -31,8 +31,8 @@
  *   0x8009    reply          as DEFINE_PROBE's
  *   0x000A  MAPPED           cookie u64          (agent -> daemon; minor 2)
  *   0x800A    reply          cookie u64          (daemon -> agent)
- *   0x000B  FOLLOW           flags u32                        (minor 3)
- *   0x800B    reply          status i32, error str
+ *   0x000E  FOLLOW           flags u32                        (minor 3)
+ *   0x800E    reply          status i32, error str
  *   0xfffe  UNSUPPORTED      type u16 (the request's)
  *   0xffff  REFUSE           major u8, minor u8, reason str
  *
@@ -107,11 +107,11 @@
  *    follow.h); 0 turns that part off (what the environment asked for at
  *    the start stays).  The daemon sends it, only to an agent of minor 3 or
  *    later (an older one simply does not follow), whenever the set of
- *    enabled events asking to follow children (ENABLE's FOLLOW flag,
+ *    enabled events asking to follow children (EVENT_FLAGS FOLLOW_EXEC,
  *    client.h) that are installed in the process changes, and after every
- *    HELLO, before GO, so that a new image and a forked child follow from
- *    their start as their parent did.  Unknown flag bits are refused
- *    (-EBADMSG).
+ *    HELLO, before GO, so that a forked child or a new image has the mode
+ *    the events installed there ask for before its program goes on.
+ *    Unknown flag bits are refused (-EBADMSG).
  */
 #ifndef DP_PROTO_APP_H
 #define DP_PROTO_APP_H
@@ -166,7 +166,7 @@ enum dp_app_type {
 	DP_APP_GO = 0x0008,		/* minor 1 */
 	DP_APP_DEFINE_PROBE_EXT = 0x0009,	/* minor 2 */
 	DP_APP_MAPPED = 0x000A,		/* minor 2, sent by the agent */
-	DP_APP_FOLLOW = 0x000B,		/* minor 3 */
+	DP_APP_FOLLOW = 0x000E,		/* minor 3; 0x000B-0x000D reserved for batched installs */
 
 	DP_APP_HELLO_REPLY = DP_APP_HELLO | DP_FRAME_REPLY,
 	DP_APP_DEFINE_PROBE_REPLY = DP_APP_DEFINE_PROBE | DP_FRAME_REPLY,
