@@ -10,9 +10,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "patch/write.h"
+#include "proc/maps.h"
 #include "proc/proc-status.h"
 #include "proc/ptrace.h"
 
@@ -182,6 +184,58 @@ static void undo_batch(struct dp_proc *proc, struct dpd_proc *p, struct dpd_work
 }
 
 /*
+ * Whether p still runs the program its agent said HELLO from, its threads
+ * held (no exec can happen now).  When an exec replaced it, what p records
+ * went with the old program: every site is marked gone, every work
+ * dropped, the connection (closed by the exec) let go, and true returned
+ * with msg; a new agent's HELLO makes a new record.
+ */
+static bool dpd_write_same_image(struct dpd_proc *p, struct dpd_work *ws, size_t n,
+				 struct dp_err *msg)
+{
+	uint8_t now[DPD_IMAGE_ID_LEN];
+
+	if (!p->image_known || dpd_image_id(p->pid, now) || !memcmp(now, p->image, sizeof(now)))
+		return false;
+	dp_err_set(msg, -ESTALE, "process %d executed another program during the operation: "
+		   "the patches went with the old one, nothing was written", (int)p->pid);
+	dpd_info("%s", msg->msg);
+	for (uint32_t i = 0; i < p->nsites; i++)
+		p->sites[i].installed = false;
+	for (size_t i = 0; i < n; i++)
+		dpd_work_fail(p->pid, &ws[i], DP_REASON_NONE, msg->msg);
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	return true;
+}
+
+/*
+ * Whether a site to restore holds what its record says, its threads held:
+ * then true; else nothing is written (claims.c says why): a site that holds
+ * its original bytes already is marked gone, any other stays.
+ */
+static bool dpd_write_holds(struct dpd_proc *p, const struct dp_maps *maps,
+			    struct dpd_site *s)
+{
+	struct dp_err why = DP_ERR_INIT;
+	int ret;
+
+	if (!maps->n)
+		return true;	/* unreadable: the write will say why */
+	ret = dpd_claim_check(p->pid, maps, &s->patch, s->ninsns != 0, &why);
+	if (ret == 0) {
+		dpd_info("process %d: 0x%" PRIx64 " holds its original bytes already", (int)p->pid,
+			 s->patch.site);
+		s->installed = false;
+	} else if (ret < 0) {
+		dpd_err("process %d: 0x%" PRIx64 " is not restored: %s", (int)p->pid,
+			s->patch.site, why.msg);
+	}
+	return ret > 0;
+}
+
+/*
  * Step 6: one stop of p's threads restores the sites `gone` (indexes in
  * p->sites), marking them not installed, then writes the works' patches.
  * 0, or -errno with msg when the threads could not be held (every work
@@ -191,6 +245,7 @@ static void undo_batch(struct dp_proc *proc, struct dpd_proc *p, struct dpd_work
 int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uint32_t *gone,
 		    size_t ngone, bool all, struct dp_err *msg)
 {
+	struct dp_maps maps = { 0 };
 	struct dp_proc *proc;
 	uint64_t *pcs;
 	size_t npcs, nwrite = 0;
@@ -218,12 +273,20 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	}
 	pcs = held_pcs(proc, &npcs);
 	dpd_fault("held");
+	if (dpd_write_same_image(p, ws, n, msg)) {
+		ret = nwrite ? -ESTALE : 0;
+		ngone = n = 0;
+	}
 	/* The sites that go first: a window that replaces them may cover
 	 * their bytes (threads they send back to the original code are then
 	 * moved again, into the new trampoline: their PCs are read again). */
+	if (ngone && dp_maps_read(p->pid, &maps))
+		maps = (struct dp_maps){ 0 };
 	for (size_t k = 0; k < ngone; k++) {
 		struct dpd_site *s = &p->sites[gone[k]];
 
+		if (!dpd_write_holds(p, &maps, s))
+			continue;
 		if (restore_site(proc, pcs, npcs, s))
 			dpd_err("process %d: cannot restore 0x%" PRIx64 ": %s", (int)p->pid,
 				s->patch.site, dp_proc_errmsg(proc));
@@ -231,6 +294,7 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 			s->installed = false;
 	}
 	if (ngone) {
+		dp_maps_free(&maps);
 		free(pcs);
 		pcs = held_pcs(proc, &npcs);
 	}
