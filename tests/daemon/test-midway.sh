@@ -3,7 +3,8 @@
 # install and of a removal (the daemon stopped at the step with
 # --test-fault STEP:stop while the target acts: target.c forks on SIGUSR1,
 # executes itself on SIGUSR2), and an agent whose code memory runs out in
-# the middle of an install (LTTNG_DYNPROBE_TEST_CODE_FAIL).  After each:
+# the middle of an install (LTTNG_DYNPROBE_TEST_CODE_FAIL), or whose
+# process may map no more (RLIMIT_AS).  After each:
 # the target (and its child) runs on and computes right, dp_work's bytes
 # are the file's once the events are out, and a later install works.
 . "$top_srcdir/tests/utils/tap.sh"
@@ -215,4 +216,22 @@ dpctl list one
 ! grep -q "event=onef " "$DP_TMP/out"
 tap_ok $? "pool: the failed event is not kept"
 later pool
+
+# ---- the same with the kernel refusing the memory: RLIMIT_AS ----
+# The target's address space limited to what it maps now and 128 KiB: a
+# chunk of code memory (256 KiB) cannot be mapped any more.
+start_target rlimit env LD_PRELOAD="$AGENT" "$prog" "$DP_TMP/shm-rlimit" 4 5 1000 ||
+	tap_bail "rlimit: the target does not start"
+pid=$TARGET_PID
+start_dynprobed || tap_bail "rlimit: lttng-dynprobed does not start"
+vm=$(awk '$1 == "VmSize:" { print $2 }' /proc/"$pid"/status)
+prlimit --pid "$pid" --as=$(((vm + 128) * 1024)): || tap_bail "rlimit: prlimit failed"
+! enable onef &&
+	grep -qE "^proc pid=$pid status=-12 .*message=process $pid: no code memory of [0-9]+ bytes within 2 GiB of 0x[0-9a-f]+: Cannot allocate memory" \
+		"$DP_TMP/out"
+tap_ok $? "rlimit: the install fails, saying why: $(grep -m1 '^proc' "$DP_TMP/out")"
+r=$(runs_on rlimit "$DP_TMP/shm-rlimit") && same_as_file "$pid" "$prog" dp_work "$LEN"
+tap_ok $? "rlimit: the target runs on ($r), unpatched: its dp_work is the file's"
+prlimit --pid "$pid" --as=unlimited: || tap_bail "rlimit: prlimit failed"
+later rlimit
 tap_done
