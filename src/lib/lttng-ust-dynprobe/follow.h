@@ -19,7 +19,11 @@
  * The daemon's ask is not handed on as a variable: the new image's agent
  * says HELLO, and the daemon tells it to follow when an event asking for
  * it is installed there (by pid, the event reaches the process's
- * descendants), so that turning it off reaches the whole family.
+ * descendants), so that turning it off reaches the whole family.  An
+ * injected agent comes last in the loader's lookup order, so the program's
+ * calls do not bind to its wrappers: told to follow, it sets the GOT slots
+ * through which the objects loaded then call the exec family to its own
+ * (follow.c); objects loaded later call glibc's.
  * A program that clears or rebuilds its environment before it executes
  * another still hands the agent on.  The wrappers take no lock and allocate
  * nothing (the new environment is built on the stack): they stay
