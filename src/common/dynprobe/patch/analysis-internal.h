@@ -77,6 +77,8 @@ struct dp_object {
 	/* Sections with file bytes, for readers that need a section's extent. */
 	struct an_scn *scns;
 	size_t nscns;
+
+	bool evex_known, evex_free;	/* dp_object_evex_free(), once asked */
 };
 
 struct an_scn {

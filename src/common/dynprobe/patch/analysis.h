@@ -118,6 +118,23 @@ struct dp_elf *dp_object_elf(struct dp_object *obj);
  */
 int dp_object_functions(struct dp_object *obj, const struct dp_function **fns, size_t *n);
 
+/*
+ * Whether no code of the object can read or write zmm16-31 or the mask
+ * registers k0-7: no EVEX instruction, no VEX mask instruction, no xsave or
+ * xrstor of any kind, in any executable byte (functions as analyzed, the
+ * bytes between them decoded linearly; anything that does not decode
+ * counts against).  1 if free, 0 if not, or -errno (the analysis failed).
+ * Computed once per object (evex.c).
+ *
+ * Why it matters: these registers are caller-saved in the x86-64 ABI, so
+ * a value in them is live only within code that names them, or across a
+ * call the compiler could see into (gcc's -fipa-ra), which only a caller in
+ * the same object can.  At a site in a free object nothing the program will
+ * run can read them before some code of another object writes them, and a
+ * probe's trampoline may leave them to the handler (tramp.h).
+ */
+int dp_object_evex_free(struct dp_object *obj);
+
 /* The function containing vaddr (the innermost when ranges nest), or NULL
  * (errno ENOENT, or the analysis' error). */
 const struct dp_function *dp_object_function_at(struct dp_object *obj, uint64_t vaddr);
