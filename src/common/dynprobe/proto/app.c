@@ -351,6 +351,12 @@ DP_STRUCT_DESC(result_desc, T, result_fields);
 
 DP_REFUSE_DESC(refuse_desc, struct dp_app_refuse);
 
+/* FOLLOW: its flags, none unknown. */
+static const struct dp_field follow_fields[] = {
+	DP_ELEM_U32_IN(0, DP_APP_FOLLOW_ALL, 0),
+};
+DP_STRUCT_DESC(follow_desc, uint32_t, follow_fields);
+
 
 /* Every message type: its payload (the union member of struct dp_app_msg)
  * and the checks of the whole message. */
@@ -365,6 +371,7 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_GO, "GO", NULL, NULL },
 	{ DP_APP_DEFINE_PROBE_EXT, "DEFINE_PROBE_EXT", &define_ext_desc, check_define_ext },
 	{ DP_APP_MAPPED, "MAPPED", &dp_codec_u64, NULL },
+	{ DP_APP_FOLLOW, "FOLLOW", &follow_desc, NULL },
 	{ DP_APP_HELLO_REPLY, "HELLO_REPLY", &hello_reply_desc, NULL },
 	{ DP_APP_DEFINE_PROBE_REPLY, "DEFINE_PROBE_REPLY", &result_value_desc, NULL },
 	{ DP_APP_ALLOC_CODE_REPLY, "ALLOC_CODE_REPLY", &result_value_desc, NULL },
@@ -375,6 +382,7 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_GO_REPLY, "GO_REPLY", NULL, NULL },
 	{ DP_APP_DEFINE_PROBE_EXT_REPLY, "DEFINE_PROBE_EXT_REPLY", &result_value_desc, NULL },
 	{ DP_APP_MAPPED_REPLY, "MAPPED_REPLY", &dp_codec_u64, NULL },
+	{ DP_APP_FOLLOW_REPLY, "FOLLOW_REPLY", &result_desc, NULL },
 	{ DP_APP_UNSUPPORTED, "UNSUPPORTED", &dp_codec_u16, NULL },
 	{ DP_APP_REFUSE, "REFUSE", &refuse_desc, NULL },
 };

@@ -31,6 +31,8 @@
  *   0x8009    reply          as DEFINE_PROBE's
  *   0x000A  MAPPED           cookie u64          (agent -> daemon; minor 2)
  *   0x800A    reply          cookie u64          (daemon -> agent)
+ *   0x000E  FOLLOW           flags u32                        (minor 3)
+ *   0x800E    reply          status i32, error str
  *   0xfffe  UNSUPPORTED      type u16 (the request's)
  *   0xffff  REFUSE           major u8, minor u8, reason str
  *
@@ -98,7 +100,18 @@
  *    object the process now maps.  Meanwhile the daemon may send requests
  *    as usual; it also keeps reading MAPPED while a call of its own waits
  *    for a reply (dp_app_call_cb).  The wait is bounded as the
- *    constructor's is; an injected agent never sends it.
+ *    constructor's is; an injected agent never sends it;
+ *  - FOLLOW sets what the agent follows, for the daemon's part
+ *    (DP_APP_FOLLOW_EXEC: it keeps itself in the environment of every image
+ *    the process executes, as with DP_APP_ENV_FOLLOW_EXEC; the agent's
+ *    follow.h); 0 turns that part off (what the environment asked for at
+ *    the start stays).  The daemon sends it, only to an agent of minor 3 or
+ *    later (an older one simply does not follow), whenever the set of
+ *    enabled events asking to follow children (EVENT_FLAGS FOLLOW_EXEC,
+ *    client.h) that are installed in the process changes, and after every
+ *    HELLO, before GO, so that a forked child or a new image has the mode
+ *    the events installed there ask for before its program goes on.
+ *    Unknown flag bits are refused (-EBADMSG).
  */
 #ifndef DP_PROTO_APP_H
 #define DP_PROTO_APP_H
@@ -114,7 +127,7 @@
 
 #define DP_APP_MAGIC 0x50415044u	/* "DPAP" in byte order */
 #define DP_APP_MAJOR 1
-#define DP_APP_MINOR 2
+#define DP_APP_MINOR 3
 
 /* Bounds every receiver enforces. */
 #define DP_APP_MAX_PAYLOAD (8u << 20)	/* a frame's payload, in bytes */
@@ -153,6 +166,7 @@ enum dp_app_type {
 	DP_APP_GO = 0x0008,		/* minor 1 */
 	DP_APP_DEFINE_PROBE_EXT = 0x0009,	/* minor 2 */
 	DP_APP_MAPPED = 0x000A,		/* minor 2, sent by the agent */
+	DP_APP_FOLLOW = 0x000E,		/* minor 3; 0x000B-0x000D reserved for batched installs */
 
 	DP_APP_HELLO_REPLY = DP_APP_HELLO | DP_FRAME_REPLY,
 	DP_APP_DEFINE_PROBE_REPLY = DP_APP_DEFINE_PROBE | DP_FRAME_REPLY,
@@ -164,6 +178,7 @@ enum dp_app_type {
 	DP_APP_GO_REPLY = DP_APP_GO | DP_FRAME_REPLY,
 	DP_APP_DEFINE_PROBE_EXT_REPLY = DP_APP_DEFINE_PROBE_EXT | DP_FRAME_REPLY,
 	DP_APP_MAPPED_REPLY = DP_APP_MAPPED | DP_FRAME_REPLY,
+	DP_APP_FOLLOW_REPLY = DP_APP_FOLLOW | DP_FRAME_REPLY,
 
 	/* The same in every protocol (frame.h): the reply to a request of an
 	 * unknown type, and "I will not talk to you" (the sender closes). */
@@ -197,6 +212,14 @@ enum dp_app_probe_flag {
 
 /* The first minor version whose agents take DEFINE_PROBE_EXT. */
 #define DP_APP_MINOR_DEFINE_EXT 2
+
+/* FOLLOW flags: what the agent follows for the daemon. */
+enum dp_app_follow_flag {
+	DP_APP_FOLLOW_EXEC = 1u << 0,	/* the images the process executes */
+};
+#define DP_APP_FOLLOW_ALL DP_APP_FOLLOW_EXEC
+/* The first minor version whose agents take FOLLOW. */
+#define DP_APP_MINOR_FOLLOW 3
 
 /* Whether a probe with these contexts needs DEFINE_PROBE_EXT. */
 bool dp_app_ctx_need_ext(const struct dp_ctx *ctx, size_t nctx);
@@ -295,10 +318,12 @@ struct dp_app_msg {
 		struct dp_app_alloc_code alloc_code;
 		struct dp_app_patch note_installed;
 		uint64_t note_removed;		/* the site */
-		struct dp_app_result result;	/* the replies of the four above */
+		struct dp_app_result result;	/* the replies of the four above,
+						   and FOLLOW's */
 		struct dp_app_state list_reply;
 		uint64_t ping;			/* PING and its reply: the cookie */
 		uint64_t mapped;		/* MAPPED and its reply: the cookie */
+		uint32_t follow;		/* FOLLOW: enum dp_app_follow_flag */
 		uint16_t unsupported;		/* the type that was not understood */
 		struct dp_app_refuse refuse;
 	};
