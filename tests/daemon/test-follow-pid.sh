@@ -5,8 +5,8 @@
 # environment before it executes again, all start with the agent and have
 # every call recorded under their own pid; without the flag, none has the
 # agent; after the event is disabled, or its session destroyed, new
-# children start without it; save and load keep the flag (and a loaded
-# session follows again).  Counts come from the children's own counters,
+# children start without it, unless another event asking for it remains;
+# save and load keep the flag (and a loaded session follows again).  Counts come from the children's own counters,
 # and whether the agent is there from their own maps.
 . "$top_srcdir/tests/utils/tap.sh"
 . "$top_srcdir/tests/utils/sessiond.sh"
@@ -172,6 +172,23 @@ check f1 "$DP_TMP/a.r4"
 [ "$children" = "$KIDS" ] && [ "$agents" = 0 ] && [ "$none" = "$KIDS" ]
 tap_ok $? "after disable-event, no new child has the agent ($agents of $children) nor events ($none without)"
 dp_lttng destroy f1 >/dev/null
+
+# ---- two events asking for it: follow mode stays while one remains ----
+session f3 "$A" --follow-exec && session f4 "$A" --follow-exec
+tap_ok $? "sessions f3 and f4: the same --pid $A event with --follow-exec in each"
+dp_lttng destroy f3 >/dev/null
+round a 5
+tap_ok $? "round 5, f3 destroyed: the children exit 0"
+ends f4
+check f4 "$DP_TMP/a.r5"
+[ "$children" = "$KIDS" ] && [ "$agents" = "$KIDS" ] && [ "$full" = "$KIDS" ]
+tap_ok $? "f4's event still follows: every child has the agent ($agents) and every call recorded in f4 ($full of $children${bad:+;$bad})"
+dp_lttng destroy f4 >/dev/null
+round a 6
+tap_ok $? "round 6, f4 destroyed too: the children exit 0"
+check f4 "$DP_TMP/a.r6"
+[ "$children" = "$KIDS" ] && [ "$agents" = 0 ]
+tap_ok $? "with no event asking for it, no new child has the agent ($agents of $children)"
 
 # ---- without --follow-exec: children run without the agent ----
 server b
