@@ -36,6 +36,10 @@ pid=$TARGET_PID
 dpctl enable s channel0 first function dp_work "$EXE" -p "$pid" &&
 	grep -q liblttng-ust-dynprobe "/proc/$pid/maps"
 tap_ok $? "the agent is injected into process $pid: $(head -n1 "$DP_TMP/out")"
+# dp_work's `ret` takes only an int3; the process blocks no SIGTRAP, and the
+# thread that loaded the agent (every signal blocked) has ended by then.
+out_has "^proc pid=$pid status=0 jump=[1-9][0-9]* int3=1( |$)" && ! out_has "refused=[1-9]"
+tap_ok $? "installed right after the injection, its int3 return site is taken ($(grep '^proc' "$DP_TMP/out"))"
 wait_events s "$DP_TMP/trace" dynprobe:first_entry dynprobe:first_return
 tap_ok $? "its events are recorded"
 dp_lttng start s >/dev/null

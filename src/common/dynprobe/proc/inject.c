@@ -584,6 +584,67 @@ static int wait_report(int fd, uint64_t data, int timeout_ms, uint8_t *page)
 	}
 }
 
+/*
+ * The new thread, found by what it waits on: once it has reported it sleeps
+ * in futex(D_ACK) (a round at a time, between them it runs), and
+ * /proc/PID/task/TID/syscall names that call and its first argument.  0
+ * when no thread is seen there within ms.
+ */
+static pid_t find_waiter(pid_t pid, uint64_t data, int ms)
+{
+	uint64_t deadline = dp__now_ns() + (uint64_t)ms * 1000000ull;
+	char want[48];
+	size_t wlen;
+
+	wlen = (size_t)snprintf(want, sizeof(want), "%d 0x%" PRIx64 " ", SYS_futex,
+				data + D_ACK);
+	for (;;) {
+		pid_t *tids, found = 0;
+		size_t n = 0;
+
+		if (dp_proc_tasks(pid, &tids, &n))
+			return 0;
+		for (size_t i = 0; i < n && !found; i++) {
+			char path[64], line[256];
+			ssize_t len;
+			int fd;
+
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid,
+				 (int)tids[i]);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			len = read(fd, line, sizeof(line) - 1);
+			close(fd);
+			if (len > 0 && (size_t)len > wlen && !memcmp(line, want, wlen))
+				found = tids[i];
+		}
+		free(tids);
+		if (found || !n || dp__now_ns() > deadline)
+			return found;
+		struct timespec ts = { 0, 500000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Waits (ms at most) until thread tid of pid has ended: whoever looks at
+ * the threads next (an install checking signal masks) never sees it, with
+ * every signal blocked, on its way out. */
+static void wait_gone(pid_t pid, pid_t tid, int ms)
+{
+	uint64_t deadline = dp__now_ns() + (uint64_t)ms * 1000000ull;
+
+	for (;;) {
+		if ((syscall(SYS_tgkill, pid, tid, 0) && errno == ESRCH) ||
+		    dp__now_ns() > deadline)
+			return;
+		struct timespec ts = { 0, 500000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *opts,
 		    struct dp_inject_result *res, struct dp_err *err)
 {
@@ -725,10 +786,15 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 	}
 	{
 		const uint64_t one = 1;
+		/* Found before the ACK: it waits for nothing else. */
+		pid_t waiter = find_waiter(pid, data, o.call_timeout_ms);
 
 		/* Tell the thread it may unmap the pages now. */
 		if (pwrite(fd, &one, sizeof(one), (off_t)(data + D_ACK)) != sizeof(one))
 			ret = -ESRCH;
+		/* It sees the ACK at the end of its round (ACK_WAIT_NS). */
+		else if (waiter)
+			wait_gone(pid, waiter, o.call_timeout_ms);
 	}
 	r.load_ns = dp__now_ns() - t_detach;
 	r.handle = get64(page, D_HANDLE);

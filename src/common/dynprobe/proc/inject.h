@@ -30,7 +30,10 @@
  *      signals, detaches itself, sets the variable of the options (if any)
  *      when the environment lacks it, calls dlopen(), copies dlerror() on
  *      failure, unsets the variable again, reports, and, once the report is
- *      read (or after 5 s), unmaps both pages and exits.
+ *      read (or after 5 s), unmaps both pages and exits;
+ *   6. return once that thread has ended (5 s at most): it blocks every
+ *      signal, and an install that checks the threads' masks right after
+ *      (an int3 needs SIGTRAP deliverable) must not see it.
  *
  * The new thread is an ordinary thread of the target, with its own TLS and
  * malloc state: if another thread holds the loader lock or a malloc arena,
