@@ -247,7 +247,7 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	struct dp_proc *proc;
 	uint64_t *pcs;
 	size_t npcs, nwrite = 0;
-	int ret;
+	int ret, detached;
 
 	for (size_t i = 0; i < n; i++)
 		nwrite += !ws[i].fail;
@@ -319,9 +319,13 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		}
 	free(pcs);
 	dpd_fault("written");
-	if (dp_proc_detach(proc) && !ret) {
-		dp_err_set(msg, -ESRCH, "%s", dp_proc_errmsg(proc));
-		ret = -ESRCH;
+	/* What the detach says, not "no such process": a process that
+	 * exited meanwhile is said so just below. */
+	detached = dp_proc_detach(proc);
+	if (detached && !ret && dp_proc_alive(p->pid)) {
+		dp_err_set(msg, detached, "process %d: the threads held to write its code "
+			   "could not all be let go: %s", (int)p->pid, dp_proc_errmsg(proc));
+		ret = detached;
 	}
 	/* Killed while held: what was not written failed for that reason,
 	 * and what was is gone with it. */
