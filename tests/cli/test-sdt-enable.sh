@@ -158,14 +158,23 @@ wait_sites s1 "$b_pid" sdt_prov:done
 [ "$(sems b "$b_pid")" = "0 1 0 0" ]
 tap_ok $? "a process started later: the path-wide sdt_prov:done's semaphore raised, the pid-only work's not ($(sems b "$b_pid"))"
 
+# Each wait below is for the thing itself; its bound (60 s) only keeps a
+# broken run from hanging.  The child prints its pid itself, often after
+# its parent's "ok"; its agent's HELLO is adopted when the list shows it.
 cmd a f
-child=$(grep '^child ' "$DP_TMP/a.out" | tail -1 | cut -d' ' -f2)
-for i in $(seq 100); do
+child=
+for i in $(seq 600); do
+	child=$(grep '^child ' "$DP_TMP/a.out" | tail -1 | cut -d' ' -f2)
+	[ -n "$child" ] && break
+	sleep 0.1
+done
+[ -n "$child" ] || tap_bail "the forked child of sdt-args never said its pid"
+for i in $(seq 600); do
 	"$LTTNG" -n list s1 2>/dev/null | grep -q "process $child: [1-9]" && break
 	sleep 0.1
 done
 kill -USR1 "$child"
-for i in $(seq 50); do grep -q "^sem $child " "$DP_TMP/a.out" && break; sleep 0.1; done
+for i in $(seq 600); do grep -q "^sem $child " "$DP_TMP/a.out" && break; sleep 0.1; done
 [ "$(grep "^sem $child " "$DP_TMP/a.out" | tail -1 | cut -d' ' -f3-4)" = "1 1" ]
 tap_ok $? "a forked child inherits its parent's raised semaphores"
 
@@ -184,7 +193,7 @@ tap_ok $? "destroy s1"
 [ "$(sems a "$a_pid" | cut -d' ' -f1-2)" = "0 0" ] && [ "$(sems b "$b_pid" | cut -d' ' -f1-2)" = "0 0" ]
 tap_ok $? "every semaphore back to 0 in both processes"
 kill -USR2 "$child"
-for i in $(seq 50); do [ "$(grep -c "^sem $child " "$DP_TMP/a.out")" -ge 2 ] && break; sleep 0.1; done
+for i in $(seq 600); do [ "$(grep -c "^sem $child " "$DP_TMP/a.out")" -ge 2 ] && break; sleep 0.1; done
 [ "$(grep "^sem $child " "$DP_TMP/a.out" | tail -1 | cut -d' ' -f3-4)" = "0 0" ]
 tap_ok $? "the forked child's, too (adopted at its agent's HELLO, lowered at destroy)" ||
 	tap_diag "$(grep -E "^(sem|child) " "$DP_TMP/a.out")"
