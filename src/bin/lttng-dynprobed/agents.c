@@ -295,8 +295,12 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 	/* At once: an install waiting for this agent (dpd_agent_wait) must not
 	 * take a patch the agent still reports, but which is not in the code
 	 * (restored while it was away), for one in place. */
-	if (p->recovered)
+	if (p->recovered) {
 		dpd_agent_reconcile(p);
+		/* And with the record, the raises it came with: a removal
+		 * served before its pending job lowers them. */
+		dpd_sem_adopt(p);
+	}
 	dpd_unhold(pid);
 	return true;
 }
