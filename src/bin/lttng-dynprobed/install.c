@@ -53,6 +53,12 @@
 #include "proc/proc-status.h"
 #include "proc/ptrace.h"
 
+/* An agent loaded at its program's start that found no daemon tries again
+ * after gaps that double up to 30 s (the agent's control.h): in a process
+ * of our own user it is waited for that long (another user's agent talks
+ * to that user's daemon). */
+#define DPD_AGENT_RETRY_WAIT_MS 32000
+
 /* Ensures pid's agent talks to us: the process, or NULL with msg (its
  * code too). */
 static struct dpd_proc *ensure_agent(pid_t pid, struct dp_err *msg)
@@ -62,7 +68,7 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dp_err *msg)
 	struct dp_inject_result res;
 	struct dp_proc_status st;
 	struct dp_err why = DP_ERR_INIT;
-	int ret;
+	int ret, wait_ms;
 
 	if (p && p->fd >= 0)
 		return p;
@@ -93,7 +99,11 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dp_err *msg)
 		 ret == DP_INJECT_ALREADY ? 0.0 : res.total_ns / 1e6,
 		 ret == DP_INJECT_ALREADY ? 0 : res.nholds,
 		 ret == DP_INJECT_ALREADY ? 0.0 : res.held_total_ns / 1e6, res.held_ns / 1e6);
-	dpd_agent_wait(pid, ret == DP_INJECT_ALREADY ? 3000 : 10000);
+	wait_ms = 10000;
+	if (ret == DP_INJECT_ALREADY)
+		wait_ms = !dp_proc_status_read(pid, 0, &st) && st.uid[1] == geteuid()
+				  ? DPD_AGENT_RETRY_WAIT_MS : 3000;
+	dpd_agent_wait(pid, wait_ms);
 	dpd_hold_unlend(pid);
 	p = dpd_proc_find(pid);
 	if (!p || p->fd < 0) {
