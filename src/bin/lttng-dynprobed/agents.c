@@ -94,14 +94,8 @@ static void claim_sites(struct dpd_proc *p)
 /* What HELLO says is installed, merged into our record of the process. */
 static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 {
-	struct dpd_probe *probes;
-
-	if (s->nprobes) {
-		probes = realloc(p->probes, (p->nprobes + s->nprobes) * sizeof(*probes));
-		if (!probes)
-			return -ENOMEM;
-		p->probes = probes;
-	}
+	if (dpd_proc_reserve(p, s->nprobes, 0))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < s->nprobes; i++) {
 		const struct dp_app_probe *ap = &s->probes[i];
 		struct dpd_probe *dp;
@@ -114,9 +108,8 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 		dp->site = ap->site;
 		dp->flags = ap->flags;
 		snprintf(dp->event, sizeof(dp->event), "%s", ap->event);
-		/* Its contexts are unknown: it is never reused for a new patch,
-		 * only recognised in the patches that name it. */
-		snprintf(dp->sig, sizeof(dp->sig), "?recovered");
+		/* Its contexts are unknown (sig NULL): it is never reused for a
+		 * new patch, only recognised in the patches that name it. */
 		if (ap->id >= p->next_id)
 			p->next_id = ap->id + 1;
 	}
@@ -131,10 +124,9 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 			if (p->sites[k].patch.site == ap->site && p->sites[k].patch.tramp == ap->tramp)
 				at = k;
 		if (at == p->nsites) {
-			v = realloc(p->sites, (p->nsites + 1) * sizeof(*v));
-			if (!v)
+			if (dpd_proc_reserve(p, 0, 1))
 				return -ENOMEM;
-			p->sites = v;
+			v = p->sites;
 			memset(&v[p->nsites++], 0, sizeof(*v));
 			v[at].entry = ap->tramp;
 		}
@@ -364,6 +356,8 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 	case DP_APP_ALLOC_CODE_REPLY:
 	case DP_APP_NOTE_INSTALLED_REPLY:
 	case DP_APP_NOTE_REMOVED_REPLY:
+	case DP_APP_NOTE_INSTALLED_MANY_REPLY:
+	case DP_APP_NOTE_REMOVED_MANY_REPLY:
 		if (rep->result.status)
 			return dp_err_set(msg, rep->result.status, "process %d: %s", (int)p->pid,
 					  rep->result.error);

@@ -246,6 +246,18 @@ static int needs_combine(const struct dpd_proc *p, struct dpd_event *const *evs,
 
 static bool installed_in(const struct dpd_proc *p, const struct dpd_event *ev);
 
+/* Bytes as people read them: "812 B", "37.5 KiB", "9.3 MiB". */
+static const char *human_bytes(uint64_t n, char *buf, size_t size)
+{
+	if (n < 1024)
+		snprintf(buf, size, "%" PRIu64 " B", n);
+	else if (n < 1024 * 1024)
+		snprintf(buf, size, "%.1f KiB", n / 1024.0);
+	else
+		snprintf(buf, size, "%.1f MiB", n / (1024.0 * 1024.0));
+	return buf;
+}
+
 int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
 {
 	return dpd_install_many(&ev, 1, pid, &rp);
@@ -258,7 +270,8 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	struct dpd_proc *p;
 	struct dpd_work *ws = NULL;
 	uint64_t *bias;
-	size_t n = 0, nplan = 0;
+	size_t n = 0, nplan = 0, ntramp = 0;
+	uint64_t tramp_bytes = 0;
 	char blocker_comm[64] = "";
 	pid_t blocker = 0;
 	int ret = 0;
@@ -379,12 +392,15 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	if (ret)
 		goto undo;
 	dpd_fault("detached");
+	dpd_works_unnote(p, ws, n, true);
 	for (size_t i = 0; i < n; i++) {
 		struct dpd_work *w = &ws[i];
 
-		if (w->fail) {
-			dpd_work_unnote(p, w);
+		if (w->fail)
 			continue;
+		if (w->code) {
+			ntramp++;
+			tramp_bytes += (w->rec.patch.tramp_len + 15) & ~15u;
 		}
 		if (dpd_work_record(p, w))
 			dpd_err("process %d: out of memory recording a patch", (int)pid);
@@ -392,15 +408,26 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 			if (w->rps[k])
 				dpd_report_installed(&w->rec.owners[k], w->rps[k]);
 	}
+	/* Said with the sites' counts: what the trampolines take. */
 	msg.msg[0] = '\0';
+	if (ntramp) {
+		uint64_t used, mapped;
+		char a[32], b[32], c[32];
+
+		dpd_code_usage(p, &used, &mapped);
+		dp_err_set(&msg, 0, "%zu trampolines, %s (in all in the process: %s, in %s of "
+			   "code memory)", ntramp, human_bytes(tramp_bytes, a, sizeof(a)),
+			   human_bytes(used, b, sizeof(b)), human_bytes(mapped, c, sizeof(c)));
+		dpd_info("process %d: %s", (int)pid, msg.msg);
+	}
 	goto out;
 
 undo:
 	/* Nothing was written, or hold_and_write put back what it wrote: only
 	 * the agent's notes are to take back. */
 	p = dpd_proc_find(pid);
-	for (size_t i = 0; i < n && p; i++)
-		dpd_work_unnote(p, &ws[i]);
+	if (p)
+		dpd_works_unnote(p, ws, n, false);
 	if (p && p->fd < 0 && kill(pid, 0)) {
 		dp_err_set(&msg, -ESRCH, "process %d exited during the operation", (int)pid);
 		dpd_proc_forget(p);

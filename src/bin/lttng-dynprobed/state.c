@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "daemon.h"
 #include "proc/proc-status.h"
 #include "dwarf/dwarf-var.h"
@@ -294,10 +295,27 @@ void dpd_proc_forget(struct dpd_proc *p)
 	dpd_info("process %d forgotten (%u sites)", (int)p->pid, p->nsites);
 	if (p->fd >= 0)
 		close(p->fd);
+	for (uint32_t i = 0; i < p->nprobes; i++)
+		free(p->probes[i].sig);
 	free(p->probes);
+	dp_u64map_free(&p->probe_ix);
 	free(p->sites);
+	free(p->code);
 	free(p->holds);
 	free(p);
+}
+
+int dpd_proc_reserve(struct dpd_proc *p, uint32_t probes, uint32_t sites)
+{
+	int ret = 0;
+
+	if (probes)
+		ret = dp_array_reserve(&p->probes, &p->probes_cap,
+				       (size_t)p->nprobes + probes - 1, sizeof(*p->probes), 64);
+	if (!ret && sites)
+		ret = dp_array_reserve(&p->sites, &p->sites_cap, (size_t)p->nsites + sites - 1,
+				       sizeof(*p->sites), 16);
+	return ret;
 }
 
 const struct dpd_probe *dpd_proc_probe(const struct dpd_proc *p, uint32_t id)
