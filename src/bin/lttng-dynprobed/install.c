@@ -415,8 +415,9 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		char a[32], b[32], c[32];
 
 		dpd_code_usage(p, &used, &mapped);
-		dp_err_set(&msg, 0, "%zu trampolines, %s (in all in the process: %s, in %s of "
-			   "code memory)", ntramp, human_bytes(tramp_bytes, a, sizeof(a)),
+		dp_err_set(&msg, 0, "%zu trampoline%s, %s (in all in the process: %s, in %s of "
+			   "code memory)", ntramp, ntramp == 1 ? "" : "s",
+			   human_bytes(tramp_bytes, a, sizeof(a)),
 			   human_bytes(used, b, sizeof(b)), human_bytes(mapped, c, sizeof(c)));
 		dpd_info("process %d: %s", (int)pid, msg.msg);
 	}
