@@ -6,11 +6,14 @@
  *
  *   wide-fns spin [THREADS]   threads call every function in turn, checking
  *                             each result, until killed; prints "ready"
- *   wide-fns rounds N         prints "ready", waits for SIGUSR1, then calls
- *                             every function N times over (each branch of
- *                             each function taken), checking each result;
- *                             prints "done calls=C" (C counted here, one
- *                             per call made) and waits to be killed
+ *   wide-fns rounds N         prints "ready"; each SIGUSR2 calls dp_w_10000
+ *                             once (a test sees when its events record)
+ *                             and prints "pinged P" (P calls so far); the
+ *                             first SIGUSR1 calls every function N times
+ *                             over (each branch of each function taken),
+ *                             checking each result, prints "done calls=C
+ *                             pings=P" (counted here, one per call made)
+ *                             and waits to be killed
  *
  * Exits 1 at the first wrong result.
  */
@@ -108,24 +111,32 @@ static void *spin(void *arg)
 
 static int rounds(long n)
 {
-	unsigned long calls = 0;
+	unsigned long calls = 0, pings = 0;
 	sigset_t set;
-	int sig;
+	int sig = 0;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	printf("ready %zu functions\n", DP_NFNS);
 	fflush(stdout);
-	if (sigwait(&set, &sig))
-		return 2;
+	while (sig != SIGUSR1) {
+		if (sigwait(&set, &sig))
+			return 2;
+		if (sig == SIGUSR2) {
+			call(0, 1);
+			printf("pinged %lu\n", ++pings);
+			fflush(stdout);
+		}
+	}
 	/* x runs over 0..63 with each function: every branch is taken. */
 	for (long r = 0; r < n; r++)
 		for (size_t i = 0; i < DP_NFNS; i++) {
 			call(i, (long)(i + r) & 63);
 			calls++;
 		}
-	printf("done calls=%lu\n", calls);
+	printf("done calls=%lu pings=%lu\n", calls, pings);
 	fflush(stdout);
 	for (;;)
 		pause();

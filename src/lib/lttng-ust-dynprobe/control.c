@@ -66,6 +66,8 @@ static struct {
 	ino_t fd_ino;			/* program closed or replaced it */
 
 	bool started, atfork_done, debug;
+	uint32_t max_probes;		/* DP_APP_MAX_PROBES, or less (tests) */
+	uint8_t minor;			/* the minor HELLO announces */
 	bool stopping;			/* dpa_control_stop was called (atomic) */
 	unsigned wait_ms;		/* the constructor's wait (0: none, injected) */
 	/* Connected (HELLO answered) and serving, with the daemon's minor:
@@ -349,12 +351,12 @@ static int do_define_probe(const struct dp_app_define_probe *d, struct dp_app_re
 
 	pthread_mutex_lock(&ctl.lock);
 	exists = probe_find(d->id) != NULL;
-	full = ctl.nprobes >= DP_APP_MAX_PROBES;
+	full = ctl.nprobes >= ctl.max_probes;
 	pthread_mutex_unlock(&ctl.lock);
 	if (exists)
 		return set_error(r, -EEXIST, "probe %u is already defined", d->id);
 	if (full)
-		return set_error(r, -ENOSPC, "%u probes already defined", DP_APP_MAX_PROBES);
+		return set_error(r, -ENOSPC, "%u probes already defined", ctl.max_probes);
 
 	if (d->flags & DP_APP_PROBE_AT_ENTRY)
 		flags |= DPA_PROBE_AT_ENTRY;
@@ -797,7 +799,7 @@ static int handshake(int fd)
 
 	m.seq = ++ctl.seq;
 	m.hello.major = DP_APP_MAJOR;
-	m.hello.minor = DP_APP_MINOR;
+	m.hello.minor = ctl.minor;
 	m.hello.pid = (uint32_t)getpid();
 	m.hello.probe_hit = (uint64_t)(uintptr_t)&dp_probe_hit;
 #ifdef PACKAGE_VERSION
@@ -971,6 +973,20 @@ static bool env_flag(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
+/* A number from the environment below `max` (tests' limits), else max. */
+static unsigned env_below(const char *name, unsigned max)
+{
+	const char *v = secure_getenv(name);
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return max;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	return errno || *end || n >= max ? max : (unsigned)n;
+}
+
 /*
  * Parses a wait in milliseconds: 0 for none, -1 for no limit (NO_LIMIT), or
  * a positive number; dflt for anything else.
@@ -1062,6 +1078,8 @@ int dpa_control_start(void)
 	/* The environment is read once, here, from the constructor: later
 	 * threads of the program may be changing it. */
 	ctl.debug = env_flag(DPA_CONTROL_ENV_DEBUG);
+	ctl.max_probes = env_below(DPA_CONTROL_ENV_MAX_PROBES, DP_APP_MAX_PROBES);
+	ctl.minor = (uint8_t)env_below(DPA_CONTROL_ENV_MINOR, DP_APP_MINOR);
 	ret = dp_app_socket_path(ctl.path, sizeof(ctl.path));
 	if (ret) {
 		dbg("no app socket path (%s): staying inert", err_text(ret));
