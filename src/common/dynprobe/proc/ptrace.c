@@ -316,10 +316,19 @@ static int gone_error(struct dp_proc *p)
 			  (int)p->pid);
 }
 
-/* Waits until every thread that is not running nor owned is held. */
+/*
+ * Waits until every thread that is not running nor owned is held.  A thread
+ * still runnable (state R) at timeout_ms only waits for a CPU, on a machine
+ * too busy to give it one, or for a system call to return: it stops as soon
+ * as it gets back to user code, so it is given up to five times the
+ * process's timeout in all.  One asleep in the kernel (D) is not.
+ */
 static int wait_held(struct dp_proc *p, int timeout_ms)
 {
-	uint64_t deadline = dp__now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t start = dp__now_ns();
+	uint64_t deadline = start + (uint64_t)timeout_ms * 1000000ull;
+	int most = timeout_ms > 5 * p->timeout_ms ? timeout_ms : 5 * p->timeout_ms;
+	uint64_t last = start + (uint64_t)most * 1000000ull;
 	unsigned int round = 0;
 
 	for (;;) {
@@ -344,11 +353,16 @@ static int wait_held(struct dp_proc *p, int timeout_ms)
 		}
 		if (timeout_ms >= 0 && dp__now_ns() > deadline) {
 			struct dp_proc_status st;
+			uint64_t now = dp__now_ns();
 
 			dp_proc_status_read(p->pid, late, &st);
+			if (st.state == 'R' && now < last) {
+				deadline = now + 10000000ull;	/* look again in 10 ms */
+				continue;
+			}
 			return dp_err_set(&p->err, -ETIMEDOUT, "thread %d of pid %d did not stop "
 					  "within %d ms (state %c%s)", (int)late, (int)p->pid,
-					  timeout_ms, st.state ? st.state : '?',
+					  (int)((now - start) / 1000000ull), st.state ? st.state : '?',
 					  st.state == 'D' ? ": uninterruptible sleep" : "");
 		}
 		snooze(&round);
@@ -430,6 +444,9 @@ static int settle_signals(struct dp_proc *p)
 			  (int)p->pid);
 }
 
+static int all_held(struct dp_proc *p);
+static int seize_all(struct dp_proc *p);
+
 int dp_proc_stop(struct dp_proc *p)
 {
 	int ret;
@@ -439,6 +456,9 @@ int dp_proc_stop(struct dp_proc *p)
 	hold_begins(p);
 	interrupt_all(p);
 	ret = wait_held(p, p->timeout_ms);
+	/* A thread created with CLONE_UNTRACED while they ran is not ours yet. */
+	if (!ret && !all_held(p))
+		ret = seize_all(p);
 	return ret ? ret : settle_signals(p);
 }
 
@@ -774,9 +794,82 @@ int dp_proc_detach(struct dp_proc *p)
 	return ret;
 }
 
+/*
+ * Whether every thread of the process is one we hold: 1 yes, 0 not yet.
+ * A listing of /proc/PID/task proves nothing: the kernel walks the thread
+ * list by position, a thread that ends while the walk stands on it ends the
+ * walk, and the next read resumes at a position that has moved past threads
+ * never shown.  Nor does PTRACE_O_TRACECLONE catch every new thread: one
+ * created with CLONE_UNTRACED goes to no tracer.  Only to be asked while
+ * every thread we know is held: none of them can then start a thread or
+ * end, so the count the kernel keeps (Threads: in /proc/PID/status) equals
+ * ours, plus a leader that exited before the others and cannot be seized,
+ * exactly when no other thread is left.  Fewer than ours: some were
+ * killed, and with them every thread.
+ */
+static int all_held(struct dp_proc *p)
+{
+	struct dp_proc_status st;
+	size_t expected = p->n;
+
+	if (dp_proc_status_read(p->pid, 0, &st))
+		return 1;	/* gone: what comes next says so */
+	if (!dp__thread(p, p->pid)) {
+		if (st.state != 'Z' && st.state != 'X')
+			return 0;	/* a live leader we have not seized */
+		expected++;
+	}
+	return st.threads <= 0 || (size_t)st.threads <= expected;
+}
+
+/*
+ * Seizes every thread and holds them all.  Seize passes over the thread
+ * list until one finds nothing new: from then on every thread we know was
+ * seized with PTRACE_O_TRACECLONE, so a thread any of them creates is
+ * attached by the kernel as it is born.  Then the known threads are held,
+ * and the count tells whether a listing missed one (all_held): if so, list
+ * again and hold what is found, until none is left.
+ */
+static int seize_all(struct dp_proc *p)
+{
+	uint64_t short_since = 0;
+	unsigned int nap = 0;
+	int ret;
+
+	for (int round = 0; round < 1000; round++) {
+		ret = seize_pass(p);
+		if (ret < 0)
+			return ret;
+		if (ret > 0) {
+			short_since = 0;
+			continue;
+		}
+		if (!p->n)
+			return dp_err_set(&p->err, -DP_PROC_EZOMBIE, "pid %d has no live thread",
+					  (int)p->pid);
+		hold_begins(p);
+		interrupt_all(p);
+		ret = wait_held(p, p->timeout_ms);
+		if (ret)
+			return ret;
+		if (all_held(p))
+			return 0;
+		/* A thread ending unheld still counts for a moment: wait for it. */
+		if (!short_since)
+			short_since = dp__now_ns();
+		else if (dp__now_ns() - short_since > 2000000000ull)
+			return dp_err_set(&p->err, -EAGAIN, "pid %d counts more threads than "
+					  "/proc/%d/task shows (%zu found and held)", (int)p->pid,
+					  (int)p->pid, p->n);
+		snooze(&nap);
+	}
+	return dp_err_set(&p->err, -EAGAIN, "threads of pid %d appear faster than they can be "
+			  "attached", (int)p->pid);
+}
+
 int dp_proc_attach(struct dp_proc *p, unsigned int flags)
 {
-	int ret, round;
+	int ret;
 
 	if (p->attached)
 		return dp_err_set(&p->err, -EALREADY, "pid %d is already attached", (int)p->pid);
@@ -789,27 +882,7 @@ int dp_proc_attach(struct dp_proc *p, unsigned int flags)
 	if (ret)
 		return ret;
 	p->attached = true;
-	/*
-	 * Seize until a pass finds no new thread: from then on every thread
-	 * is seized with PTRACE_O_TRACECLONE, so any thread created later is
-	 * attached by the kernel as it is born.
-	 */
-	for (round = 0; round < 1000; round++) {
-		ret = seize_pass(p);
-		if (ret <= 0)
-			break;
-	}
-	if (!ret && !p->n)
-		ret = dp_err_set(&p->err, -DP_PROC_EZOMBIE, "pid %d has no live thread",
-				 (int)p->pid);
-	if (round == 1000)
-		ret = dp_err_set(&p->err, -EAGAIN, "threads of pid %d appear faster than they can "
-				 "be attached", (int)p->pid);
-	if (!ret) {
-		hold_begins(p);
-		interrupt_all(p);
-		ret = wait_held(p, p->timeout_ms);
-	}
+	ret = seize_all(p);
 	if (!ret)
 		ret = settle_signals(p);
 	if (!ret)

@@ -95,7 +95,9 @@ const struct dp_err *dp_proc_err(const struct dp_proc *p);
 
 /*
  * How long dp_proc_attach()/dp_proc_stop() wait for every thread to stop
- * (default 2000 ms; a thread in uninterruptible sleep does not stop).
+ * (default 2000 ms; a thread in uninterruptible sleep does not stop).  A
+ * thread still runnable then (state R: waiting for a CPU, or in a system
+ * call that has not returned yet) is given up to five times as long.
  */
 void dp_proc_set_timeout(struct dp_proc *p, int ms);
 
@@ -108,7 +110,9 @@ int dp_proc_check(pid_t pid, unsigned int flags, struct dp_err *err);
 /*
  * Seizes every thread (PTRACE_SEIZE with PTRACE_O_TRACECLONE, the thread list
  * read again until it is stable, so that threads created meanwhile are
- * caught) and holds them all.  On failure nothing stays attached.
+ * caught) and holds them all, until the process counts no thread that is not
+ * held (a listing can miss threads).  On failure nothing stays attached.
+ * dp_proc_stop() makes the same count.
  */
 int dp_proc_attach(struct dp_proc *p, unsigned int flags);
 int dp_proc_stop(struct dp_proc *p);
