@@ -172,5 +172,22 @@ SITE(dp_inv_site_rip)
 	lea r11, [rip + dp_inv_data]
 .endm
 
+/*
+ * A 2-byte nop that only a jmp rel32 reaches, a branch target right after
+ * it and no fill in a rel8's reach: no window or hop fits, a redirect does.
+ * The site is 7 bytes past the label (no symbol on it: a label whose
+ * address the program takes is a target of its own kind).
+ */
+.macro SITE_REDIRECT
+SITE(dp_inv_site_redirect_jmp)
+	.byte 0xe9
+	.long 1f - (. + 4)
+	.byte 0xeb
+	.byte 2f - (. + 1)	/* never runs: makes 2 a target */
+1:	xchg ax, ax
+2:
+.endm
+
 INV_RUN dp_inv_run_nop, SITE_NOP
 INV_RUN dp_inv_run_rip, SITE_RIP
+INV_RUN dp_inv_run_redirect, SITE_REDIRECT

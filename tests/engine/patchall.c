@@ -13,6 +13,10 @@
  * The constructor patches them before main runs, while the process has one
  * thread; objects loaded later are not patched.  The report goes to the file
  * named by DP_PATCH_ALL_REPORT (appended), or to stderr; never to stdout.
+ * Sites are planned with redirects (DP_PLAN_REDIRECT, plan.h: the branches
+ * to a block no window fits led to its trampoline), installed before the
+ * patches whose trampolines lead to them; DP_PATCH_ALL_NO_REDIRECT=1 plans
+ * without, as the daemon does.
  *
  * Balance.  Each thread keeps a shadow stack of active functions, each frame
  * keyed by the rsp at its entry (the address of its return address).  A ret
@@ -82,6 +86,7 @@ struct pa_point {
 	uint8_t role;			/* enum pa_role */
 	uint8_t method, reason;		/* the plan's outcome */
 	bool hop;			/* a jump through a hop (a jmp rel8 first) */
+	bool redirect;			/* served by a redirect's trampoline */
 	bool self_jump;			/* entry: its function jumps to it (tail recursion) */
 	bool open_end;			/* entry: its code runs on past its known end */
 	const struct dp_insn *jump;	/* jump-out sites: the instruction */
@@ -98,10 +103,12 @@ struct pa_object {
 	struct pa_point *points;
 	uint32_t fn_base;		/* index of its first function in pa.fns */
 	/* Per role (0 entries, 1 return sites): by method, and by reason. */
-	unsigned by_method[2][3];
+	unsigned by_method[2][4];
 	unsigned by_reason[2][DP_REASON__COUNT];
 	unsigned install_failed;
 	unsigned hops;			/* jump patches through a hop */
+	unsigned redirects;		/* redirect patches */
+	unsigned redirect_branches;	/* the branches they lead to trampolines */
 	unsigned plt_skipped;		/* PLT stubs: not functions */
 	int error;			/* -errno when it could not be patched at all */
 	struct dp_patch *plan;		/* while installing */
@@ -642,7 +649,7 @@ static void tally(struct pa_object *o, const struct pa_point *pt)
 	int role = pt->role & PA_ENTRY ? 0 : 1;
 
 	o->by_method[role][pt->method]++;
-	if (pt->method != DP_SITE_JUMP)
+	if (pt->method != DP_SITE_JUMP && pt->method != DP_SITE_REDIRECT)
 		o->by_reason[role][pt->reason]++;
 }
 
@@ -683,7 +690,9 @@ static int object_plan(struct pa_object *o)
 		if (ret)
 			goto out;
 	}
-	ret = dp_plan_sites(o->dp, addrs, o->npoints, &o->plan, &o->nplan);
+	ret = dp_plan_sites_flags(o->dp, addrs, o->npoints,
+				  getenv("DP_PATCH_ALL_NO_REDIRECT") ? 0 : DP_PLAN_REDIRECT, &o->plan,
+				  &o->nplan);
 	if (ret)
 		goto out;
 	o->slot = calloc(o->nplan ? o->nplan : 1, sizeof(*o->slot));
@@ -699,6 +708,7 @@ static int object_plan(struct pa_object *o)
 
 			pt->method = p->method;
 			pt->hop = p->method == DP_SITE_JUMP && p->hop.len;
+			pt->redirect = p->method == DP_SITE_REDIRECT;
 			pt->reason = p->reason;
 		}
 		if (p->method == DP_SITE_INT3)
@@ -752,44 +762,101 @@ static int traps_prepare(void)
 	return 0;
 }
 
-static void object_install(struct pa_object *o, struct dp_code_pool *pool, enum dp_vec_save vec)
+/* Where an installed redirect's trampoline starts, by its window's file address. */
+struct pa_entry {
+	uint64_t win;
+	uint64_t entry;
+};
+
+static int cmp_entry(const void *a, const void *b)
 {
-	for (size_t i = 0; i < o->nplan; i++) {
-		struct dp_patch *p = &o->plan[i];
-		void *args[DP_PATCH_MAX_POINTS];
-		struct dp_inproc_site site;
-		enum dp_reason why;
-		int ret;
+	const struct pa_entry *x = a, *y = b;
 
-		if (p->method == DP_SITE_REFUSED)
-			continue;
-		for (unsigned k = 0; k < p->npoints; k++)
-			args[k] = &o->points[p->point_ids[k]];
-		/*
-		 * Prepared aside (the slot keeps its address while the table is
-		 * searched), then put in its slot, where the handler finds it,
-		 * before the int3 is written: the installer itself may run into
-		 * it.
-		 */
-		ret = dp_inproc_prepare(pool, &site, p, o->bias, pa_hit, args, vec, &why);
-		if (!ret && site.method == DP_SITE_INT3) {
-			pa.traps[o->slot[i]] = site;
-			ret = dp_inproc_commit(pool, &pa.traps[o->slot[i]]);
-		} else if (!ret) {
-			ret = dp_inproc_commit(pool, &site);
-		}
-		if (!ret && site.method == DP_SITE_JUMP && site.hop.len)
-			o->hops++;
-		if (ret) {
-			o->install_failed++;
-			for (unsigned k = 0; k < p->npoints; k++) {
-				struct pa_point *pt = &o->points[p->point_ids[k]];
+	return x->win < y->win ? -1 : x->win > y->win;
+}
 
-				pt->method = DP_SITE_REFUSED;
-				pt->reason = why;
-			}
+/* The run-time entries the relocated branches of p lead to (plan.h). */
+static void via_entries(const struct dp_patch *p, const struct pa_entry *e, size_t n,
+			uint64_t via[DP_WINDOW_MAX_INSNS])
+{
+	for (unsigned i = 0; i < DP_WINDOW_MAX_INSNS; i++) {
+		struct pa_entry key = { .win = p->redirect_to[i] };
+		const struct pa_entry *f = key.win ? bsearch(&key, e, n, sizeof(*e), cmp_entry) : NULL;
+
+		via[i] = f ? f->entry : 0;
+	}
+}
+
+/*
+ * Installs plan[i] of o.  Redirects go first (pass 0), recording their
+ * entries, which the others' trampolines may need (pass 1).
+ */
+static void patch_install(struct pa_object *o, size_t i, struct dp_code_pool *pool,
+			  enum dp_vec_save vec, struct pa_entry *entries, size_t *nentries)
+{
+	struct dp_patch *p = &o->plan[i];
+	void *args[DP_PATCH_MAX_POINTS];
+	uint64_t via[DP_WINDOW_MAX_INSNS];
+	struct dp_inproc_site site;
+	enum dp_reason why = DP_REASON_NONE;
+	int ret;
+
+	for (unsigned k = 0; k < p->npoints; k++)
+		args[k] = &o->points[p->point_ids[k]];
+	via_entries(p, entries, *nentries, via);
+	/*
+	 * Prepared aside (the slot keeps its address while the table is
+	 * searched), then put in its slot, where the handler finds it,
+	 * before the int3 is written: the installer itself may run into
+	 * it.
+	 */
+	ret = dp_inproc_prepare_via(pool, &site, p, o->bias, pa_hit, args, vec, via, &why);
+	if (!ret && site.method == DP_SITE_INT3) {
+		pa.traps[o->slot[i]] = site;
+		ret = dp_inproc_commit(pool, &pa.traps[o->slot[i]]);
+	} else if (!ret) {
+		ret = dp_inproc_commit(pool, &site);
+	}
+	if (!ret && site.method == DP_SITE_JUMP && site.hop.len)
+		o->hops++;
+	if (!ret && site.method == DP_SITE_REDIRECT) {
+		o->redirects++;
+		o->redirect_branches += site.nredirects;
+		entries[(*nentries)++] = (struct pa_entry){ p->win.addr, site.tramp.entry };
+	}
+	if (ret) {
+		o->install_failed++;
+		for (unsigned k = 0; k < p->npoints; k++) {
+			struct pa_point *pt = &o->points[p->point_ids[k]];
+
+			pt->method = DP_SITE_REFUSED;
+			pt->reason = why;
 		}
 	}
+}
+
+static void object_install(struct pa_object *o, struct dp_code_pool *pool, enum dp_vec_save vec)
+{
+	struct pa_entry *entries = malloc((o->nplan ? o->nplan : 1) * sizeof(*entries));
+	size_t nentries = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < o->nplan; i++) {
+			enum dp_site_method m = o->plan[i].method;
+
+			if (m == DP_SITE_REFUSED || (m == DP_SITE_REDIRECT) != !pass)
+				continue;
+			/* Without room to note entries, no redirect is installed. */
+			if (m == DP_SITE_REDIRECT && !entries) {
+				o->install_failed++;
+				continue;
+			}
+			patch_install(o, i, pool, vec, entries, &nentries);
+		}
+		if (!pass && nentries > 1)
+			qsort(entries, nentries, sizeof(*entries), cmp_entry);
+	}
+	free(entries);
 	for (size_t i = 0; i < o->npoints; i++)
 		tally(o, &o->points[i]);
 	free(o->plan);
@@ -971,7 +1038,8 @@ static void report_named(const struct pa_object *o)
 static void report_object(const struct pa_object *o, uint64_t *total_hits, unsigned *bad_fns)
 {
 	static const char *role_name[2] = { "entries", "returns" };
-	uint64_t hits = 0, int3_hits = 0, hop_hits = 0, entries = 0, returns = 0, tails = 0;
+	uint64_t hits = 0, int3_hits = 0, hop_hits = 0, redirect_hits = 0;
+	uint64_t entries = 0, returns = 0, tails = 0;
 	uint64_t unwound = 0;
 	uint64_t lost = 0, unmatched = 0, parts = 0, active = 0, foreign = 0;
 	size_t hit_sites = 0, shown = 0;
@@ -986,10 +1054,12 @@ static void report_object(const struct pa_object *o, uint64_t *total_hits, unsig
 	       (unsigned long)o->bias, o->nfns, o->plt_skipped, o->npoints);
 	for (int role = 0; role < 2; role++) {
 		unsigned *m = (unsigned *)o->by_method[role];
-		unsigned total = m[0] + m[1] + m[2];
+		unsigned total = m[0] + m[1] + m[2] + m[3];
+		unsigned jumps = m[DP_SITE_JUMP] + m[DP_SITE_REDIRECT];
 
+		/* A redirect is reached by jumps too: its branches'. */
 		report("  %s %u: jump %u (%.2f%%) int3 %u (%.2f%%) refused %u (%.2f%%)\n",
-		       role_name[role], total, m[DP_SITE_JUMP], pct(m[DP_SITE_JUMP], total),
+		       role_name[role], total, jumps, pct(jumps, total),
 		       m[DP_SITE_INT3], pct(m[DP_SITE_INT3], total), m[DP_SITE_REFUSED],
 		       pct(m[DP_SITE_REFUSED], total));
 		report("  %s reasons:", role_name[role]);
@@ -1006,6 +1076,8 @@ static void report_object(const struct pa_object *o, uint64_t *total_hits, unsig
 			int3_hits += h;
 		if (o->points[i].hop)
 			hop_hits += h;
+		if (o->points[i].redirect)
+			redirect_hits += h;
 	}
 	*total_hits += hits;
 	for (size_t i = 0; i < o->nfns; i++) {
@@ -1023,6 +1095,8 @@ static void report_object(const struct pa_object *o, uint64_t *total_hits, unsig
 	}
 	report("  hops %u (a jmp rel8 to a jmp rel32 in fill), hits %lu\n", o->hops,
 	       (unsigned long)hop_hits);
+	report("  redirects %u (%u branches led to a trampoline, the site unwritten), hits %lu\n",
+	       o->redirects, o->redirect_branches, (unsigned long)redirect_hits);
 	report("  hits %lu (int3 %lu), sites hit %zu of %zu\n", (unsigned long)hits,
 	       (unsigned long)int3_hits, hit_sites, o->npoints);
 	report("  calls %lu = returns %lu + tail returns %lu + unwound %lu + active at exit %lu"

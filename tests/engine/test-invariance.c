@@ -6,7 +6,8 @@
  * values and the red zone from a block of random values, runs the probed
  * instruction, and stores it all to a second block.  Each random state runs
  * unpatched and then probed (jump and int3, a nop site and a RIP-relative
- * site) with a handler that clobbers everything it can (clobber.h); the
+ * site, and a site only a redirect serves: its jmp leads to the trampoline)
+ * with a handler that clobbers everything it can (clobber.h); the
  * blocks must be bit-identical, and the handler must have seen the loaded
  * registers, rsp and rflags as at the site, and rip = the site.
  */
@@ -28,7 +29,8 @@
 
 void dp_inv_run_nop(const void *in, void *out, int kind);
 void dp_inv_run_rip(const void *in, void *out, int kind);
-extern char dp_inv_site_nop[], dp_inv_site_rip[];
+void dp_inv_run_redirect(const void *in, void *out, int kind);
+extern char dp_inv_site_nop[], dp_inv_site_rip[], dp_inv_site_redirect_jmp[];
 
 struct state {
 	uint8_t b[INV_SIZE];
@@ -140,6 +142,8 @@ struct variant {
 	void (*run)(const void *in, void *out, int kind);
 	char *site;
 	bool int3;
+	bool redirect;		/* planned with DP_PLAN_REDIRECT, a redirect expected */
+	unsigned skip;		/* the site is this many bytes past `site` */
 };
 
 /* The parts of the block, compared one by one for clear failures. */
@@ -167,7 +171,10 @@ static void run_variant(struct dp_object *obj, uint64_t bias, struct dp_code_poo
 	size_t nparts = sizeof(parts) / sizeof(parts[0]);
 	unsigned long differ[sizeof(parts) / sizeof(parts[0])] = { 0 };
 	unsigned long bad_gpr = 0, bad_rsp = 0, bad_rip = 0, bad_flags = 0, fsw_changed = 0;
-	uint64_t seed = 0x2545f4914f6cdd1dull ^ (uint64_t)(uintptr_t)v->site, point;
+	/* Added at run time: an address the compiler folded would be a value
+	 * the program holds, and that makes the site a target of its own. */
+	const char *at = v->site + *(const volatile unsigned *)&v->skip;
+	uint64_t seed = 0x2545f4914f6cdd1dull ^ (uint64_t)(uintptr_t)at, point;
 	struct dp_patch plan = { 0 };
 	void *args[1] = { NULL };
 	enum dp_reason why;
@@ -175,10 +182,23 @@ static void run_variant(struct dp_object *obj, uint64_t bias, struct dp_code_poo
 	static struct state refs[NSTATES];
 	uint64_t seed0 = seed;
 
-	point = (uint64_t)(uintptr_t)v->site - bias;
-	if (!tap_ok(!dp_plan_site(obj, point, &plan) && plan.method == DP_SITE_JUMP,
-		    "%s: the site gets a jump (%s)", v->name, dp_reason_name(plan.reason)))
+	point = (uint64_t)(uintptr_t)at - bias;
+	if (v->redirect) {
+		struct dp_patch *plans = NULL;
+		size_t n = 0;
+		int err = dp_plan_sites_flags(obj, &point, 1, DP_PLAN_REDIRECT, &plans, &n);
+
+		if (!err && n == 1)
+			plan = plans[0];
+		free(plans);
+		if (!tap_ok(plan.method == DP_SITE_REDIRECT && plan.nredirects == 1,
+			    "%s: the site gets a redirect (%s, %s)", v->name,
+			    dp_site_method_str(plan.method), dp_reason_name(plan.reason)))
+			return;
+	} else if (!tap_ok(!dp_plan_site(obj, point, &plan) && plan.method == DP_SITE_JUMP,
+			   "%s: the site gets a jump (%s)", v->name, dp_reason_name(plan.reason))) {
 		return;
+	}
 	if (v->int3) {
 		/* The int3 fallback on the same instruction. */
 		plan.method = DP_SITE_INT3;
@@ -217,7 +237,7 @@ static void run_variant(struct dp_object *obj, uint64_t bias, struct dp_code_poo
 			if (r != 4 && ((const uint64_t *)&seen)[r] != gpr(&in, r))
 				bad_gpr++;
 		bad_rsp += seen.rsp != gpr(ref, 4);
-		bad_rip += seen.rip != (uint64_t)(uintptr_t)v->site;
+		bad_rip += seen.rip != (uint64_t)(uintptr_t)at;
 		bad_flags += (seen.rflags & FLAGS_MASK) != (rflags(&in) & FLAGS_MASK);
 	}
 	tap_ok(hits == NSTATES, "%s: the probe ran once per state (%lu of %d)", v->name, hits,
@@ -238,10 +258,12 @@ static void run_variant(struct dp_object *obj, uint64_t bias, struct dp_code_poo
 int main(void)
 {
 	const struct variant variants[] = {
-		{ "nop site, jump", dp_inv_run_nop, dp_inv_site_nop, false },
-		{ "nop site, int3", dp_inv_run_nop, dp_inv_site_nop, true },
-		{ "RIP-relative site, jump", dp_inv_run_rip, dp_inv_site_rip, false },
-		{ "RIP-relative site, int3", dp_inv_run_rip, dp_inv_site_rip, true },
+		{ "nop site, jump", dp_inv_run_nop, dp_inv_site_nop, false, false, 0 },
+		{ "nop site, int3", dp_inv_run_nop, dp_inv_site_nop, true, false, 0 },
+		{ "RIP-relative site, jump", dp_inv_run_rip, dp_inv_site_rip, false, false, 0 },
+		{ "RIP-relative site, int3", dp_inv_run_rip, dp_inv_site_rip, true, false, 0 },
+		{ "2-byte site a jmp reaches, redirect", dp_inv_run_redirect,
+		  dp_inv_site_redirect_jmp, false, true, 7 },
 	};
 	struct dp_code_pool *pool;
 	struct dp_object *obj;

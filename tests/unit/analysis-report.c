@@ -6,10 +6,12 @@
  * patched, as libdp-patchall.so plans them (PLT stubs left out).  Not a
  * test: it prints numbers and never fails on them.
  *
- *   analysis-report [-u] [-p [-l]] [-r N] FILE...
+ *   analysis-report [-u] [-p [-n] [-l]] [-r N] FILE...
  *     -u    list the indirect jmps left unresolved (address and function)
- *     -p    plan every entry and return site: jumps (through hops), int3s,
- *           refusals, and the reasons
+ *     -p    plan every entry and return site: jumps (through hops, and
+ *           redirects: branches led to the trampoline), int3s, refusals,
+ *           and the reasons
+ *     -n    with -p, no redirects (DP_PLAN_REDIRECT), as the daemon plans
  *     -l    with -p, list each site that gets no jump, with the
  *           instructions around it
  *     -r N  repeat the analysis N times and print the best time
@@ -178,12 +180,17 @@ static void print_around(struct dp_object *obj, const struct dp_function *fn, ui
 	printf("\n");
 }
 
+/* With -p: redirects, as libdp-patchall.so plans them (not with -n). */
+static bool redirect = true;
+
 /* Plans every entry and return site at once, as libdp-patchall.so does. */
 static void report_plan(struct dp_object *obj, const struct dp_function *fns, size_t n,
 			bool list)
 {
 	static const char *const role[2] = { "entries", "returns" };
-	unsigned count[2][4] = { { 0 } }, reasons[2][DP_REASON__COUNT] = { { 0 } };
+	/* By method, then jumps through hops (HOPS). */
+	enum { HOPS = DP_SITE_REDIRECT + 1 };
+	unsigned count[2][HOPS + 1] = { { 0 } }, reasons[2][DP_REASON__COUNT] = { { 0 } };
 	struct plan_point *pts = NULL;
 	struct dp_patch *plan = NULL;
 	uint64_t *addrs = NULL;
@@ -217,7 +224,7 @@ static void report_plan(struct dp_object *obj, const struct dp_function *fns, si
 		goto out;
 	for (size_t i = 0; i < np; i++)
 		addrs[i] = pts[i].addr;
-	if (dp_plan_sites(obj, addrs, np, &plan, &nplan))
+	if (dp_plan_sites_flags(obj, addrs, np, redirect ? DP_PLAN_REDIRECT : 0, &plan, &nplan))
 		goto out;
 	for (size_t i = 0; i < nplan; i++) {
 		const struct dp_patch *p = &plan[i];
@@ -227,8 +234,8 @@ static void report_plan(struct dp_object *obj, const struct dp_function *fns, si
 			int r = pt->entry ? 0 : 1;
 
 			count[r][p->method]++;
-			count[r][3] += p->method == DP_SITE_JUMP && p->hop.len;
-			if (p->method == DP_SITE_JUMP)
+			count[r][HOPS] += p->method == DP_SITE_JUMP && p->hop.len;
+			if (p->method == DP_SITE_JUMP || p->method == DP_SITE_REDIRECT)
 				continue;
 			reasons[r][p->reason]++;
 			if (!list)
@@ -243,12 +250,13 @@ static void report_plan(struct dp_object *obj, const struct dp_function *fns, si
 		}
 	}
 	for (int r = 0; r < 2; r++) {
-		unsigned total = count[r][0] + count[r][1] + count[r][2];
+		unsigned jumps = count[r][DP_SITE_JUMP] + count[r][DP_SITE_REDIRECT];
+		unsigned total = jumps + count[r][DP_SITE_INT3] + count[r][DP_SITE_REFUSED];
 
-		printf("  %s %u: jump %u (%.2f%%, through hops %u), int3 %u, refused %u;", role[r],
-		       total, count[r][DP_SITE_JUMP],
-		       total ? 100.0 * count[r][DP_SITE_JUMP] / total : 0.0, count[r][3],
-		       count[r][DP_SITE_INT3], count[r][DP_SITE_REFUSED]);
+		printf("  %s %u: jump %u (%.2f%%, through hops %u, redirected %u), int3 %u, "
+		       "refused %u;", role[r], total, jumps, total ? 100.0 * jumps / total : 0.0,
+		       count[r][HOPS], count[r][DP_SITE_REDIRECT], count[r][DP_SITE_INT3],
+		       count[r][DP_SITE_REFUSED]);
 		for (int k = 0; k < DP_REASON__COUNT; k++)
 			if (reasons[r][k])
 				printf(" %s %u", dp_reason_name(k), reasons[r][k]);
@@ -312,7 +320,7 @@ int main(int argc, char **argv)
 	bool list = false, plan = false, plan_list = false;
 	int reps = 1, opt, ret = 0;
 
-	while ((opt = getopt(argc, argv, "uplr:")) != -1) {
+	while ((opt = getopt(argc, argv, "upnlr:")) != -1) {
 		switch (opt) {
 		case 'u':
 			list = true;
@@ -323,11 +331,14 @@ int main(int argc, char **argv)
 		case 'l':
 			plan_list = true;
 			break;
+		case 'n':
+			redirect = false;
+			break;
 		case 'r':
 			reps = atoi(optarg) > 0 ? atoi(optarg) : 1;
 			break;
 		default:
-			fprintf(stderr, "usage: analysis-report [-u] [-p [-l]] [-r N] FILE...\n");
+			fprintf(stderr, "usage: analysis-report [-u] [-p [-n] [-l]] [-r N] FILE...\n");
 			return 2;
 		}
 	}

@@ -266,6 +266,44 @@ __asm__(
 	"	.long 0x7ffffff0\n"
 	"	.text\n");
 
+#if !defined(__PIC__) && !defined(__PIE__)
+/*
+ * Position-dependent only: labels whose addresses no relocation shows.
+ * held_imm names its label in an immediate (mov $label), held_word in a
+ * data word at an offset that is a multiple of 4 but not of 8; each then
+ * jumps through a pointer read from memory, which looks like a tail call
+ * but may reach that label.
+ */
+__asm__(
+	"	.text\n"
+	"	.globl held_imm\n"
+	"	.type held_imm, @function\n"
+	"held_imm:\n"
+	"	mov $1f, %ecx\n"
+	"	mov %rcx, (%rdi)\n"
+	"	mov (%rsi), %rax\n"
+	"	jmp *%rax\n"
+	"1:	mov $1, %eax\n"
+	"	ret\n"
+	"	.size held_imm, .-held_imm\n"
+	"\n"
+	"	.globl held_word\n"
+	"	.type held_word, @function\n"
+	"held_word:\n"
+	"	mov (%rsi), %rax\n"
+	"	jmp *%rax\n"
+	"2:	mov $2, %eax\n"
+	"	ret\n"
+	"	.size held_word, .-held_word\n"
+	"\n"
+	"	.data\n"
+	"	.balign 8\n"
+	"	.long 0\n"
+	"held_word_label:\n"
+	"	.quad 2b\n"
+	"	.text\n");
+#endif
+
 #ifdef FIXTURE_MAIN
 int rets_known(int x);
 int asm_table(int x);

@@ -9,9 +9,9 @@
  *  - return sites of a hand-written function, in order and of every kind;
  *    a function with a byte that does not decode;
  *  - indirect jmps that are tail calls (through a pointer from memory, what
- *    a call returned, an argument) are not DP_FN_INDIRECT in
- *    position-independent fixtures, a computed goto and a jmp with the
- *    frame still up are, and the computed goto's labels are targets;
+ *    a call returned, an argument) are not DP_FN_INDIRECT, in PIC and
+ *    non-PIE fixtures alike, a computed goto and a jmp with the frame still
+ *    up are, and the computed goto's labels are targets;
  *  - landing pads of a C++ try/catch and of libstdc++;
  *  - main of stripped executables (ours against the unstripped symbol, and
  *    /usr/bin/ls against its _start), deflate by name in libz;
@@ -268,12 +268,16 @@ static bool has_tail_indirect(const struct dp_function *fn)
 
 /*
  * Indirect jmps no table explains: tail calls through pointers leave their
- * function unflagged in a position-independent object (and keep their
- * return site); a computed goto, a jmp through an argument with the frame
- * still up, and anything in a position-dependent executable stay flagged.
- * A window right before such a tail call is then a jump.
+ * function unflagged (and keep their return site), in a position-
+ * independent object (its relocations and RIP-relative operands name every
+ * code address it holds) and in a position-dependent executable alike
+ * (there the words of its data and its instructions' immediates are read
+ * too); a computed goto and a jmp through an argument with the frame still
+ * up stay flagged, and the computed goto's labels are targets, its table
+ * being relocated in one and plain words in the other.  A window right
+ * before such a tail call is then a jump.
  */
-static void check_tail_calls(struct dp_object *obj, const char *path, bool pic)
+static void check_tail_calls(struct dp_object *obj, const char *path)
 {
 	static const char *const tails[] = { "tail_through_pointer", "tail_after_call", "tail_arg" };
 	static const char *const flagged[] = { "threaded", "tail_arg_framed", "rets_known" };
@@ -284,14 +288,9 @@ static void check_tail_calls(struct dp_object *obj, const char *path, bool pic)
 		if (!tap_ok(fn && has_tail_indirect(fn), "%s: %s found, its jmp a return site",
 			    path, tails[i]))
 			continue;
-		if (pic)
-			tap_ok(!(fn->flags & DP_FN_INDIRECT),
-			       "%s: %s: a tail call through a pointer, not flagged (flags %#x)", path,
-			       tails[i], fn->flags);
-		else
-			tap_ok(fn->flags & DP_FN_INDIRECT,
-			       "%s: %s: position-dependent, flagged (flags %#x)", path, tails[i],
-			       fn->flags);
+		tap_ok(!(fn->flags & DP_FN_INDIRECT),
+		       "%s: %s: a tail call through a pointer, not flagged (flags %#x)", path,
+		       tails[i], fn->flags);
 	}
 	for (size_t i = 0; i < sizeof(flagged) / sizeof(flagged[0]); i++) {
 		fn = dp_object_function_by_name(obj, flagged[i]);
@@ -300,7 +299,7 @@ static void check_tail_calls(struct dp_object *obj, const char *path, bool pic)
 	}
 	/* threaded's four labels: their addresses are in its table. */
 	fn = dp_object_function_by_name(obj, "threaded");
-	if (pic && fn) {
+	if (tap_ok(fn != NULL, "%s: threaded found", path)) {
 		unsigned labels = 0;
 
 		for (uint32_t i = 0; i < fn->ninsns; i++)
@@ -310,7 +309,7 @@ static void check_tail_calls(struct dp_object *obj, const char *path, bool pic)
 		       labels);
 	}
 	fn = dp_object_function_by_name(obj, "tail_after_call");
-	if (pic && fn && fn->nrets) {
+	if (fn && fn->nrets) {
 		uint64_t at = fn->rets[fn->nrets - 1].addr;
 		struct dp_patch plan = { .method = DP_SITE_REFUSED };
 		int err = dp_plan_site(obj, at, &plan);
@@ -318,6 +317,30 @@ static void check_tail_calls(struct dp_object *obj, const char *path, bool pic)
 		tap_ok(!err && plan.method == DP_SITE_JUMP && plan.win.addr < at,
 		       "%s: tail_after_call's jmp gets a jump from a window before it (%s, %s)", path,
 		       dp_site_method_str(plan.method), dp_reason_name(plan.reason));
+	}
+}
+
+/*
+ * A position-dependent executable's labels named only by an immediate or
+ * by a data word: targets, and their functions' jmps may go anywhere.
+ */
+static void check_held_labels(struct dp_object *obj, const char *path)
+{
+	static const char *const names[] = { "held_imm", "held_word" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct dp_function *fn = dp_object_function_by_name(obj, names[i]);
+		unsigned labels = 0;
+
+		if (!tap_ok(fn != NULL, "%s: %s found", path, names[i]))
+			continue;
+		for (uint32_t k = 1; k < fn->ninsns; k++)
+			labels += !!(dp_object_target_kind(obj, fn->start + fn->insn_off[k]) &
+				     DP_TGT_ADDRESS);
+		tap_ok(labels == 1, "%s: %s: its label is an address target (%u)", path, names[i],
+		       labels);
+		tap_ok(fn->flags & DP_FN_INDIRECT, "%s: %s: its jmp may reach it, flagged (%#x)",
+		       path, names[i], fn->flags);
 	}
 }
 
@@ -335,7 +358,9 @@ static void check_switch_fixture(const char *name, bool pic)
 	check_asm_tables(obj, name);
 	check_rets(obj, name);
 	check_return_points(obj, name);
-	check_tail_calls(obj, name, pic);
+	check_tail_calls(obj, name);
+	if (!pic)
+		check_held_labels(obj, name);
 	dp_object_close(obj);
 }
 

@@ -37,7 +37,7 @@ static void fsgs_detect(void)
  * allows it; otherwise arch_prctl once per thread: a program that moves its
  * bases with arch_prctl later is not followed.
  */
-static uint64_t seg_base(unsigned reg)
+static __attribute__((noinline)) uint64_t seg_base(unsigned reg)
 {
 	struct dpa_thread *t = &dpa_self;
 	uint64_t v;
@@ -63,9 +63,9 @@ static uint64_t seg_base(unsigned reg)
 	return reg == DP_CTX_REG_FS_BASE ? t->fs_base : t->gs_base;
 }
 
-static uint64_t reg_value(const struct dp_regs *regs, unsigned reg)
+static inline uint64_t reg_value(const struct dp_regs *regs, unsigned reg)
 {
-	if (reg < 18)
+	if (__builtin_expect(reg < 18, 1))
 		return ((const uint64_t *)regs)[reg];
 	return seg_base(reg);
 }
@@ -111,6 +111,44 @@ size_t dpa_ctx_prepare(const struct dp_ctx *ctx, size_t nctx)
 
 /* ---- evaluation ------------------------------------------------------- */
 
+/* A recipe that only combines registers (no xmm, no fs/gs base) and
+ * constants into an integer. */
+static bool value_regs_only(const struct dp_ctx *c)
+{
+	if (c->type.type != DP_FT_INT || c->value.loc == DP_VALUE_LOC_ADDR ||
+	    dp_value_can_fail(&c->value, &c->type))
+		return false;
+	for (uint32_t i = 0; i < c->value.nops; i++) {
+		const struct dp_value_op *o = &c->value.ops[i];
+
+		if (o->op == DP_VOP_DEREF || (o->op == DP_VOP_REG && o->arg >= 18))
+			return false;
+	}
+	return true;
+}
+
+bool dpa_ctx_regs_only(const struct dp_ctx *ctx, size_t nctx)
+{
+	for (size_t i = 0; i < nctx; i++) {
+		switch (ctx[i].kind) {
+		case DP_CTX_REG:
+			if (ctx[i].reg >= 18)
+				return false;
+			break;
+		case DP_CTX_REGS:
+		case DP_CTX_RETVAL:
+			break;
+		case DP_CTX_VALUE:
+			if (!value_regs_only(&ctx[i]))
+				return false;
+			break;
+		default:
+			return false;
+		}
+	}
+	return true;
+}
+
 static int ctx_address(const struct dp_ctx_addr *a, const struct dpa_ctx_env *env, uint64_t *out)
 {
 	uint64_t addr = a->base == DP_CTX_ABS ? (uint64_t)a->offset
@@ -137,6 +175,13 @@ static int value_run(const struct dp_value *v, const struct dp_field_desc *type,
 	unsigned sp = 0;
 	int ret;
 
+	/* The common recipe: one general register (an SDT argument, a
+	 * parameter in a register). */
+	if (v->nops == 1 && v->loc == DP_VALUE_LOC_VALUE && v->ops[0].op == DP_VOP_REG &&
+	    v->ops[0].arg < 18) {
+		*out = reg_value(env->regs, v->ops[0].arg) + (uint64_t)v->ops[0].imm;
+		return 0;
+	}
 	for (uint32_t i = 0; i < v->nops; i++) {
 		const struct dp_value_op *o = &v->ops[i];
 
@@ -309,7 +354,8 @@ unsigned dpa_ctx_eval(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ct
 				values[f].u = c->value.flags & DP_VALUE_BOOL ? v != 0 : v;
 			}
 			f++;
-			if (dp_value_can_fail(&c->value, &c->type)) {
+			if (!(env->flags & DPA_CTX_REGS_ONLY) &&
+			    dp_value_can_fail(&c->value, &c->type)) {
 				values[f++].u = error_value(ret);
 				errors += ret != 0;
 			}

@@ -12,6 +12,7 @@
 #ifndef DPA_CONTEXT_H
 #define DPA_CONTEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,10 +26,20 @@
  * backtraces, the walker's state). */
 size_t dpa_ctx_prepare(const struct dp_ctx *ctx, size_t nctx);
 
+/*
+ * Whether every context computes its fields from the saved general
+ * registers alone (reg:, regs, the return value, value recipes without
+ * memory, xmm or segment bases): no memory read, no scratch, nothing called
+ * outside the agent.  Such probes take the hit path's short way.
+ */
+bool dpa_ctx_regs_only(const struct dp_ctx *ctx, size_t nctx);
+
 /* dpa_ctx_env flags. */
 enum dpa_ctx_eval_flag {
 	DPA_CTX_AT_ENTRY = 1u << 0,	/* the site is a function's first instruction:
 					   its return address is at [rsp] */
+	DPA_CTX_REGS_ONLY = 1u << 1,	/* dpa_ctx_regs_only() holds for the contexts:
+					   no value can fail, no scratch is needed */
 };
 
 struct dpa_mem_ranges;

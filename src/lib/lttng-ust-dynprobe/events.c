@@ -553,6 +553,12 @@ bool dpa_class_enabled(const struct dpa_class *cls)
 	return CMM_LOAD_SHARED(cls->tp.state) != 0;
 }
 
+const int *dpa_class_state(const struct dpa_class *cls)
+{
+	_Static_assert(sizeof(cls->tp.state) == sizeof(int), "tracepoint state is an int");
+	return (const int *)&cls->tp.state;
+}
+
 /* ---- Recording ---------------------------------------------------------- */
 
 /*

@@ -58,6 +58,10 @@ struct dpa_class *dpa_class_get(const char *name, const struct dp_field_desc *fi
 /* Whether any session (or trigger) wants this event now: cheap, lock-free. */
 bool dpa_class_enabled(const struct dpa_class *cls);
 
+/* What dpa_class_enabled reads, for the hit path to read it inline (relaxed
+ * atomic load; non-zero: enabled).  Valid for as long as the class. */
+const int *dpa_class_state(const struct dpa_class *cls);
+
 /*
  * Records one event of the class, `values` in field order, with `ip` as the
  * event's instruction pointer (the probe site: `lttng add-context -t ip`),

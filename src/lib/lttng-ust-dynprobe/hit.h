@@ -23,6 +23,7 @@
 struct dpa_thread {
 	int guard;			/* inside the hit path */
 	bool events_ready;		/* lttng-ust's per-thread state is set up */
+	int *errnop;			/* this thread's errno, once it recorded */
 	bool fsgs_cached;		/* fs_base, gs_base read (no FSGSBASE) */
 	uint8_t stack_refreshes;	/* /proc/self/maps reads left for the stack */
 	uint8_t *scratch;		/* mmap'd, scratch_size bytes */

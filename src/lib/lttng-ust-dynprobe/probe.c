@@ -30,7 +30,9 @@ __thread struct dpa_thread dpa_self __attribute__((tls_model("initial-exec")));
 struct dpa_probe {
 	uint64_t site;
 	struct dpa_class *cls;
+	const int *enabled;		/* the class's: dpa_class_state() */
 	unsigned flags;			/* enum dpa_probe_flag */
+	bool regs_only;			/* dpa_ctx_regs_only(), and few fields */
 	size_t nctx, nfields;
 	size_t values_size;		/* the dpa_value array at the head of the scratch */
 	struct dp_ctx *ctx;
@@ -148,6 +150,9 @@ int dpa_thread_setup(void)
 
 /* ---- probes ----------------------------------------------------------- */
 
+/* Fields a regs-only probe evaluates on the stack, at most. */
+#define REGS_ONLY_MAX_FIELDS 32
+
 static size_t align16(size_t n)
 {
 	return (n + 15) & ~(size_t)15;
@@ -194,6 +199,8 @@ DPA_EXPORT struct dpa_probe *dpa_probe_new(uint64_t site, const char *name, unsi
 	if (nctx)
 		memcpy(p->ctx, ctx, nctx * sizeof(*ctx));
 	p->site = site;
+	p->enabled = dpa_class_state(p->cls);
+	p->regs_only = nfields <= REGS_ONLY_MAX_FIELDS && dpa_ctx_regs_only(ctx, nctx);
 	p->flags = flags;
 	p->nctx = nctx;
 	p->nfields = nfields;
@@ -205,31 +212,45 @@ DPA_EXPORT struct dpa_probe *dpa_probe_new(uint64_t site, const char *name, unsi
 	return p;
 }
 
+/* The per-thread setup of a thread's first recorded hit: lttng-ust's state
+ * (a thread the agent was never told about: no hook runs at thread
+ * creation) and where its errno lives. */
+static __attribute__((noinline)) void thread_first_record(struct dpa_thread *t)
+{
+	if (!t->events_ready) {
+		dpa_events_thread_init();
+		t->events_ready = true;
+	}
+	t->errnop = &errno;
+}
+
 /* The enabled part of a hit: evaluate and record. */
 static void record(struct dpa_probe *p, struct dpa_thread *t, const struct dp_regs *regs)
 {
-	struct dpa_ctx_env env;
+	struct dpa_ctx_env env = {
+		.regs = regs,
+		.flags = p->flags & DPA_PROBE_AT_ENTRY ? DPA_CTX_AT_ENTRY : 0,
+		.own = &p->own,
+	};
 	struct dpa_value *values;
 	uint8_t *scratch;
 	unsigned errors;
 
-	if (!t->events_ready) {
-		/* lttng-ust's per-thread state, before the first event: a thread
-		 * the agent was never told about (it could not be: no hook runs
-		 * at thread creation). */
-		dpa_events_thread_init();
-		t->events_ready = true;
+	if (p->regs_only) {
+		/* Registers alone: no scratch, no memory read, no error. */
+		struct dpa_value regs_values[REGS_ONLY_MAX_FIELDS];
+
+		env.flags |= DPA_CTX_REGS_ONLY;
+		dpa_ctx_eval(p->ctx, p->nctx, &env, regs_values);
+		bump(&p->recorded);
+		dpa_class_record(p->cls, p->site, regs_values);
+		return;
 	}
 	scratch = dpa_thread_scratch(t);
 	if (!scratch)
 		return;
 	values = (struct dpa_value *)scratch;
-	env = (struct dpa_ctx_env){
-		.regs = regs,
-		.flags = p->flags & DPA_PROBE_AT_ENTRY ? DPA_CTX_AT_ENTRY : 0,
-		.own = &p->own,
-		.scratch = scratch + p->values_size,
-	};
+	env.scratch = scratch + p->values_size;
 	errors = dpa_ctx_eval(p->ctx, p->nctx, &env, values);
 	if (errors)
 		atomic_fetch_add_explicit(&p->mem_errors, errors, memory_order_relaxed);
@@ -237,6 +258,12 @@ static void record(struct dpa_probe *p, struct dpa_thread *t, const struct dp_re
 	dpa_class_record(p->cls, p->site, values);
 }
 
+/*
+ * The disabled path reads the class's state and nothing else: no guard, no
+ * errno (it calls nothing).  The enabled one sets the guard before anything
+ * else, and keeps errno through the pointer cached at the thread's first
+ * record (reading it through libc is a call, and libc may be probed).
+ */
 DPA_EXPORT void dp_probe_hit(void *probe, struct dp_regs *regs)
 {
 	struct dpa_probe *p = probe;
@@ -248,11 +275,14 @@ DPA_EXPORT void dp_probe_hit(void *probe, struct dp_regs *regs)
 		atomic_fetch_add_explicit(&p->recursions, 1, memory_order_relaxed);
 		return;
 	}
+	if (!__atomic_load_n(p->enabled, __ATOMIC_RELAXED))
+		return;
 	t->guard = 1;
-	saved_errno = errno;
-	if (dpa_class_enabled(p->cls))
-		record(p, t, regs);
-	errno = saved_errno;
+	if (__builtin_expect(!t->errnop, 0))
+		thread_first_record(t);
+	saved_errno = *t->errnop;
+	record(p, t, regs);
+	*t->errnop = saved_errno;
 	t->guard = 0;
 }
 

@@ -61,8 +61,12 @@ struct dp_object {
 	struct an_keys code_refs;	/* code addresses held as values (RIP-relative
 					   operands, dynamic relocations), until the
 					   tail calls are classified */
-	bool code_refs_known;		/* position-independent and every relocation
-					   read: code_refs is complete */
+	bool code_refs_known;		/* every relocation read (and, in a position-
+					   dependent executable, every word of its
+					   data): code_refs is complete */
+	struct an_range *tables;	/* resolved jump tables' entries, until the
+					   code addresses are collected */
+	size_t ntables, tables_cap;
 	struct an_keys entered;		/* addresses other functions' direct branches,
 					   calls and tables lead to, until the tail
 					   calls are classified */
@@ -79,6 +83,14 @@ struct an_scn {
 	uint64_t addr, size;
 	const uint8_t *data;
 	bool exec;
+	bool meta;		/* the dynamic linker's tables (symbols, strings,
+				   hashes, versions, relocations, notes): no word
+				   of them is a pointer the program holds */
+};
+
+/* A resolved jump table's entries in the object's data. */
+struct an_range {
+	uint64_t lo, hi;
 };
 
 /* A direct branch from a function to a place in the same function. */
@@ -144,6 +156,9 @@ uint64_t an_ref_after(const struct dp_object *obj, uint64_t addr);
  * recognized, -errno on failure.
  */
 int an_jump_table_resolve(struct an_func_ctx *ctx, uint32_t i);
+
+/* Records [lo, hi) as a resolved table's entries.  0 or -ENOMEM. */
+int an_table_note(struct dp_object *obj, uint64_t lo, uint64_t hi);
 
 /*
  * coderefs.c: a code address an instruction names (the sweep pushes every

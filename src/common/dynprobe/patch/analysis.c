@@ -26,6 +26,19 @@ static int scn_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* The dynamic linker's tables: no pointer of the program's among them. */
+static bool sh_meta(uint32_t type)
+{
+	switch (type) {
+	case SHT_DYNSYM: case SHT_SYMTAB: case SHT_STRTAB: case SHT_HASH: case SHT_GNU_HASH:
+	case SHT_GNU_versym: case SHT_GNU_verdef: case SHT_GNU_verneed: case SHT_RELA:
+	case SHT_REL: case SHT_NOTE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Allocated sections with bytes in the file, by address. */
 static int scns_load(struct dp_object *obj)
 {
@@ -51,6 +64,7 @@ static int scns_load(struct dp_object *obj)
 		s->size = sh.sh_size;
 		s->data = data->d_buf;
 		s->exec = sh.sh_flags & SHF_EXECINSTR;
+		s->meta = sh_meta(sh.sh_type);
 	}
 	if (obj->nscns)
 		qsort(obj->scns, obj->nscns, sizeof(*obj->scns), scn_cmp);
@@ -164,6 +178,9 @@ static void analysis_release(struct dp_object *obj)
 	free(obj->refs.v);
 	free(obj->code_refs.v);
 	free(obj->entered.v);
+	free(obj->tables);
+	obj->tables = NULL;
+	obj->ntables = obj->tables_cap = 0;
 	free(obj->tgt_addr);
 	free(obj->tgt_kind);
 	free(obj->scns);
@@ -210,6 +227,9 @@ static int object_analyze(struct dp_object *obj)
 		err = an_tail_calls_settle(obj);
 	free(obj->code_refs.v);
 	free(obj->entered.v);
+	free(obj->tables);
+	obj->tables = NULL;
+	obj->ntables = obj->tables_cap = 0;
 	memset(&obj->code_refs, 0, sizeof(obj->code_refs));
 	memset(&obj->entered, 0, sizeof(obj->entered));
 	if (err)

@@ -25,9 +25,13 @@
  *  - Every unresolved indirect jmp is listed as a DP_RET_TAIL_INDIRECT return
  *    site, whether it is a tail call through a pointer or a computed goto
  *    that stays in the function.  Its function is DP_FN_INDIRECT unless
- *    each such jmp is a tail call through a pointer in a position-
- *    independent object, and no address inside the function is held as a
- *    value anywhere in the object (tailcall.c has the argument).
+ *    each such jmp is a tail call through a pointer, and no address inside
+ *    the function is held as a value anywhere in the object (tailcall.c has
+ *    the argument).  Such values are found in relocations and RIP-relative
+ *    operands, and in a position-dependent executable also in immediates,
+ *    absolute displacements and the 8-byte words at 4-byte aligned offsets
+ *    of its data: a code address it stores in 4 bytes, or at another
+ *    offset, is not seen (no compiler stores a label so).
  *  - A .cold part (gcc's hot/cold splitting) is a function of its own; jumps
  *    from a function into its .cold part are listed as tail jumps.
  */
@@ -82,6 +86,10 @@ enum dp_target_kind {
 					   as a value (a RIP-relative operand or a dynamic
 					   relocation names it): a label whose address is
 					   taken, as gcc's &&label does */
+	DP_TGT_VALUE = 1u << 6,		/* a function start or an address inside one
+					   that the object holds as a value (the
+					   sources of DP_TGT_ADDRESS); every function
+					   start when those are not all known */
 };
 
 struct dp_function {

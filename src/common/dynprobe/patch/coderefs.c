@@ -8,7 +8,10 @@
  * DP_TGT_ADDRESS target, and tailcall.c asks whether a function has any.
  * In an executable that is not position-independent, data may hold code
  * addresses without a relocation and code may make one with an immediate:
- * the set is not complete there (code_refs_known).
+ * the sweep pushes every immediate and absolute displacement that lands in
+ * code, and the words of its data are read here (data_words_scan), which
+ * completes the set there too.  code_refs_known is false only when a
+ * relocation table could not be read.
  */
 #include <errno.h>
 #include <gelf.h>
@@ -124,6 +127,94 @@ static int relr_scan(struct dp_object *obj, Elf_Scn *scn)
 	return 0;
 }
 
+int an_table_note(struct dp_object *obj, uint64_t lo, uint64_t hi)
+{
+	if (DP_ARRAY_RESERVE(obj->tables, obj->tables_cap, obj->ntables, 16))
+		return -ENOMEM;
+	obj->tables[obj->ntables].lo = lo;
+	obj->tables[obj->ntables++].hi = hi;
+	return 0;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct an_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Sorts the tables and merges those that overlap (one table, several jmps). */
+static void tables_merge(struct dp_object *obj)
+{
+	size_t w = 0;
+
+	if (obj->ntables > 1)
+		qsort(obj->tables, obj->ntables, sizeof(*obj->tables), range_cmp);
+	for (size_t i = 0; i < obj->ntables; i++) {
+		if (w && obj->tables[i].lo <= obj->tables[w - 1].hi) {
+			if (obj->tables[i].hi > obj->tables[w - 1].hi)
+				obj->tables[w - 1].hi = obj->tables[i].hi;
+			continue;
+		}
+		obj->tables[w++] = obj->tables[i];
+	}
+	obj->ntables = w;
+}
+
+/* Whether a resolved table holds [a, a + n) whole. */
+static bool in_table(const struct dp_object *obj, uint64_t a, unsigned n)
+{
+	size_t k = DP_BOUND(obj->tables, obj->ntables, lo, a, DP_BOUND_UPPER);
+
+	return k && a + n <= obj->tables[k - 1].hi;
+}
+
+/*
+ * Code addresses held as plain words in the data of an executable that is
+ * not position-independent: a link-time pointer needs no relocation there.
+ * Every 8-byte word at every 4-byte aligned offset of every allocated
+ * section that is not code is read (the ABI aligns pointers to 8; packed
+ * structures to 4 are covered too), and each that lands in code counts: a
+ * superset, since a number may look like an address.  Left out: the
+ * dynamic linker's tables, and the entries of jump tables the resolver
+ * read, whose every destination is a target already.  Not seen: a code
+ * address stored in 4 bytes, or at an offset not a multiple of 4 (no
+ * compiler emits either for a label; analysis.h says so).  In a position-
+ * independent object such words need relocations, which are read instead.
+ */
+static int data_words_scan(struct dp_object *obj)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	int err = 0;
+
+	tables_merge(obj);
+	for (size_t i = 0; i < obj->nscns; i++) {
+		const struct an_scn *s = &obj->scns[i];
+
+		if (!s->exec)
+			continue;
+		if (s->addr < lo)
+			lo = s->addr;
+		if (s->addr + s->size > hi)
+			hi = s->addr + s->size;
+	}
+	for (size_t i = 0; i < obj->nscns && !err && lo < hi; i++) {
+		const struct an_scn *s = &obj->scns[i];
+		uint64_t off = (4 - (s->addr & 3)) & 3;
+
+		if (s->exec || s->meta)
+			continue;
+		for (; off + 8 <= s->size && !err; off += 4) {
+			uint64_t w;
+
+			memcpy(&w, s->data + off, 8);
+			if (w - lo < hi - lo && !in_table(obj, s->addr + off, 8))
+				err = an_code_ref_push(obj, w);
+		}
+	}
+	return err;
+}
+
 /* Whether relocations of this section apply to nothing the program loads
  * (a debugging section's, kept by --emit-relocs). */
 static bool relocates_unloaded(Elf *e, const GElf_Shdr *sh)
@@ -135,9 +226,9 @@ static bool relocates_unloaded(Elf *e, const GElf_Shdr *sh)
 }
 
 /*
- * Reads the relocations, and sets code_refs_known: whether the set can be
- * complete, in a position-independent object all of whose relocations
- * could be read.
+ * Reads the relocations (and a position-dependent executable's data words),
+ * and sets code_refs_known: whether the set can be complete, every
+ * relocation having been read.
  */
 static int code_refs_relocs(struct dp_object *obj)
 {
@@ -145,7 +236,11 @@ static int code_refs_relocs(struct dp_object *obj)
 	Elf_Scn *scn = NULL;
 	int err = 0;
 
-	obj->code_refs_known = dp_elf_type(obj->elf) == DP_ELF_DYN;
+	/* Position-dependent: the words of its data, besides relocations
+	 * (--emit-relocs) and what the sweep found in its instructions. */
+	obj->code_refs_known = true;
+	if (dp_elf_type(obj->elf) != DP_ELF_DYN)
+		err = data_words_scan(obj);
 	while (!err && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 
@@ -192,9 +287,13 @@ int an_code_refs_collect(struct dp_object *obj)
 		uint64_t a = obj->code_refs.v[i];
 		const struct dp_function *fn = an_function_at(obj, a);
 
-		if (fn && a != fn->start)
-			err = an_keys_push(&obj->keys, a, DP_TGT_ADDRESS);
+		if (fn)
+			err = an_keys_push(&obj->keys, a,
+					   DP_TGT_VALUE | (a != fn->start ? DP_TGT_ADDRESS : 0));
 	}
+	/* Any function may be held somewhere then. */
+	for (size_t i = 0; i < obj->nfns && !err && !obj->code_refs_known; i++)
+		err = an_keys_push(&obj->keys, obj->fns[i].start, DP_TGT_VALUE);
 	return err;
 }
 

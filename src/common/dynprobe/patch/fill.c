@@ -31,7 +31,7 @@ int pl_decode_at(struct dp_object *obj, uint64_t va, struct dp_insn *insn, const
 }
 
 /* Alignment fill: nops and int3s. */
-static bool is_fill(const struct dp_insn *insn, const uint8_t *bytes)
+bool pl_is_fill(const struct dp_insn *insn, const uint8_t *bytes)
 {
 	return (insn->len == 1 && bytes[0] == 0xcc) ||
 	       (insn->mnemonic && !strcmp(insn->mnemonic, "nop"));
@@ -58,7 +58,7 @@ bool pl_dead_fill(struct dp_object *obj, const struct dp_function *fn, uint64_t 
 		struct dp_insn insn;
 		const uint8_t *bytes;
 
-		if (pl_decode_at(obj, x, &insn, &bytes) || !is_fill(&insn, bytes) ||
+		if (pl_decode_at(obj, x, &insn, &bytes) || !pl_is_fill(&insn, bytes) ||
 		    (x < end && dp_function_insn_index(fn, x) < 0))
 			return false;
 		x += insn.len;
@@ -164,7 +164,7 @@ static bool slot_in(const struct pl_taken *t, uint64_t r0, uint64_t r1, uint64_t
  * jmp, ud2) and is followed by no target: code cannot run into it.  A call
  * last may return into it (only the analysis knows which never return).
  */
-static bool gap_dead(struct dp_object *obj, uint64_t g0, uint64_t g1)
+bool pl_gap_dead(struct dp_object *obj, uint64_t g0, uint64_t g1)
 {
 	const struct dp_function *fn = dp_object_function_at(obj, g0 - 1);
 	struct dp_insn insn;
@@ -173,7 +173,7 @@ static bool gap_dead(struct dp_object *obj, uint64_t g0, uint64_t g1)
 	if (!fn || (fn->flags & DP_FN_UNDECODED) || !fn->ninsns || fn->start + fn->size != g0)
 		return false;
 	for (uint64_t va = g0; va < g1; va += insn.len)
-		if (pl_decode_at(obj, va, &insn, &bytes) || !is_fill(&insn, bytes) ||
+		if (pl_decode_at(obj, va, &insn, &bytes) || !pl_is_fill(&insn, bytes) ||
 		    va + insn.len > g1)
 			return false;
 	if (any_target(obj, g0, g1))
@@ -184,7 +184,7 @@ static bool gap_dead(struct dp_object *obj, uint64_t g0, uint64_t g1)
 		if (pl_decode_at(obj, at, &insn, &bytes) ||
 		    (k == fn->ninsns - 1 && at + insn.len != g0))
 			return false;
-		if (!is_fill(&insn, bytes))
+		if (!pl_is_fill(&insn, bytes))
 			return pl_leaves(&insn);
 		/* Fill something branches to runs into the gap. */
 		if (dp_object_target_kind(obj, at))
@@ -206,7 +206,7 @@ static bool gap_slot(struct dp_object *obj, uint64_t b, const struct pl_taken *t
 	while (g1 - b < GAP_MAX && dp_elf_code(elf, g1, 1) && !dp_object_function_at(obj, g1))
 		g1++;
 	*next = g1 + 1;
-	return gap_dead(obj, g0, g1) && slot_in(t, g0, g1, lo, hi, spare, slot);
+	return pl_gap_dead(obj, g0, g1) && slot_in(t, g0, g1, lo, hi, spare, slot);
 }
 
 /*
@@ -232,7 +232,7 @@ static bool fill_slot(struct dp_object *obj, const struct dp_function *fn, const
 		const uint8_t *bytes;
 		uint32_t j;
 
-		if (pl_decode_at(obj, r0, &insn, &bytes) || !is_fill(&insn, bytes) ||
+		if (pl_decode_at(obj, r0, &insn, &bytes) || !pl_is_fill(&insn, bytes) ||
 		    dp_object_target_kind(obj, r0) ||
 		    pl_decode_at(obj, fn->start + fn->insn_off[i - 1], &insn, &bytes) || !pl_leaves(&insn))
 			continue;
@@ -241,7 +241,7 @@ static bool fill_slot(struct dp_object *obj, const struct dp_function *fn, const
 
 			if (j > i && dp_object_target_kind(obj, at))
 				break;
-			if (pl_decode_at(obj, at, &insn, &bytes) || !is_fill(&insn, bytes))
+			if (pl_decode_at(obj, at, &insn, &bytes) || !pl_is_fill(&insn, bytes))
 				break;
 		}
 		r1 = j < n ? fn->start + fn->insn_off[j] : fn->start + fn->size;
@@ -292,14 +292,15 @@ static bool hop_slot_find(struct dp_object *obj, uint64_t from, const struct pl_
 	return hop_slot_scan(obj, from, t, true, slot) || hop_slot_scan(obj, from, t, false, slot);
 }
 
-int pl_hop_take(struct dp_object *obj, struct dp_patch *p, struct pl_taken *t, bool *ok)
+int pl_hop_take_from(struct dp_object *obj, uint64_t from, struct pl_taken *t,
+		     struct dp_hop *hop, bool *ok)
 {
 	const uint8_t *bytes;
 	uint64_t slot;
 	int err;
 
 	*ok = false;
-	if (!hop_slot_find(obj, p->win.addr + DP_HOP_SITE_LEN, t, &slot))
+	if (!hop_slot_find(obj, from, t, &slot))
 		return 0;
 	bytes = dp_elf_code(dp_object_elf(obj), slot, DP_HOP_LEN);
 	if (!bytes)
@@ -307,9 +308,14 @@ int pl_hop_take(struct dp_object *obj, struct dp_patch *p, struct pl_taken *t, b
 	err = pl_ranges_add(&t->hops, slot, slot + DP_HOP_LEN);
 	if (err)
 		return err;
-	p->hop.addr = slot;
-	p->hop.len = DP_HOP_LEN;
-	memcpy(p->hop.bytes, bytes, DP_HOP_LEN);
+	hop->addr = slot;
+	hop->len = DP_HOP_LEN;
+	memcpy(hop->bytes, bytes, DP_HOP_LEN);
 	*ok = true;
 	return 0;
+}
+
+int pl_hop_take(struct dp_object *obj, struct dp_patch *p, struct pl_taken *t, bool *ok)
+{
+	return pl_hop_take_from(obj, p->win.addr + DP_HOP_SITE_LEN, t, &p->hop, ok);
 }

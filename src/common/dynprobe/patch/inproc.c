@@ -25,15 +25,63 @@ static int site_init(struct dp_inproc_site *site, const struct dp_patch *plan, u
 	/* The bytes must still be what the plan read from the file. */
 	if (memcmp((const void *)(uintptr_t)site->win.addr, plan->win.bytes, plan->win.len))
 		return -ESTALE;
-	if (site->method == DP_SITE_JUMP && site->win.len < DP_HOP_LEN) {
-		if (plan->hop.len != DP_HOP_LEN || site->win.len < DP_HOP_SITE_LEN)
+	if ((site->method == DP_SITE_JUMP && site->win.len < DP_HOP_LEN) ||
+	    (site->method == DP_SITE_REDIRECT && plan->hop.len)) {
+		if (plan->hop.len != DP_HOP_LEN ||
+		    (site->method == DP_SITE_JUMP && site->win.len < DP_HOP_SITE_LEN))
 			return -EINVAL;
 		site->hop = plan->hop;
 		site->hop.addr += bias;
 		if (memcmp((const void *)(uintptr_t)site->hop.addr, plan->hop.bytes, DP_HOP_LEN))
 			return -ESTALE;
 	}
+	if (site->method != DP_SITE_REDIRECT)
+		return 0;
+	if (plan->nredirects > DP_PATCH_MAX_REDIRECTS)
+		return -EINVAL;
+	site->nredirects = plan->nredirects;
+	for (unsigned i = 0; i < plan->nredirects; i++) {
+		struct dp_redirect *r = &site->redirects[i];
+
+		*r = plan->redirects[i];
+		r->addr += bias;
+		if (r->disp_off + r->disp_len != r->len || r->disp_len > sizeof(r->bytes) ||
+		    memcmp((const void *)(uintptr_t)(r->addr + r->disp_off), r->bytes, r->disp_len))
+			return -ESTALE;
+	}
 	return 0;
+}
+
+/* Each redirected branch's new displacement: to the hop (rel8) or the entry. */
+static int redirects_fill(struct dp_inproc_site *site)
+{
+	for (unsigned i = 0; i < site->nredirects; i++) {
+		const struct dp_redirect *r = &site->redirects[i];
+		uint64_t to = r->disp_len == 1 ? site->hop.addr : site->tramp.entry;
+		int ret;
+
+		if (r->disp_len == 1 && !site->hop.len)
+			return -EINVAL;
+		ret = dp_redirect_bytes(r, r->addr, to, site->redirect_new[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Writes each redirected branch's new (or original) displacement. */
+static int redirects_write(struct dp_code_pool *pool, const struct dp_inproc_site *site,
+			   bool original)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < site->nredirects && !ret; i++) {
+		const struct dp_redirect *r = &site->redirects[i];
+
+		ret = dp_code_write(pool, r->addr + r->disp_off,
+				    original ? r->bytes : site->redirect_new[i], r->disp_len);
+	}
+	return ret;
 }
 
 /* Builds the trampoline in the pool near the site and writes it. */
@@ -41,7 +89,7 @@ static int tramp_put(struct dp_code_pool *pool, struct dp_inproc_site *site,
 		     enum dp_vec_save vec, enum dp_reason *why)
 {
 	struct dp_tramp_hook hooks[DP_PATCH_MAX_POINTS];
-	size_t nhooks = site->method == DP_SITE_JUMP ? site->npoints : 0;
+	size_t nhooks = site->method != DP_SITE_INT3 ? site->npoints : 0;
 	size_t cap = dp_tramp_max_len(nhooks, vec);
 	struct dp_tramp tramp;
 	struct dp_emit e;
@@ -70,9 +118,37 @@ out:
 	return ret;
 }
 
+/* Leads the relocated copy of each branch via names to that entry instead. */
+static int via_apply(struct dp_inproc_site *site, const uint64_t *via)
+{
+	for (unsigned i = 0; via && i < site->win.ninsns; i++) {
+		struct dp_insn *in = &site->win.insns[i];
+		uint64_t end = site->win.addr + site->win.off[i] + in->len;
+		int64_t d = (int64_t)(via[i] - end);
+
+		if (!via[i])
+			continue;
+		if (!(in->attr & DP_ATTR_REL) ||
+		    (in->flow != DP_FLOW_JMP && in->flow != DP_FLOW_JCC && in->flow != DP_FLOW_LOOP))
+			return -EINVAL;
+		if (d < INT32_MIN || d > INT32_MAX)
+			return -ERANGE;
+		in->rel = (int32_t)d;
+	}
+	return 0;
+}
+
 int dp_inproc_prepare(struct dp_code_pool *pool, struct dp_inproc_site *site,
 		      const struct dp_patch *plan, uint64_t bias, dp_handler_fn handler,
 		      void *const *args, enum dp_vec_save vec, enum dp_reason *why)
+{
+	return dp_inproc_prepare_via(pool, site, plan, bias, handler, args, vec, NULL, why);
+}
+
+int dp_inproc_prepare_via(struct dp_code_pool *pool, struct dp_inproc_site *site,
+			  const struct dp_patch *plan, uint64_t bias, dp_handler_fn handler,
+			  void *const *args, enum dp_vec_save vec,
+			  const uint64_t via[DP_WINDOW_MAX_INSNS], enum dp_reason *why)
 {
 	struct dp_patch_place place;
 	struct dp_patch_bytes patch;
@@ -85,6 +161,8 @@ int dp_inproc_prepare(struct dp_code_pool *pool, struct dp_inproc_site *site,
 		return -ENOTSUP;
 	}
 	ret = site_init(site, plan, bias, handler, args);
+	if (!ret)
+		ret = via_apply(site, via);
 	if (ret)
 		return ret;
 	place = (struct dp_patch_place){
@@ -95,6 +173,8 @@ int dp_inproc_prepare(struct dp_code_pool *pool, struct dp_inproc_site *site,
 	ret = tramp_put(pool, site, vec, why);
 	if (!ret)
 		ret = dp_patch_bytes_fill(&place, site->tramp.entry, &patch);
+	if (!ret)
+		ret = redirects_fill(site);
 	if (ret) {
 		site->tramp.len = 0;	/* not prepared: no handler serves it */
 		return ret;
@@ -113,7 +193,14 @@ int dp_inproc_commit(struct dp_code_pool *pool, struct dp_inproc_site *site)
 	/* Nothing reaches the hop before the site's rel8 leads there. */
 	if (b->hop_len)
 		ret = dp_code_write(pool, site->hop.addr, b->hop, b->hop_len);
-	if (!ret) {
+	if (!ret && site->method == DP_SITE_REDIRECT) {
+		ret = redirects_write(pool, site, false);
+		if (ret) {
+			redirects_write(pool, site, true);
+			if (b->hop_len)
+				dp_code_write(pool, site->hop.addr, site->hop.bytes, DP_HOP_LEN);
+		}
+	} else if (!ret) {
 		ret = dp_code_write(pool, site->win.addr, b->site, b->site_len);
 		if (ret && b->hop_len)
 			dp_code_write(pool, site->hop.addr, site->hop.bytes, DP_HOP_LEN);
@@ -129,7 +216,10 @@ int dp_inproc_remove(struct dp_code_pool *pool, struct dp_inproc_site *site)
 	if (!site->installed)
 		return 0;
 	/* The site first: then nothing new reaches the hop. */
-	ret = dp_code_write(pool, site->win.addr, site->win.bytes, site->win.len);
+	if (site->method == DP_SITE_REDIRECT)
+		ret = redirects_write(pool, site, true);
+	else
+		ret = dp_code_write(pool, site->win.addr, site->win.bytes, site->win.len);
 	if (!ret && site->hop.len)
 		ret = dp_code_write(pool, site->hop.addr, site->hop.bytes, DP_HOP_LEN);
 	if (!ret)

@@ -15,7 +15,8 @@
  *                      (dp_inproc_trap): win.addr, and tramp.insn_at[0],
  *                      where a trapped thread resumes;
  *   (the caller registers an int3 site with its SIGTRAP handler)
- *   dp_inproc_commit   writes the patch: the hop, then the site.
+ *   dp_inproc_commit   writes the patch: the hop, then the site (a
+ *                      redirect: the hop, then each branch's displacement).
  * A handler serves a prepared site (tramp.len != 0) whether or not commit
  * has returned: a thread may run into the int3 the moment it is written.
  *
@@ -42,6 +43,9 @@ struct dp_inproc_site {
 	struct dp_hop hop;		/* run-time addr; len 0 when the jump has no hop */
 	struct dp_tramp tramp;		/* len 0 until prepared */
 	struct dp_patch_bytes patch;	/* what commit writes */
+	unsigned nredirects;		/* a redirect's branches, run-time addr */
+	struct dp_redirect redirects[DP_PATCH_MAX_REDIRECTS];
+	uint8_t redirect_new[DP_PATCH_MAX_REDIRECTS][4];	/* their new displacements */
 	unsigned npoints;
 	uint64_t points[DP_PATCH_MAX_POINTS];
 	void *args[DP_PATCH_MAX_POINTS];
@@ -50,7 +54,7 @@ struct dp_inproc_site {
 };
 
 /*
- * Prepares a jump or int3 patch planned in file addresses, at bias.
+ * Prepares a jump, int3 or redirect patch planned in file addresses, at bias.
  * args[i] is passed to the handler for plan->points[i].  0, -ENOTSUP with
  * *why, -ESTALE when the window's or the hop's bytes are no longer those
  * the plan read, or -errno.  The program's code is not changed.
@@ -60,13 +64,25 @@ int dp_inproc_prepare(struct dp_code_pool *pool, struct dp_inproc_site *site,
 		      void *const *args, enum dp_vec_save vec, enum dp_reason *why);
 
 /*
+ * The same for a patch whose redirect_to names redirects (plan.h), already
+ * installed: via[i] is the run-time entry of the trampoline the relocated
+ * branch of displaced instruction i leads to, 0 for its own target.
+ * -ERANGE when an entry is out of a rel32's reach from the instruction.
+ */
+int dp_inproc_prepare_via(struct dp_code_pool *pool, struct dp_inproc_site *site,
+			  const struct dp_patch *plan, uint64_t bias, dp_handler_fn handler,
+			  void *const *args, enum dp_vec_save vec,
+			  const uint64_t via[DP_WINDOW_MAX_INSNS], enum dp_reason *why);
+
+/*
  * Writes a prepared patch: the hop's jmp rel32, then the site's bytes
  * (plan.h).  An int3 site must be registered with the SIGTRAP handler
  * first.  0 or -errno; nothing is changed on failure.
  */
 int dp_inproc_commit(struct dp_code_pool *pool, struct dp_inproc_site *site);
 
-/* Puts the original bytes back: the site's, then the hop's.  0 or -errno.
+/* Puts the original bytes back: the site's (a redirect's branches'), then
+ * the hop's.  0 or -errno.
  * Keep an int3 site registered: a thread may have trapped just before. */
 int dp_inproc_remove(struct dp_code_pool *pool, struct dp_inproc_site *site);
 

@@ -662,6 +662,12 @@ static int dests_push(const struct an_func_ctx *ctx, uint32_t i, struct jmp_dest
 		if (err)
 			return err;
 	}
+	/* Its entries are explained: coderefs.c need not count them. */
+	if (n) {
+		err = an_table_note(obj, r->t.addr, r->t.addr + n * r->t.esize);
+		if (err)
+			return err;
+	}
 	return leaves ? 2 : 1;
 }
 

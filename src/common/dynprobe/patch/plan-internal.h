@@ -53,4 +53,27 @@ void pl_taken_release(struct pl_taken *t);
  */
 int pl_hop_take(struct dp_object *obj, struct dp_patch *p, struct pl_taken *t, bool *ok);
 
+/* The same for a jmp rel8 (or any rel8 branch) ending at `from`: *hop. */
+int pl_hop_take_from(struct dp_object *obj, uint64_t from, struct pl_taken *t,
+		     struct dp_hop *hop, bool *ok);
+
+/* Alignment fill: nops and int3s. */
+bool pl_is_fill(const struct dp_insn *insn, const uint8_t *bytes);
+
+/*
+ * Whether [g0, g1), bytes outside every function, is fill that nothing
+ * runs: nops and int3s, no target, after a function whose last instruction
+ * that is not fill leaves (fill.c).
+ */
+bool pl_gap_dead(struct dp_object *obj, uint64_t g0, uint64_t g1);
+
+/*
+ * redirect.c: turns the int3 patches among p[0..n) into redirects where it
+ * can (DP_PLAN_REDIRECT, plan.h); `t` holds every window and hop of the
+ * plan, and gets the redirects' hops.  Patches whose points a redirect took
+ * over become DP_SITE_REFUSED with npoints 0: the caller drops them.  0 or
+ * -ENOMEM.
+ */
+int pl_redirects_plan(struct dp_object *obj, struct dp_patch *p, size_t n, struct pl_taken *t);
+
 #endif /* DP_PATCH_PLAN_INTERNAL_H */

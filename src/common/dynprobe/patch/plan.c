@@ -17,6 +17,7 @@ const char *dp_site_method_str(enum dp_site_method method)
 	switch (method) {
 	case DP_SITE_JUMP: return "jump";
 	case DP_SITE_INT3: return "int3";
+	case DP_SITE_REDIRECT: return "redirect";
 	default: return "refused";
 	}
 }
@@ -437,6 +438,12 @@ static int jumps_accept(struct dp_object *obj, struct dp_patch *jumps, size_t *n
 int dp_plan_sites(struct dp_object *obj, const uint64_t *points, size_t n,
 		  struct dp_patch **patches, size_t *npatches)
 {
+	return dp_plan_sites_flags(obj, points, n, 0, patches, npatches);
+}
+
+int dp_plan_sites_flags(struct dp_object *obj, const uint64_t *points, size_t n, unsigned flags,
+			struct dp_patch **patches, size_t *npatches)
+{
 	struct dp_patch *single = calloc(n ? n : 1, sizeof(*single));
 	struct dp_patch *jumps = calloc(n ? n : 1, sizeof(*jumps));
 	struct dp_patch *outp = calloc(n ? n : 1, sizeof(*outp));
@@ -515,6 +522,20 @@ int dp_plan_sites(struct dp_object *obj, const uint64_t *points, size_t n,
 	for (size_t i = 0; i < njumps; i++)
 		outp[nout++] = jumps[i];
 	qsort(outp, nout, sizeof(*outp), cmp_patch_addr);
+	if (flags & DP_PLAN_REDIRECT) {
+		size_t w = 0;
+
+		ret = pl_redirects_plan(obj, outp, nout, &taken);
+		if (ret)
+			goto out;
+		/* Drop the int3s whose points a redirect took over. */
+		for (size_t i = 0; i < nout; i++)
+			if (outp[i].npoints)
+				outp[w++] = outp[i];
+		nout = w;
+		/* A redirect's window may start before its point. */
+		qsort(outp, nout, sizeof(*outp), cmp_patch_addr);
+	}
 	*patches = outp;
 	*npatches = nout;
 	outp = NULL;

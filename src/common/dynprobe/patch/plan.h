@@ -67,6 +67,9 @@ enum dp_site_method {
 	DP_SITE_JUMP,		/* jmp rel32 to a trampoline */
 	DP_SITE_INT3,		/* int3 on the instruction, handled by a SIGTRAP handler */
 	DP_SITE_REFUSED,
+	DP_SITE_REDIRECT,	/* the branches leading to the window go to its
+				   trampoline; the window is not written
+				   (DP_PLAN_REDIRECT only, below) */
 };
 
 const char *dp_site_method_str(enum dp_site_method method);
@@ -84,6 +87,19 @@ struct dp_hop {
 	uint8_t bytes[DP_HOP_LEN];	/* the original bytes there */
 };
 
+/*
+ * A direct branch a redirect retargets: its displacement, rel8 (to the
+ * hop) or rel32 (to the trampoline's entry).
+ */
+#define DP_PATCH_MAX_REDIRECTS 8
+struct dp_redirect {
+	uint64_t addr;			/* the branch instruction */
+	uint8_t len;			/* its length */
+	uint8_t disp_off;		/* where its displacement starts in it */
+	uint8_t disp_len;		/* 1 or 4 */
+	uint8_t bytes[4];		/* the displacement's original bytes */
+};
+
 /* One patch: a window and the probe points it serves. */
 struct dp_patch {
 	enum dp_site_method method;
@@ -91,7 +107,14 @@ struct dp_patch {
 	struct dp_window win;		/* jump: the overwritten bytes (5 or more, or 2
 					   or more with a hop); int3: the one
 					   instruction */
-	struct dp_hop hop;		/* jump: set when win.len < 5 */
+	struct dp_hop hop;		/* jump: set when win.len < 5; redirect: set
+					   when some branch is a rel8 */
+	unsigned nredirects;		/* redirect: the branches it retargets */
+	struct dp_redirect redirects[DP_PATCH_MAX_REDIRECTS];
+	/* jump or int3: for each displaced instruction, 0, or the window
+	 * address of the redirect its branch leads to: the relocated copy
+	 * goes to that redirect's trampoline entry (DP_PLAN_REDIRECT). */
+	uint64_t redirect_to[DP_WINDOW_MAX_INSNS];
 	unsigned npoints;
 	uint64_t points[DP_PATCH_MAX_POINTS];	/* probe points (hooks), in window order */
 	size_t point_ids[DP_PATCH_MAX_POINTS];	/* indexes into the caller's point list */
@@ -112,6 +135,40 @@ int dp_plan_site(struct dp_object *obj, uint64_t point, struct dp_patch *out);
  */
 int dp_plan_sites(struct dp_object *obj, const uint64_t *points, size_t n,
 		  struct dp_patch **patches, size_t *npatches);
+
+/*
+ * dp_plan_sites, with flags:
+ *
+ * DP_PLAN_REDIRECT turns int3 patches into redirects where it can: a point
+ * that nothing falls through to and that only direct jmps, jccs, loops and
+ * jrcxzs lead to (no call, no table, no pointer, no unwinder; at a function
+ * start, one no symbol names and no value holds: a .cold part) is left
+ * unwritten; its window (the point's instruction and those after it up to
+ * one that leaves, none a target, each a point of no other jump) is
+ * displaced into a trampoline as usual, and each branch's displacement is
+ * rewritten to reach the trampoline's entry: a rel32 directly, a rel8
+ * through the patch's hop (fill within reach of the one rel8 it allows, as
+ * a hop's).  A branch that is an instruction of a jump or int3 window of
+ * the plan (a tail jcc into a .cold part, itself a return site) is not
+ * rewritten in place, where nothing runs it: that patch's redirect_to
+ * says that its relocated copy leads to the redirect's entry.  No branch
+ * lies in another redirect's window, is another redirect's, or is in its
+ * own window.  Installers:
+ *   - check the window's, the hop's and each displacement's bytes;
+ *   - write the trampoline, then the hop's jmp rel32, then each
+ *     displacement: nothing reaches the trampoline before;
+ *   - install every redirect before the patches whose redirect_to names it,
+ *     whose trampolines need its entry;
+ *   - remove the displacements first (their original bytes), then the hop:
+ *     a thread stopped at the hop has taken a rel8 already and belongs in
+ *     the trampoline's entry.
+ * The window's code stays as it was: a thread stopped in it needs nothing.
+ * Only installers that know redirects ask for them.
+ */
+#define DP_PLAN_REDIRECT (1u << 0)
+
+int dp_plan_sites_flags(struct dp_object *obj, const uint64_t *points, size_t n, unsigned flags,
+			struct dp_patch **patches, size_t *npatches);
 
 /*
  * Whether an int3 in the object at `path` could be hit by a thread that

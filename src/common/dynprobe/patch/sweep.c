@@ -156,6 +156,29 @@ static int ref_push(struct an_keys *refs, uint64_t addr)
 	return 0;
 }
 
+/*
+ * The values of an instruction's immediate and displacement, as code
+ * addresses a position-dependent executable may name: both as encoded
+ * (sign-extended) and zero-extended from 32 bits, since mov r32, imm32
+ * zero-extends.  A relative target is no value.
+ */
+static int absolute_code_refs(struct dp_object *obj, const struct dp_insn *in)
+{
+	int err = 0;
+
+	if (in->imm_size >= 4 && !(in->attr & DP_ATTR_REL)) {
+		err = an_code_ref_push(obj, (uint64_t)in->imm);
+		if (!err && in->imm_size == 4)
+			err = an_code_ref_push(obj, (uint32_t)in->imm);
+	}
+	if (!err && in->disp_size >= 4 && !(in->attr & DP_ATTR_RIPREL)) {
+		err = an_code_ref_push(obj, (uint64_t)in->disp);
+		if (!err && in->disp_size == 4)
+			err = an_code_ref_push(obj, (uint32_t)in->disp);
+	}
+	return err;
+}
+
 /* What one decoded instruction contributes; `i` is its index. */
 static int insn_note(struct dp_object *obj, struct sweep *sw, size_t fi,
 		     const struct dp_insn *in, uint32_t off, uint32_t i)
@@ -184,6 +207,12 @@ static int insn_note(struct dp_object *obj, struct sweep *sw, size_t fi,
 	 * code it names is code whose address a pointer may hold. */
 	if (in->attr & DP_ATTR_RIPREL)
 		err = an_code_ref_push(obj, next + (uint64_t)in->disp);
+	if (err)
+		return err;
+	/* Where code is not position-independent, an immediate or an absolute
+	 * displacement may be a code address: mov $label, push $label. */
+	if (dp_elf_type(obj->elf) != DP_ELF_DYN)
+		err = absolute_code_refs(obj, in);
 	if (err)
 		return err;
 	/* An absolute displacement names an address only where code is not

@@ -19,10 +19,11 @@
  *    function.
  *  - No address inside the function but its start exists in the object as
  *    a value (coderefs.c): a function no RIP-relative operand and no
- *    dynamic relocation names inside has no label a pointer could hold,
- *    whatever code stored it.  Computed gotos (gcc's &&label) always leave
- *    one behind: a RIP-relative lea of the label, or a relocated table of
- *    labels.  This needs a position-independent object.
+ *    dynamic relocation names inside (nor, in a position-dependent
+ *    executable, any immediate, absolute displacement or data word) has no
+ *    label a pointer could hold, whatever code stored it.  Computed gotos
+ *    (gcc's &&label) always leave one behind: a RIP-relative lea or a mov
+ *    of the label, or a table of labels, relocated or plain.
  *
  * Return addresses are pointers too, but they point after calls, which are
  * targets already.  Code no function covers is not decoded: hand-written

@@ -2,8 +2,10 @@
  * Trampoline layout (see tramp.h): the save/call/restore block around each
  * hook, and the relocated instructions.
  */
+#include <cpuid.h>
 #include <errno.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "patch/tramp.h"
 #include "x86/reloc.h"
@@ -46,6 +48,47 @@ static void vec_restore(struct dp_emit *e, enum dp_vec_save vec, const struct dp
 		vec_moves[vec].load(e, i, i * l->regsize);
 }
 
+/*
+ * Whether sahf works in 64-bit mode (CPUID 0x80000001 ECX bit 0: every
+ * x86-64 CPU but the first AMD K8 and Intel EM64T steppings).
+ */
+static bool have_sahf(void)
+{
+	unsigned a, b, c, d;
+
+	return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & 1);
+}
+
+/*
+ * Puts back the flags saved in the regs at rsp, with rax free: DF (the
+ * handler returns with DF clear, as the ABI wants), then OF by an add that
+ * overflows exactly when it was set, then SF ZF AF PF CF by sahf.  popfq
+ * would do it in one instruction, but costs ~3 ns here (it may change IF,
+ * AC, TF...: microcoded); the handler changes no other flag (the C ABI code
+ * it is never executes popf), so these are all that can differ.
+ */
+static void flags_restore(struct dp_emit *e)
+{
+	const int32_t at = offsetof(struct dp_regs, rflags);
+	uint8_t b[] = {
+		0x48, 0x8b, 0x84, 0x24, 0, 0, 0, 0,	/* mov rax, [rsp+at] */
+		0xa9, 0x00, 0x04, 0x00, 0x00,		/* test eax, 0x400 (DF) */
+		0x74, 0x01,				/* jz 1f */
+		0xfd,					/* std */
+		0x88, 0xc4,				/* 1: mov ah, al */
+		0x8a, 0x84, 0x24, 0, 0, 0, 0,		/* mov al, [rsp+at+1] */
+		0xc0, 0xe8, 0x03,			/* shr al, 3 */
+		0x24, 0x01,				/* and al, 1: OF */
+		0x04, 0x7f,				/* add al, 0x7f: OF set iff al was 1 */
+		0x9e,					/* sahf */
+	};
+	int32_t at1 = at + 1;
+
+	memcpy(b + 4, &at, 4);
+	memcpy(b + 21, &at1, 4);
+	dp_emit_bytes(e, b, sizeof(b));
+}
+
 /* Pushed in this order, so that rax ends lowest, as in struct dp_regs. */
 static const enum dp_reg push_order[16] = {
 	DP_REG_R15, DP_REG_R14, DP_REG_R13, DP_REG_R12, DP_REG_R11, DP_REG_R10, DP_REG_R9,
@@ -54,7 +97,7 @@ static const enum dp_reg push_order[16] = {
 };
 
 static void emit_hook(struct dp_emit *e, const struct dp_tramp_hook *h, dp_handler_fn handler,
-		      enum dp_vec_save vec)
+		      enum dp_vec_save vec, bool sahf)
 {
 	struct dp_vec_layout l = dp_vec_layout(vec);
 
@@ -80,11 +123,18 @@ static void emit_hook(struct dp_emit *e, const struct dp_tramp_hook *h, dp_handl
 
 	vec_restore(e, vec, &l);
 	dp_emit_mov_reg_reg(e, DP_REG_RSP, DP_REG_RBX);
+	if (sahf)
+		flags_restore(e);
+	/* From here on nothing changes the flags: pops and lea. */
 	for (int i = 15; i >= 0; i--) {
 		if (push_order[i] == DP_REG_RSP)
 			dp_emit_lea_rsp(e, 8);
 		else
 			dp_emit_pop_reg(e, push_order[i]);
+	}
+	if (sahf) {
+		dp_emit_lea_rsp(e, 16 + RED_ZONE);	/* rip, rflags */
+		return;
 	}
 	dp_emit_lea_rsp(e, 8);		/* rip */
 	dp_emit_popfq(e);
@@ -94,7 +144,7 @@ static void emit_hook(struct dp_emit *e, const struct dp_tramp_hook *h, dp_handl
 size_t dp_tramp_max_len(size_t nhooks, enum dp_vec_save vec)
 {
 	struct dp_vec_layout l = dp_vec_layout(vec);
-	/* Per hook: a fixed part of ~175 bytes (bounded by 256 here), at most
+	/* Per hook: a fixed part of ~210 bytes (bounded by 256 here), at most
 	 * 11 bytes per vector register and 10 per mask register moved, both
 	 * ways; per instruction at most ~45 bytes (an out-of-reach RIP-relative
 	 * operand or call through memory), bounded by 64. */
@@ -121,6 +171,7 @@ int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
 		   const struct dp_tramp_hook *hooks, size_t nhooks, dp_handler_fn handler,
 		   enum dp_vec_save vec, struct dp_tramp *out, enum dp_reason *why)
 {
+	bool sahf = have_sahf();
 	size_t placed = 0;
 	int ret;
 
@@ -135,7 +186,7 @@ int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
 		out->insn_at[i] = dp_emit_pc(e);
 		for (size_t h = 0; h < nhooks; h++) {
 			if (hooks[h].addr >= from && hooks[h].addr <= at) {
-				emit_hook(e, &hooks[h], handler, vec);
+				emit_hook(e, &hooks[h], handler, vec, sahf);
 				placed++;
 			}
 		}

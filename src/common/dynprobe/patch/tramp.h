@@ -11,7 +11,12 @@
  * aligns the stack to 64, and saves the vector state the handler could
  * clobber with explicit moves chosen from CPUID/XCR0 (zmm0-31 and k0-7, or
  * ymm0-15, or xmm0-15; MXCSR and the x87 control word in every case).
- * Restoring is exact: the interrupted code sees no difference.
+ * Restoring is exact: the interrupted code sees no difference.  The flags
+ * come back from the saved rflags by std/sahf and an overflowing add rather
+ * than popfq (~3 ns cheaper): the arithmetic flags and DF, the only ones a
+ * handler following the C ABI can change; a handler that writes
+ * regs->rflags changes those and no other (without sahf, on the first
+ * x86-64 CPUs, popfq restores them all).
  *
  * Where the handler finds the vector registers (the contract value
  * recipes read xmm operands by, spec/value.h): the save area begins

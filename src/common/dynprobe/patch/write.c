@@ -38,6 +38,14 @@ int dp_patch_bytes_fill(const struct dp_patch_place *place, uint64_t entry,
 		out->site_len = 1;
 		return jump_fill(out->site, 1, place->addr, NONE, 0);
 	}
+	if (place->method == DP_SITE_REDIRECT) {
+		if (!place->hop_len)
+			return 0;
+		if (place->hop_len != DP_HOP_LEN)
+			return -EINVAL;
+		out->hop_len = DP_HOP_LEN;
+		return jump_fill(out->hop, DP_HOP_LEN, place->hop, REL32, entry);
+	}
 	if (place->method != DP_SITE_JUMP || place->len < need ||
 	    (hop && place->hop_len != DP_HOP_LEN))
 		return -EINVAL;
@@ -54,5 +62,19 @@ int dp_patch_bytes_fill(const struct dp_patch_place *place, uint64_t entry,
 		return ret;
 	}
 	out->site_len = place->len;
+	return 0;
+}
+
+int dp_redirect_bytes(const struct dp_redirect *r, uint64_t branch, uint64_t target,
+		      uint8_t out[4])
+{
+	int64_t d = (int64_t)(target - (branch + r->len));
+
+	if ((r->disp_len != 1 && r->disp_len != 4) || r->disp_off + r->disp_len != r->len)
+		return -EINVAL;
+	if (r->disp_len == 1 ? d < INT8_MIN || d > INT8_MAX : d < INT32_MIN || d > INT32_MAX)
+		return -ERANGE;
+	for (unsigned b = 0; b < r->disp_len; b++)
+		out[b] = (uint8_t)((uint64_t)d >> (8 * b));
 	return 0;
 }

@@ -9,7 +9,10 @@
  *   - a jump with a hop: jmp rel8 to the hop, int3s over the rest of the
  *     window; at the hop, jmp rel32 to the trampoline's entry (plan.h says
  *     in which order to write them, and to remove them);
- *   - an int3: the one byte 0xcc on the instruction's first byte.
+ *   - an int3: the one byte 0xcc on the instruction's first byte;
+ *   - a redirect: nothing at the site; at the hop (when it has one), jmp
+ *     rel32 to the trampoline's entry; each branch's new displacement from
+ *     dp_redirect_bytes (plan.h says in which order to write them).
  * The caller writes hop_len bytes at the hop (when non-zero) and site_len
  * bytes at the site.
  */
@@ -22,7 +25,7 @@
 
 /* Where a patch goes, at run-time addresses. */
 struct dp_patch_place {
-	enum dp_site_method method;	/* DP_SITE_JUMP or DP_SITE_INT3 */
+	enum dp_site_method method;	/* DP_SITE_JUMP, DP_SITE_INT3 or DP_SITE_REDIRECT */
 	uint64_t addr;			/* the window's first byte */
 	uint8_t len;			/* the window's length */
 	uint64_t hop;			/* a jump's hop, when hop_len */
@@ -44,5 +47,14 @@ struct dp_patch_bytes {
  */
 int dp_patch_bytes_fill(const struct dp_patch_place *place, uint64_t entry,
 			struct dp_patch_bytes *out);
+
+/*
+ * The new displacement of the redirected branch r, at run-time address
+ * `branch`, so that it leads to `target` (the trampoline's entry for a
+ * rel32, the hop for a rel8): r->disp_len bytes in out.  0, or -ERANGE
+ * when it does not reach, -EINVAL for a branch no plan gives.
+ */
+int dp_redirect_bytes(const struct dp_redirect *r, uint64_t branch, uint64_t target,
+		      uint8_t out[4]);
 
 #endif /* DP_PATCH_WRITE_H */
