@@ -409,6 +409,24 @@ void dpd_patch_window(const struct dp_patch *pl, uint64_t bias, struct dp_app_pa
 bool dpd_same_window(const struct dp_app_patch *a, const struct dp_app_patch *b);
 /* Whether two patches write some byte in common, hops included. */
 bool dpd_patches_meet(const struct dp_app_patch *a, const struct dp_app_patch *b);
+/* How far from its site a patch writes at most (its window, and its hop
+ * within a rel8's reach of the site's first 2 bytes): patches whose sites
+ * are further apart than twice this never meet. */
+#define DPD_PATCH_REACH 256
+/*
+ * p's site records sorted by site, for the lookups of a request that meets
+ * tens of thousands of installed patches: valid until p->sites changes.
+ * dpd_site_ix_build: 0 or -ENOMEM.  dpd_site_ix_range: the records whose
+ * site lies in [lo, hi] are p->sites[ix->idx[i]] for i in [*from, *to).
+ */
+struct dpd_site_ix {
+	uint32_t *idx;
+	size_t n;
+};
+int dpd_site_ix_build(const struct dpd_proc *p, struct dpd_site_ix *ix);
+void dpd_site_ix_free(struct dpd_site_ix *ix);
+void dpd_site_ix_range(const struct dpd_proc *p, const struct dpd_site_ix *ix, uint64_t lo,
+		       uint64_t hi, size_t *from, size_t *to);
 /* ev's plan entry whose window, at load bias `bias`, is ap's, or NULL. */
 const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,
 					const struct dp_app_patch *ap);

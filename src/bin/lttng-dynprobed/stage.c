@@ -1,11 +1,21 @@
 /*
- * Steps 3 to 5 of patching (install.c's comment tells them all): for each
- * patch of a batch, the probes of the events it serves defined in the agent,
- * its trampoline built (or one built before reused) and written while the
- * program runs, then the patch noted to the agent; and the reports of what
- * became of each point.  install.c and remove.c (which rebuilds the patches
- * an event shared) stage their batches here; write.c then writes them in
- * one stop.
+ * Steps 3 to 5 of patching (install.c's comment tells them all): for a
+ * batch of patches, the probes of the events they serve defined in the
+ * agent, their trampolines built (or ones built before reused) and written
+ * while the program runs, then the patches noted to the agent; and the
+ * reports of what became of each point.  install.c and remove.c (which
+ * rebuilds the patches an event shared) stage their batches here; write.c
+ * then writes them in one stop.
+ *
+ * Nothing here costs a round trip to the agent per patch when the agent
+ * speaks protocol 1.3: the new probes go in DEFINE_PROBES messages (their
+ * shared event, flags and contexts once per class), the notes in
+ * NOTE_INSTALLED_MANY and NOTE_REMOVED_MANY, and trampolines are carved
+ * from code blocks of DP_APP_MAX_CODE bytes (one ALLOC_CODE each), each
+ * taking the bytes it needs.  An older agent gets one message per probe and
+ * per patch, as before.  Lookups are by hash (a process's probes by site)
+ * and the code is read and written in runs of adjacent pages, so that a
+ * batch of tens of thousands of patches costs time in proportion.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -381,10 +391,14 @@ static int defs_send(struct dpd_proc *p, struct defs *d, struct dp_err *msg)
  * place alike: trampoline code is never rewritten.
  */
 static const struct dpd_site *reusable_tramp(const struct dpd_proc *p,
+					     const struct dpd_site_ix *ix,
 					     const struct dp_app_patch *ap)
 {
-	for (uint32_t i = 0; i < p->nsites; i++) {
-		const struct dpd_site *s = &p->sites[i];
+	size_t from, to;
+
+	dpd_site_ix_range(p, ix, ap->site, ap->site, &from, &to);
+	for (size_t k = from; k < to; k++) {
+		const struct dpd_site *s = &p->sites[ix->idx[k]];
 
 		if (!s->ninsns || !dpd_same_window(&s->patch, ap))
 			continue;
@@ -657,7 +671,8 @@ void dpd_code_usage(const struct dpd_proc *p, uint64_t *used, uint64_t *mapped)
 /* Step 3 for one patch, its probes defined: 0, or -errno with msg when the
  * agent failed us; otherwise a patch that cannot be made is dropped
  * (w->fail). */
-static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
+static int prepare(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_work *w,
+		   struct dp_err *msg)
 {
 	static enum dp_vec_save vec = (enum dp_vec_save)-1;
 	struct dp_app_patch *ap = &w->rec.patch;
@@ -681,7 +696,7 @@ static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
 		hooks[i].addr = w->hook_addr[i];
 		hooks[i].arg = (void *)(uintptr_t)pr->handle;
 	}
-	kept = reusable_tramp(p, ap);
+	kept = reusable_tramp(p, ix, ap);
 	if (kept) {
 		dpd_dbg("process %d: trampoline at 0x%" PRIx64 " reused for 0x%" PRIx64,
 			(int)p->pid, kept->patch.tramp, ap->site);
@@ -947,6 +962,7 @@ static double ms_between(const struct timespec *a, const struct timespec *b)
 int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *msg)
 {
 	struct defs d = { .first = p->nprobes };
+	struct dpd_site_ix ix = { 0 };
 	int ret = 0;
 	struct timespec t[7];
 
@@ -964,9 +980,12 @@ int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *
 		ret = defs_send(p, &d, msg);
 	defs_free(&d);
 	clock_gettime(CLOCK_MONOTONIC, &t[3]);
+	if (!ret && dpd_site_ix_build(p, &ix))
+		ret = dp_err_set(msg, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n && !ret; i++)
 		if (!ws[i].fail)
-			ret = prepare(p, &ws[i], msg);
+			ret = prepare(p, &ix, &ws[i], msg);
+	dpd_site_ix_free(&ix);
 	clock_gettime(CLOCK_MONOTONIC, &t[4]);
 	if (!ret)
 		write_trampolines(p->pid, ws, n);

@@ -402,6 +402,53 @@ bool dpd_patches_meet(const struct dp_app_patch *a, const struct dp_app_patch *b
 	       meets(a->hop, a->hop_len, b->hop, b->hop_len);
 }
 
+static int site_cmp(const void *a, const void *b, void *arg)
+{
+	const struct dpd_site *sites = arg;
+	uint64_t x = sites[*(const uint32_t *)a].patch.site, y = sites[*(const uint32_t *)b].patch.site;
+
+	return x < y ? -1 : x > y;
+}
+
+int dpd_site_ix_build(const struct dpd_proc *p, struct dpd_site_ix *ix)
+{
+	ix->n = p->nsites;
+	ix->idx = malloc((ix->n ? ix->n : 1) * sizeof(*ix->idx));
+	if (!ix->idx)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->nsites; i++)
+		ix->idx[i] = i;
+	qsort_r(ix->idx, ix->n, sizeof(*ix->idx), site_cmp, p->sites);
+	return 0;
+}
+
+void dpd_site_ix_free(struct dpd_site_ix *ix)
+{
+	free(ix->idx);
+	ix->idx = NULL;
+	ix->n = 0;
+}
+
+void dpd_site_ix_range(const struct dpd_proc *p, const struct dpd_site_ix *ix, uint64_t lo,
+		       uint64_t hi, size_t *from, size_t *to)
+{
+	size_t a = 0, b = ix->n;
+
+	/* The first record at lo or after. */
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if (p->sites[ix->idx[m]].patch.site < lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	*from = a;
+	while (a < ix->n && p->sites[ix->idx[a]].patch.site <= hi)
+		a++;
+	*to = a;
+}
+
 const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,
 					const struct dp_app_patch *ap)
 {

@@ -176,36 +176,37 @@ struct run {
 static int write_runs(struct dp_proc *proc, const struct pieces *ps, bool *failed,
 		      size_t *run_of, struct run **runs, size_t *nruns)
 {
-	uint8_t *buf = malloc(RUN_MAX);
+	uint8_t *buf = NULL;
 	size_t i = 0;
 
 	*runs = calloc(ps->n ? ps->n : 1, sizeof(**runs));
 	*nruns = 0;
-	if (!buf || !*runs) {
-		free(buf);
-		free(*runs);
-		*runs = NULL;
+	if (!*runs)
 		return -ENOMEM;
-	}
 	while (i < ps->n) {
 		uint64_t start = ps->v[i].addr, end = start + ps->v[i].len;
 		struct run *r = &(*runs)[*nruns];
 		size_t j = i + 1;
 		int ret;
 
-		/* Pieces on the same page as the run's end, or the next one. */
+		/* Pieces on the same page as the run's end, or the next one;
+		 * a piece that overlaps the run is always in it (a restored
+		 * site and the new window over it are written in order). */
 		for (; j < ps->n; j++) {
 			const struct piece *pc = &ps->v[j];
 			uint64_t pend = pc->addr + pc->len > end ? pc->addr + pc->len : end;
 
-			if (pc->addr / PAGE > (end - 1) / PAGE + 1 || pend - start > RUN_MAX)
+			if (pc->addr >= end &&
+			    (pc->addr / PAGE > (end - 1) / PAGE + 1 || pend - start > RUN_MAX))
 				break;
 			end = pend;
 		}
 		r->addr = start;
 		r->len = end - start;
 		r->orig = malloc(r->len);
-		ret = r->orig ? dp_proc_read(proc, start, r->orig, r->len) : -ENOMEM;
+		free(buf);
+		buf = malloc(r->len);
+		ret = r->orig && buf ? dp_proc_read(proc, start, r->orig, r->len) : -ENOMEM;
 		if (!ret) {
 			memcpy(buf, r->orig, r->len);
 			/* Restored bytes first: a new window over a site that
