@@ -8,11 +8,17 @@
  *   target SHMFILE [THREADS [BURST [PAUSE_US]]]
  *
  * With DP_TARGET_BLOCK_SIGTRAP set, the threads block SIGTRAP (as programs
- * whose workers block every signal do).
+ * whose workers block every signal do); with DP_TARGET_NODUMP set, the
+ * process makes itself not dumpable (prctl(PR_SET_DUMPABLE, 0)).
  *
  * Prints "ready PID entry-byte XX" (dp_work's first byte as main found it)
  * once every thread runs; on SIGTERM prints
  * "calls=N errors=E" and exits 0, or 1 when some result was wrong.
+ *
+ * SIGUSR1: forks a child that calls dp_work in one thread, counting in
+ * SHMFILE.child (prints "child PID"; on SIGTERM "child calls=N errors=E",
+ * exit status as above).  SIGUSR2: executes itself again (the same
+ * arguments: a new image in the same process, which prints "ready" again).
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,6 +78,47 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* The child of SIGUSR1: one thread calling dp_work until SIGTERM. */
+static void child_run(const char *shmfile)
+{
+	char path[4096];
+	struct dp_target_shm *cs;
+	sigset_t pending;
+	uint64_t seq = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s.child", shmfile);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || ftruncate(fd, sizeof(*cs)) < 0)
+		_exit(2);
+	cs = mmap(NULL, sizeof(*cs), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (cs == MAP_FAILED)
+		_exit(2);
+	cs->nthreads = 1;
+	printf("child %d\n", (int)getpid());
+	fflush(stdout);
+	for (;;) {
+		for (unsigned i = 0; i < burst; i++) {
+			seq++;
+			if (dp_work(0, (long)seq) != expected(0, (long)seq))
+				cs->errors++;
+			__atomic_store_n(&cs->done[0], seq, __ATOMIC_RELEASE);
+		}
+		sigpending(&pending);
+		if (sigismember(&pending, SIGTERM))
+			break;
+		if (pause_us) {
+			struct timespec ts = { 0, (long)pause_us * 1000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	printf("child calls=%llu errors=%llu\n", (unsigned long long)seq,
+	       (unsigned long long)cs->errors);
+	fflush(stdout);
+	_exit(cs->errors ? 1 : 0);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned n = argc > 2 ? (unsigned)atoi(argv[2]) : 8;
@@ -95,9 +143,13 @@ int main(int argc, char **argv)
 		return 2;
 	shm->nthreads = n;
 	block_sigtrap = getenv("DP_TARGET_BLOCK_SIGTRAP") != NULL;
+	if (getenv("DP_TARGET_NODUMP"))
+		prctl(PR_SET_DUMPABLE, 0);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	for (unsigned i = 0; i < n; i++)
 		pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
@@ -105,7 +157,15 @@ int main(int argc, char **argv)
 	 * its first instruction is `push rbx` (0x53) in the file. */
 	printf("ready %d entry-byte %02x\n", (int)getpid(), *(volatile unsigned char *)dp_work);
 	fflush(stdout);
-	sigwait(&set, &sig);
+	for (;;) {
+		sigwait(&set, &sig);
+		if (sig == SIGUSR1 && fork() == 0)
+			child_run(argv[1]);
+		else if (sig == SIGUSR2)
+			execv("/proc/self/exe", argv);
+		else if (sig == SIGTERM || sig == SIGINT)
+			break;
+	}
 	stop = 1;
 	for (unsigned i = 0; i < n; i++) {
 		pthread_join(th[i], NULL);

@@ -5,8 +5,8 @@
 # program counts its own calls); the removal in one stop puts back the
 # file's bytes exactly.  The same with an agent that speaks the protocol
 # before the batches (minor 2: one message per probe and patch), and a
-# request that fails midway (the agent's probe table full) leaves the
-# target as it was, with a message saying why.
+# request that fails midway (the agent's probe table full, or its code
+# memory) leaves the target as it was, with a message saying why.
 . "$top_srcdir/tests/utils/tap.sh"
 . "$top_srcdir/tests/utils/sessiond.sh"
 dp_isolate "$0" "$@"
@@ -151,8 +151,23 @@ seen full "dynprobe:full_entry" "dynprobe:full_return"
 tap_ok $? "and records"
 dpctl disable full big full && text_same "$pid"
 tap_ok $? "its removal puts the file's bytes back"
-! grep -q "wrong result" "$DP_TMP/wide.out" "$DP_TMP/old.out" "$DP_TMP/full.out" &&
-	kill -0 "$pid"
+
+# ---- code memory that runs out midway ----
+# The trampolines take some 280 blocks of 256 KiB: the 50th cannot be
+# mapped (LTTNG_DYNPROBE_TEST_CODE_FAIL, as a failed mmap).
+start_target pool env LTTNG_DYNPROBE_TEST_CODE_FAIL=50 "$WIDE" spin 2 ||
+	tap_bail "wide-fns does not start"
+pid=$TARGET_PID
+from=$(($(wc -l <"$DP_TMP/dynprobed.log") + 1))
+! dpctl enable full big pool function 'dp_w_*' "$WIDE" -p "$pid" &&
+	grep -Eq "^status=-12 message=process $pid: no code memory of [0-9]+ bytes within 2 GiB" \
+		"$DP_TMP/out"
+tap_ok $? "code memory running out midway fails the request: $(head -n1 "$DP_TMP/out")"
+! tail -n +"$from" "$DP_TMP/dynprobed.log" | grep -q "process $pid: a batch of" &&
+	text_same "$pid"
+tap_ok $? "nothing was written, the program's code is the file's"
+! grep -q "wrong result" "$DP_TMP/wide.out" "$DP_TMP/old.out" "$DP_TMP/full.out" \
+	"$DP_TMP/pool.out" && kill -0 "$pid"
 tap_ok $? "every program computed right throughout, and runs on"
 
 for s in wide old full; do

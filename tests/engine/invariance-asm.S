@@ -188,6 +188,24 @@ SITE(dp_inv_site_redirect_jmp)
 2:
 .endm
 
+/*
+ * A 2-byte nop that a jmp rel32 reaches and that the instruction before it
+ * would fall into (it never runs), a branch target right after it: its
+ * window must start before it and hold it past its first byte, the jmp led
+ * into the trampoline.  The site is 11 bytes past the label.
+ */
+.macro SITE_LED
+SITE(dp_inv_site_led_jmp)
+	.byte 0xe9
+	.long 1f - (. + 4)
+	.byte 0xeb
+	.byte 2f - (. + 1)	/* never runs: makes 2 a target */
+	.byte 0x4d, 0x8d, 0x5b, 0x00	/* lea r11, [r11 + 0]: never runs */
+1:	xchg ax, ax
+2:
+.endm
+
 INV_RUN dp_inv_run_nop, SITE_NOP
 INV_RUN dp_inv_run_rip, SITE_RIP
 INV_RUN dp_inv_run_redirect, SITE_REDIRECT
+INV_RUN dp_inv_run_led, SITE_LED

@@ -87,6 +87,7 @@ struct pa_point {
 	uint8_t method, reason;		/* the plan's outcome */
 	bool hop;			/* a jump through a hop (a jmp rel8 first) */
 	bool redirect;			/* served by a redirect's trampoline */
+	bool led;			/* in a jump window that branches are led into */
 	bool self_jump;			/* entry: its function jumps to it (tail recursion) */
 	bool open_end;			/* entry: its code runs on past its known end */
 	const struct dp_insn *jump;	/* jump-out sites: the instruction */
@@ -108,6 +109,7 @@ struct pa_object {
 	unsigned install_failed;
 	unsigned hops;			/* jump patches through a hop */
 	unsigned redirects;		/* redirect patches */
+	unsigned led_windows;		/* jump patches with branches led into their window */
 	unsigned redirect_branches;	/* the branches they lead to trampolines */
 	unsigned plt_skipped;		/* PLT stubs: not functions */
 	int error;			/* -errno when it could not be patched at all */
@@ -709,6 +711,7 @@ static int object_plan(struct pa_object *o)
 			pt->method = p->method;
 			pt->hop = p->method == DP_SITE_JUMP && p->hop.len;
 			pt->redirect = p->method == DP_SITE_REDIRECT;
+			pt->led = p->method == DP_SITE_JUMP && p->led;
 			pt->reason = p->reason;
 		}
 		if (p->method == DP_SITE_INT3)
@@ -762,11 +765,20 @@ static int traps_prepare(void)
 	return 0;
 }
 
-/* Where an installed redirect's trampoline starts, by its window's file address. */
+/*
+ * Where a trampoline serves an instruction of a window that branches are
+ * led into (a redirect's, a jump's with redirects), by its file address.
+ */
 struct pa_entry {
 	uint64_t win;
 	uint64_t entry;
 };
+
+/* Whether branches are led into a patch's window: installed first. */
+static bool leads_branches(const struct dp_patch *p)
+{
+	return p->led;
+}
 
 static int cmp_entry(const void *a, const void *b)
 {
@@ -775,16 +787,23 @@ static int cmp_entry(const void *a, const void *b)
 	return x->win < y->win ? -1 : x->win > y->win;
 }
 
-/* The run-time entries the relocated branches of p lead to (plan.h). */
-static void via_entries(const struct dp_patch *p, const struct pa_entry *e, size_t n,
+/*
+ * The run-time places the relocated branches of p lead to (plan.h).  False
+ * when one is not served (its patch failed): p must not be installed.
+ */
+static bool via_entries(const struct dp_patch *p, const struct pa_entry *e, size_t n,
 			uint64_t via[DP_WINDOW_MAX_INSNS])
 {
+	bool all = true;
+
 	for (unsigned i = 0; i < DP_WINDOW_MAX_INSNS; i++) {
 		struct pa_entry key = { .win = p->redirect_to[i] };
 		const struct pa_entry *f = key.win ? bsearch(&key, e, n, sizeof(*e), cmp_entry) : NULL;
 
 		via[i] = f ? f->entry : 0;
+		all &= !key.win || f;
 	}
+	return all;
 }
 
 /*
@@ -803,14 +822,15 @@ static void patch_install(struct pa_object *o, size_t i, struct dp_code_pool *po
 
 	for (unsigned k = 0; k < p->npoints; k++)
 		args[k] = &o->points[p->point_ids[k]];
-	via_entries(p, entries, *nentries, via);
+	ret = via_entries(p, entries, *nentries, via) ? 0 : -ENOENT;
 	/*
 	 * Prepared aside (the slot keeps its address while the table is
 	 * searched), then put in its slot, where the handler finds it,
 	 * before the int3 is written: the installer itself may run into
 	 * it.
 	 */
-	ret = dp_inproc_prepare_via(pool, &site, p, o->bias, pa_hit, args, vec, via, &why);
+	if (!ret)
+		ret = dp_inproc_prepare_via(pool, &site, p, o->bias, pa_hit, args, vec, via, &why);
 	if (!ret && site.method == DP_SITE_INT3) {
 		pa.traps[o->slot[i]] = site;
 		ret = dp_inproc_commit(pool, &pa.traps[o->slot[i]]);
@@ -819,10 +839,14 @@ static void patch_install(struct pa_object *o, size_t i, struct dp_code_pool *po
 	}
 	if (!ret && site.method == DP_SITE_JUMP && site.hop.len)
 		o->hops++;
-	if (!ret && site.method == DP_SITE_REDIRECT) {
-		o->redirects++;
+	if (!ret && leads_branches(p)) {
+		o->redirects += site.method == DP_SITE_REDIRECT;
+		o->led_windows += site.method == DP_SITE_JUMP;
 		o->redirect_branches += site.nredirects;
-		entries[(*nentries)++] = (struct pa_entry){ p->win.addr, site.tramp.entry };
+		for (unsigned m = 0; m < p->win.ninsns; m++)
+			entries[(*nentries)++] = (struct pa_entry){
+				p->win.addr + p->win.off[m], m ? site.tramp.insn_at[m] : site.tramp.entry
+			};
 	}
 	if (ret) {
 		o->install_failed++;
@@ -837,17 +861,18 @@ static void patch_install(struct pa_object *o, size_t i, struct dp_code_pool *po
 
 static void object_install(struct pa_object *o, struct dp_code_pool *pool, enum dp_vec_save vec)
 {
-	struct pa_entry *entries = malloc((o->nplan ? o->nplan : 1) * sizeof(*entries));
+	struct pa_entry *entries = malloc((o->nplan ? o->nplan : 1) * DP_WINDOW_MAX_INSNS *
+					  sizeof(*entries));
 	size_t nentries = 0;
 
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < o->nplan; i++) {
 			enum dp_site_method m = o->plan[i].method;
 
-			if (m == DP_SITE_REFUSED || (m == DP_SITE_REDIRECT) != !pass)
+			if (m == DP_SITE_REFUSED || leads_branches(&o->plan[i]) != !pass)
 				continue;
-			/* Without room to note entries, no redirect is installed. */
-			if (m == DP_SITE_REDIRECT && !entries) {
+			/* Without room to note entries, nothing leads branches. */
+			if (!pass && !entries) {
 				o->install_failed++;
 				continue;
 			}
@@ -1038,7 +1063,7 @@ static void report_named(const struct pa_object *o)
 static void report_object(const struct pa_object *o, uint64_t *total_hits, unsigned *bad_fns)
 {
 	static const char *role_name[2] = { "entries", "returns" };
-	uint64_t hits = 0, int3_hits = 0, hop_hits = 0, redirect_hits = 0;
+	uint64_t hits = 0, int3_hits = 0, hop_hits = 0, redirect_hits = 0, led_hits = 0;
 	uint64_t entries = 0, returns = 0, tails = 0;
 	uint64_t unwound = 0;
 	uint64_t lost = 0, unmatched = 0, parts = 0, active = 0, foreign = 0;
@@ -1078,6 +1103,8 @@ static void report_object(const struct pa_object *o, uint64_t *total_hits, unsig
 			hop_hits += h;
 		if (o->points[i].redirect)
 			redirect_hits += h;
+		if (o->points[i].led)
+			led_hits += h;
 	}
 	*total_hits += hits;
 	for (size_t i = 0; i < o->nfns; i++) {
@@ -1097,6 +1124,8 @@ static void report_object(const struct pa_object *o, uint64_t *total_hits, unsig
 	       (unsigned long)hop_hits);
 	report("  redirects %u (%u branches led to a trampoline, the site unwritten), hits %lu\n",
 	       o->redirects, o->redirect_branches, (unsigned long)redirect_hits);
+	report("  led windows %u (jumps whose window holds targets, their branches led to the"
+	       " trampoline), hits %lu\n", o->led_windows, (unsigned long)led_hits);
 	report("  hits %lu (int3 %lu), sites hit %zu of %zu\n", (unsigned long)hits,
 	       (unsigned long)int3_hits, hit_sites, o->npoints);
 	report("  calls %lu = returns %lu + tail returns %lu + unwound %lu + active at exit %lu"

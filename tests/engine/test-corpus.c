@@ -65,6 +65,7 @@ long dp_c_hop_far(long x);
 long dp_c_redirect_ret(long x);
 long dp_c_redirect_cold(long x);
 long dp_c_redirect_next(long x);
+long dp_c_led_ret(long x);
 long dp_c_sdt_nop(long x);
 long dp_c_sdt_nop_tgt(long n);
 long dp_c_sdt_nop5(long n);
@@ -116,6 +117,10 @@ DRIVER(drive_hop_near) { return dp_c_hop_near(x % 3 == 0 ? 0 : x % 3 == 1 ? 1 : 
 DRIVER(drive_hop_far) { return dp_c_hop_far(x % 3 == 0 ? 0 : x % 3 == 1 ? 1 : x); }
 DRIVER(drive_redzone) { return dp_c_redzone(x); }
 DRIVER(drive_redirect_ret) { return dp_c_redirect_ret(x % 4 == 0 ? -x : x % 4 == 1 ? x % 90 : x); }
+DRIVER(drive_led_ret)
+{
+	return dp_c_led_ret(x % 5 == 0 ? -5 : x % 5 == 1 ? x + 100 : x % 5 == 2 ? x & 62 : x | 1);
+}
 DRIVER(drive_redirect_cold)
 {
 	return dp_c_redirect_cold(x % 3 == 0 ? -x : x) * 3 + dp_c_redirect_next(x);
@@ -199,118 +204,123 @@ struct ccase {
 	 * of the one right after it (a .cold part no symbol names), or -1. */
 	int site_ret;
 	bool site_next;
+	bool led;			/* the site's jump has branches led into its window */
 };
 
 static const struct ccase cases[] = {
 	{ "dp_c_riprel_load", drive_riprel_load, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "RIP-relative load first", 0, -1, false },
+	  "RIP-relative load first", 0, -1, false, false },
 	{ "dp_c_riprel_store", drive_riprel_store, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "RIP-relative store first", 0, -1, false },
+	  "RIP-relative store first", 0, -1, false, false },
 	{ "dp_c_riprel_lea", drive_riprel_lea, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "RIP-relative lea first", 0, -1, false },
+	  "RIP-relative lea first", 0, -1, false, false },
 	{ "dp_c_riprel_cmp_imm", drive_riprel_cmp_imm, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "RIP-relative cmp with imm32 first", 0, -1, false },
+	  "RIP-relative cmp with imm32 first", 0, -1, false, false },
 	{ "dp_c_riprel_push", drive_riprel_push, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "push [rip] first", 0, -1, false },
+	  "push [rip] first", 0, -1, false, false },
 	{ "dp_c_avx2_riprel", drive_avx2, NEED_AVX2, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "vpaddd ymm, [rip] first", 0, -1, false },
+	  "vpaddd ymm, [rip] first", 0, -1, false, false },
 	{ "dp_c_avx512_riprel", drive_avx512, NEED_AVX512, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "vpaddd zmm, [rip] first", 0, -1, false },
+	  "vpaddd zmm, [rip] first", 0, -1, false, false },
 	{ "dp_c_jcc_in", drive_jcc_in, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "jcc rel8 in the window", 0, -1, false },
+	  "jcc rel8 in the window", 0, -1, false, false },
 	{ "dp_c_jcc_out", drive_jcc_out, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "jcc out of the function in the window", 0, -1, false },
+	  "jcc out of the function in the window", 0, -1, false, false },
 	{ "dp_c_loop", drive_loop, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "loop in the window", 0, -1, false },
+	  "loop in the window", 0, -1, false, false },
 	{ "dp_c_jrcxz", drive_jrcxz, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "jrcxz in the window", 0, -1, false },
+	  "jrcxz in the window", 0, -1, false, false },
 	{ "dp_c_call_pop", drive_call_pop, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "call next; pop", 0, -1, false },
+	  "call next; pop", 0, -1, false, false },
 	{ "dp_c_call_last", drive_call_last, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "call as the last displaced instruction", 0, -1, false },
+	  "call as the last displaced instruction", 0, -1, false, false },
 	/* Only the 2-byte xor fits before the branch target: a hop. */
 	{ "dp_c_back2", drive_back2, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_ENTRY,
-	  "backward branch to entry+2: a hop at the entry", 0, -1, false },
+	  "backward branch to entry+2: a hop at the entry", 0, -1, false, false },
 	{ "dp_c_midlock", drive_midlock, NEED_NONE, NULL,
 	  DP_SITE_INT3, DP_REASON_BRANCH_TARGET, ANY, ANY, ANY, ANY, HOP_NONE,
-	  "branch into the middle of the first instruction", 0, -1, false },
+	  "branch into the middle of the first instruction", 0, -1, false, false },
 	/* Its `xor eax, eax; ret` case lies between two cases: a hop if fill is near. */
 	{ "dp_c_switch", drive_switch, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, ANY, ANY, ANY, ANY, HOP_NONE,
-	  "jump table of rel32 offsets", 0, -1, false },
+	  "jump table of rel32 offsets", 0, -1, false, false },
 	{ "dp_c_tail", drive_tail, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "tail call", 0, -1, false },
+	  "tail call", 0, -1, false, false },
 	{ "dp_c_helper_double", drive_call_last, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "callee of a relocated call", 0, -1, false },
+	  "callee of a relocated call", 0, -1, false, false },
 	{ "dp_c_helper_neg", drive_jcc_out, NEED_NONE, NULL,
 	  ANY, ANY, ANY, ANY, ANY, ANY, HOP_NONE,
-	  "target of a conditional tail call", 0, -1, false },
+	  "target of a conditional tail call", 0, -1, false, false },
 	{ "dp_c_short_pad", drive_short_pad, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "3-byte function followed by padding", 0, -1, false },
+	  "3-byte function followed by padding", 0, -1, false, false },
 	{ "dp_c_short_nopad", drive_short_nopad, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_ENTRY,
-	  "3-byte function followed by another: a hop", 0, -1, false },
+	  "3-byte function followed by another: a hop", 0, -1, false, false },
 	{ "dp_c_hop_near", drive_hop_near, NEED_NONE, dp_c_hop_near_site,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_SITE,
-	  "2 bytes between branch targets, fill near: a hop", 0, -1, false },
+	  "2 bytes between branch targets, fill near: a hop", 0, -1, false, false },
 	{ "dp_c_hop_far", drive_hop_far, NEED_NONE, dp_c_hop_far_site,
 	  DP_SITE_JUMP, ANY, ANY, ANY, DP_SITE_INT3, DP_REASON_BRANCH_TARGET, HOP_NONE,
-	  "2 bytes between branch targets, no fill in reach", 0, -1, false },
+	  "2 bytes between branch targets, no fill in reach", 0, -1, false, false },
 	{ "dp_c_redirect_ret", drive_redirect_ret, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, ANY, ANY, DP_SITE_REDIRECT, ANY, HOP_NONE,
 	  "ret boxed by fill and a target, only a jcc rel8 to it: redirected",
-	  DP_PLAN_REDIRECT, 1, false },
+	  DP_PLAN_REDIRECT, 1, false, false },
 	{ "dp_c_redirect_cold", drive_redirect_cold, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_REDIRECT, ANY, HOP_NONE,
 	  "packed .cold part, its jcc rel32 in a window: redirected through the copy",
-	  DP_PLAN_REDIRECT, 0, true },
+	  DP_PLAN_REDIRECT, 0, true, false },
+	{ "dp_c_led_ret", drive_led_ret, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
+	  "ret falling through and a jcc target, a target after it: jccs led into the window",
+	  DP_PLAN_REDIRECT, 0, false, true },
 	{ "dp_c_endbr", drive_endbr, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "endbr64 prologue", 0, -1, false },
+	  "endbr64 prologue", 0, -1, false, false },
 	{ "dp_c_redzone", drive_redzone, NEED_NONE, dp_c_redzone_site,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
-	  "red zone live across the site", 0, -1, false },
+	  "red zone live across the site", 0, -1, false, false },
 	{ "dp_c_flags", drive_flags, NEED_NONE, dp_c_flags_site,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
-	  "flags and DF live across the site", 0, -1, false },
+	  "flags and DF live across the site", 0, -1, false, false },
 	{ "dp_c_sdt_nop", drive_sdt_nop, NEED_NONE, dp_c_sdt_nop_site,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
-	  "SDT nop, then a RIP-relative load and a jcc: displaced", 0, -1, false },
+	  "SDT nop, then a RIP-relative load and a jcc: displaced", 0, -1, false, false },
 	{ "dp_c_sdt_nop_tgt", drive_sdt_nop_tgt, NEED_NONE, dp_c_sdt_nop_tgt_site,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_INT3, DP_REASON_BRANCH_TARGET, HOP_NONE,
-	  "SDT nop at a loop head, the next instruction a target: int3", 0, -1, false },
+	  "SDT nop at a loop head, the next instruction a target: int3", 0, -1, false, false },
 	{ "dp_c_sdt_nop5", drive_sdt_nop5, NEED_NONE, dp_c_sdt_nop5_site,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
-	  "SDT nop; nop5, its nop in the entry's window", 0, -1, false },
+	  "SDT nop; nop5, its nop in the entry's window", 0, -1, false, false },
 	{ "dp_c_sdt_nop5_mid", drive_sdt_nop5_mid, NEED_NONE, dp_c_sdt_nop5_mid_site,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
-	  "SDT nop; nop5 between ordinary instructions", 0, -1, false },
+	  "SDT nop; nop5 between ordinary instructions", 0, -1, false, false },
 	{ "dp_c_vec256_sum", drive_vec256, NEED_AVX2, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "__m256i argument in ymm0", 0, -1, false },
+	  "__m256i argument in ymm0", 0, -1, false, false },
 	{ "dp_c_vec512_sum", drive_vec512, NEED_AVX512, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "__m512i argument in zmm0", 0, -1, false },
+	  "__m512i argument in zmm0", 0, -1, false, false },
 	{ "dp_c_x87_twice", drive_x87, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
-	  "long double returned in st0", 0, -1, false },
+	  "long double returned in st0", 0, -1, false, false },
 };
 
 
@@ -545,46 +555,73 @@ static void check_nop5_plan(const struct ccase *cc, const struct dp_patch *p, ui
 	       cc->name, t.len, ret);
 }
 
-/* The installed redirect whose window starts at addr (file address), if any. */
-static const struct dp_inproc_site *redirect_site(uint64_t addr)
+/* The installed patch whose window starts at addr (file address), if any. */
+static const struct dp_inproc_site *site_at(uint64_t addr)
 {
 	for (size_t i = 0; i < nsites; i++)
-		if (sites[i].method == DP_SITE_REDIRECT && sites[i].win.addr == addr + bias &&
+		if (sites[i].method != DP_SITE_INT3 && sites[i].win.addr == addr + bias &&
 		    sites[i].tramp.len)
 			return &sites[i];
 	return NULL;
 }
 
-/* The run-time entries the relocated branches of p lead to (plan.h). */
-static void via_entries(const struct dp_patch *p, uint64_t via[DP_WINDOW_MAX_INSNS])
+/* Where an installed patch that leads branches serves the instruction at addr, or 0. */
+static uint64_t led_dest(uint64_t addr)
 {
-	for (unsigned i = 0; i < DP_WINDOW_MAX_INSNS; i++) {
-		const struct dp_inproc_site *r = p->redirect_to[i] ? redirect_site(p->redirect_to[i]) : NULL;
+	for (size_t i = 0; i < nsites; i++) {
+		const struct dp_inproc_site *s = &sites[i];
 
-		via[i] = r ? r->tramp.entry : 0;
+		if (!s->tramp.len || s->method == DP_SITE_INT3)
+			continue;
+		for (unsigned m = 0; m < s->win.ninsns; m++)
+			if (s->win.addr + s->win.off[m] == addr + bias)
+				return m ? s->tramp.insn_at[m] : s->tramp.entry;
 	}
+	return 0;
+}
+
+/* The run-time places the relocated branches of p lead to (plan.h): false
+ * when one is not served. */
+static bool via_entries(const struct dp_patch *p, uint64_t via[DP_WINDOW_MAX_INSNS])
+{
+	bool all = true;
+
+	for (unsigned i = 0; i < DP_WINDOW_MAX_INSNS; i++) {
+		via[i] = p->redirect_to[i] ? led_dest(p->redirect_to[i]) : 0;
+		all &= !p->redirect_to[i] || via[i];
+	}
+	return all;
 }
 
 /*
- * A redirect as planned and installed: its window's bytes as the file has
- * them, each branch written to reach the trampoline (a rel32) or the hop
- * (a rel8), the hop a jmp rel32 to the trampoline; or, for a branch in
- * another window, that window's redirect_to naming it.
+ * A redirect, or a jump with branches led into its window, as planned and
+ * installed: a redirect's window bytes as the file has them, a jump's a
+ * jmp rel32; each branch written to reach the trampoline where it serves
+ * the instruction the branch led to (a rel32) or the hop (a rel8), the hop
+ * a jmp rel32 there; or, for a branch in another window, that window's
+ * relocated copy leading there.
  */
 static void check_redirect_installed(const struct ccase *cc, const struct dp_patch *p)
 {
-	const struct dp_inproc_site *s = p ? redirect_site(p->win.addr) : NULL;
+	const struct dp_inproc_site *s = p ? site_at(p->win.addr) : NULL;
 	bool led = s != NULL, via = false;
 
-	if (!tap_ok(s != NULL, "%s: the site's redirect is installed", cc->name))
+	if (!tap_ok(s != NULL && (s->method == DP_SITE_REDIRECT || s->nredirects),
+		    "%s: the site's patch is installed, branches led into its window", cc->name))
 		return;
-	tap_ok(same_as_file(s->win.addr, s->win.len),
-	       "%s: installed: the redirected window's %u bytes are the file's", cc->name, s->win.len);
+	if (s->method == DP_SITE_REDIRECT)
+		tap_ok(same_as_file(s->win.addr, s->win.len),
+		       "%s: installed: the redirected window's %u bytes are the file's", cc->name,
+		       s->win.len);
+	else
+		tap_ok(*(const uint8_t *)(uintptr_t)s->win.addr == 0xe9,
+		       "%s: installed: the window starts with a jmp rel32", cc->name);
 	for (unsigned k = 0; k < s->nredirects; k++) {
 		const struct dp_redirect *r = &s->redirects[k];
 		const uint8_t *d = (const uint8_t *)(uintptr_t)(r->addr + r->disp_off);
 		int64_t rel = r->disp_len == 1 ? (int8_t)d[0] : (int32_t)(d[0] | d[1] << 8 | d[2] << 16 | (uint32_t)d[3] << 24);
 		uint64_t to = r->addr + r->len + (uint64_t)rel;
+		uint64_t dest = r->to ? s->tramp.insn_at[r->to] : s->tramp.entry;
 
 		if (r->disp_len == 1) {
 			const uint8_t *h = (const uint8_t *)(uintptr_t)s->hop.addr;
@@ -592,21 +629,22 @@ static void check_redirect_installed(const struct ccase *cc, const struct dp_pat
 
 			memcpy(&hr, h + 1, 4);
 			led &= s->hop.len && to == s->hop.addr && h[0] == 0xe9 &&
-			       s->hop.addr + DP_HOP_LEN + (int64_t)hr == s->tramp.entry;
+			       s->hop.addr + DP_HOP_LEN + (int64_t)hr == dest;
 		} else {
-			led &= to == s->tramp.entry;
+			led &= to == dest;
 		}
 	}
 	for (size_t i = 0; i < nsites; i++)
-		for (unsigned k = 0; k < DP_WINDOW_MAX_INSNS; k++)
-			via |= sites[i].method != DP_SITE_REDIRECT &&
-			       sites[i].win.insns[k].len && k < sites[i].win.ninsns &&
-			       (sites[i].win.insns[k].attr & DP_ATTR_REL) &&
-			       dp_insn_target(&sites[i].win.insns[k], sites[i].win.addr + sites[i].win.off[k]) ==
-				       s->tramp.entry;
+		for (unsigned k = 0; k < sites[i].win.ninsns; k++)
+			for (unsigned m = 0; m < s->win.ninsns; m++)
+				via |= &sites[i] != s && sites[i].method != DP_SITE_REDIRECT &&
+				       (sites[i].win.insns[k].attr & DP_ATTR_REL) &&
+				       dp_insn_target(&sites[i].win.insns[k],
+						      sites[i].win.addr + sites[i].win.off[k]) ==
+					       (m ? s->tramp.insn_at[m] : s->tramp.entry);
 	tap_ok(led && (s->nredirects || via),
 	       "%s: installed: %u branches written to reach the trampoline%s%s", cc->name,
-	       s->nredirects, s->hop.len ? " (a rel8 through the hop)" : "",
+	       s->nredirects, s->hop.len ? " (rel8s through the hop)" : "",
 	       via ? ", and a relocated copy in another window leads there" : "");
 }
 
@@ -705,14 +743,15 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 			uint64_t via[DP_WINDOW_MAX_INSNS];
 			enum dp_reason why;
 
-			if (patches[i].method == DP_SITE_REFUSED ||
-			    (patches[i].method == DP_SITE_REDIRECT) != !pass)
+			bool leads = patches[i].led;
+
+			if (patches[i].method == DP_SITE_REFUSED || leads != !pass)
 				continue;
 			for (unsigned k = 0; k < patches[i].npoints; k++)
 				args[k] = &points[patches[i].point_ids[k]];
-			via_entries(&patches[i], via);
 			/* Counted in sites[] (on_trap serves it) before its bytes are written. */
-			if (dp_inproc_prepare_via(pool, &sites[nsites], &patches[i], bias, on_hit, args,
+			if (!via_entries(&patches[i], via) ||
+			    dp_inproc_prepare_via(pool, &sites[nsites], &patches[i], bias, on_hit, args,
 						  vec, via, &why) ||
 			    dp_inproc_commit(pool, &sites[nsites++]))
 				installed = false;
@@ -725,7 +764,7 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 		       "%s: endbr64 still in place while probed", cc->name);
 	if (hop && hop->hop.len)
 		check_hop_installed(cc, hop);
-	if (cc->site_method == DP_SITE_REDIRECT)
+	if (cc->site_method == DP_SITE_REDIRECT || cc->led)
 		check_redirect_installed(cc, patch_of(patches, npatches, npoints - 1));
 	if (nop5)
 		tap_ok((uint8_t)cc->site[0] == 0x90 && (uint8_t)cc->site[1] == 0xe9,

@@ -6,7 +6,8 @@
  * values and the red zone from a block of random values, runs the probed
  * instruction, and stores it all to a second block.  Each random state runs
  * unpatched and then probed (jump and int3, a nop site and a RIP-relative
- * site, and a site only a redirect serves: its jmp leads to the trampoline)
+ * site, a site only a redirect serves, and one a jump's window holds past
+ * its first byte: their jmp is led to the trampoline)
  * with a handler that clobbers everything it can (clobber.h); the
  * blocks must be bit-identical, and the handler must have seen the loaded
  * registers, rsp and rflags as at the site, and rip = the site.
@@ -30,7 +31,9 @@
 void dp_inv_run_nop(const void *in, void *out, int kind);
 void dp_inv_run_rip(const void *in, void *out, int kind);
 void dp_inv_run_redirect(const void *in, void *out, int kind);
-extern char dp_inv_site_nop[], dp_inv_site_rip[], dp_inv_site_redirect_jmp[];
+void dp_inv_run_led(const void *in, void *out, int kind);
+extern char dp_inv_site_nop[], dp_inv_site_rip[], dp_inv_site_redirect_jmp[],
+	dp_inv_site_led_jmp[];
 
 struct state {
 	uint8_t b[INV_SIZE];
@@ -142,7 +145,8 @@ struct variant {
 	void (*run)(const void *in, void *out, int kind);
 	char *site;
 	bool int3;
-	bool redirect;		/* planned with DP_PLAN_REDIRECT, a redirect expected */
+	bool redirect;		/* planned with DP_PLAN_REDIRECT: a redirect expected,
+				   or with skip > 7 a jump the jmp is led into */
 	unsigned skip;		/* the site is this many bytes past `site` */
 };
 
@@ -191,8 +195,10 @@ static void run_variant(struct dp_object *obj, uint64_t bias, struct dp_code_poo
 		if (!err && n == 1)
 			plan = plans[0];
 		free(plans);
-		if (!tap_ok(plan.method == DP_SITE_REDIRECT && plan.nredirects == 1,
-			    "%s: the site gets a redirect (%s, %s)", v->name,
+		if (!tap_ok(plan.method == (v->skip > 7 ? DP_SITE_JUMP : DP_SITE_REDIRECT) &&
+				    plan.nredirects == 1,
+			    "%s: the site gets a %s, its jmp led in (%s, %s)", v->name,
+			    v->skip > 7 ? "jump" : "redirect",
 			    dp_site_method_str(plan.method), dp_reason_name(plan.reason)))
 			return;
 	} else if (!tap_ok(!dp_plan_site(obj, point, &plan) && plan.method == DP_SITE_JUMP,
@@ -264,6 +270,8 @@ int main(void)
 		{ "RIP-relative site, int3", dp_inv_run_rip, dp_inv_site_rip, true, false, 0 },
 		{ "2-byte site a jmp reaches, redirect", dp_inv_run_redirect,
 		  dp_inv_site_redirect_jmp, false, true, 7 },
+		{ "2-byte site a jmp reaches inside a window, jump", dp_inv_run_led,
+		  dp_inv_site_led_jmp, false, true, 11 },
 	};
 	struct dp_code_pool *pool;
 	struct dp_object *obj;

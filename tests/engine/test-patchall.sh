@@ -8,7 +8,8 @@
 # calls, that the probes counted the same number; in libsqlite3 and libc,
 # jumps through hops (a jmp rel8 to a jmp rel32 in fill) must be hit too,
 # and in libsqlite3 redirects (the branches to a block led to its
-# trampoline).
+# trampoline) and windows holding targets whose branches are led in (also
+# in python).
 #
 # Run by `make check` from tests/engine of the build tree.  TAP; the plan is
 # printed at the end, counted.  Set DP_PATCHALL_KEEP=DIR to keep the reports.
@@ -75,7 +76,7 @@ check_report() {
 	if grep -q -e FAILED -e 'install failures' -e error: "$report"; then
 		diag "$report"
 	fi
-	grep -e '^object' -e '^  entries [0-9]' -e '^  returns [0-9]' -e '^  hops' -e '^  redirects' \
+	grep -e '^object' -e '^  entries [0-9]' -e '^  returns [0-9]' -e '^  hops' -e '^  redirects' -e '^  led' \
 		-e '^  hits' \
 		"$report" | sed 's/^/# /'
 }
@@ -133,6 +134,9 @@ ok $? "python: runs with every function of $py probed"
 ok $([ -s "$tmp/ref.py" ] && cmp -s "$tmp/ref.py" "$tmp/out.py"; echo $?) \
 	"python: output identical to the unpatched run"
 check_report "$tmp/python.report" "python" 1
+ok $(awk '/^  led windows / && $3 > 0 && $NF > 0 { found = 1 } END { exit !found }' \
+	"$tmp/python.report"; echo $?) \
+	"python: jumps whose window holds targets, their branches led in, installed and hit"
 
 # The harness's own hard cases: threads, tail calls, longjmp out of deep
 # recursion, callbacks from qsort, exit() from three functions deep.
@@ -216,6 +220,10 @@ ok $(awk '/^object / { o = $2 }
 	/^  redirects / && o ~ /libsqlite3/ && $2 > 0 && $NF > 0 { found = 1 }
 	END { exit !found }' "$tmp/sqlite.report"; echo $?) \
 	"sqlite3: redirects (branches led to a trampoline, the site unwritten) installed in libsqlite3, and hit"
+ok $(awk '/^object / { o = $2 }
+	/^  led windows / && o ~ /libsqlite3/ && $3 > 0 && $NF > 0 { found = 1 }
+	END { exit !found }' "$tmp/sqlite.report"; echo $?) \
+	"sqlite3: jumps whose window holds targets, their branches led in, installed in libsqlite3, and hit"
 
 # openssl, libcrypto, libssl and the C library: SHA-256, SHA-512 and
 # AES-256-CBC over the input.  libcrypto's hand-written AVX2/AVX-512

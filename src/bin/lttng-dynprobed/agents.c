@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "proc/maps.h"
 #include "proc/proc-status.h"
 
 int dpd_app_listen_fd = -1;
@@ -94,6 +95,9 @@ static void claim_sites(struct dpd_proc *p)
 /* What HELLO says is installed, merged into our record of the process. */
 static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 {
+	struct dp_maps maps = { 0 };
+	uint32_t nbad = 0;
+
 	if (dpd_proc_reserve(p, s->nprobes, 0))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < s->nprobes; i++) {
@@ -113,19 +117,34 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 		if (ap->id >= p->next_id)
 			p->next_id = ap->id + 1;
 	}
+	/* Unreadable (the process exited): no claim can be believed. */
+	if (s->npatches && dp_maps_read(p->pid, &maps))
+		maps = (struct dp_maps){ 0 };
 	for (uint32_t i = 0; i < s->npatches; i++) {
 		const struct dp_app_patch *ap = &s->patches[i];
 		const struct dpd_probe *first = dpd_proc_probe(p, ap->probes[0]);
 		struct dpd_site *site, *v;
 		uint32_t at = p->nsites;
+		struct dp_err why = DP_ERR_INIT;
+
+		/* Never believed blindly: restoring it writes its bytes. */
+		if (dpd_claim_check(p->pid, &maps, ap, false, &why) < 0) {
+			dpd_err("process %d: its agent reports a patch at 0x%" PRIx64 " that cannot "
+				"be: %s; ignored, nothing is written there", (int)p->pid, ap->site,
+				why.msg);
+			nbad++;
+			continue;
+		}
 
 		/* Our own record of that trampoline, when we wrote it. */
 		for (uint32_t k = 0; k < p->nsites; k++)
 			if (p->sites[k].patch.site == ap->site && p->sites[k].patch.tramp == ap->tramp)
 				at = k;
 		if (at == p->nsites) {
-			if (dpd_proc_reserve(p, 0, 1))
+			if (dpd_proc_reserve(p, 0, 1)) {
+				dp_maps_free(&maps);
 				return -ENOMEM;
+			}
 			v = p->sites;
 			memset(&v[p->nsites++], 0, sizeof(*v));
 			v[at].entry = ap->tramp;
@@ -141,10 +160,11 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 			snprintf(site->event, sizeof(site->event), "%s", first->event);
 		p->recovered = true;
 	}
+	dp_maps_free(&maps);
 	claim_sites(p);
 	if (s->npatches)
 		dpd_info("process %d: recovered %u patches and %u probes from its agent",
-			 (int)p->pid, s->npatches, s->nprobes);
+			 (int)p->pid, s->npatches - nbad, s->nprobes);
 	return 0;
 }
 
@@ -166,6 +186,9 @@ int dpd_agent_accept(void)
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	enum dp_proto_err why;
+	struct dp_err why_perm = DP_ERR_INIT;
+	uint8_t image[DPD_IMAGE_ID_LEN];
+	bool image_known;
 	struct dpd_proc *p;
 	int fd, ret;
 
@@ -180,6 +203,14 @@ int dpd_agent_accept(void)
 	if (cred.uid != geteuid() && geteuid() != 0) {
 		dpd_err("agent of pid %d belongs to uid %u: refused", (int)cred.pid,
 			(unsigned)cred.uid);
+		close(fd);
+		return 0;
+	}
+	/* Root's socket is everyone's: the process must still run as the
+	 * user who connected (no set-user-ID program executed since). */
+	if (dpd_perm_peer(cred.pid, cred.uid, cred.gid, true, &why_perm)) {
+		dpd_err("agent of pid %d (uid %u) refused: %s", (int)cred.pid,
+			(unsigned)cred.uid, why_perm.msg);
 		close(fd);
 		return 0;
 	}
@@ -203,7 +234,9 @@ int dpd_agent_accept(void)
 			 (int)cred.pid, (int)cred.pid);
 
 	p = dpd_proc_find(cred.pid);
-	if (p && p->probe_hit && p->probe_hit != hello.hello.probe_hit) {
+	image_known = !dpd_image_id(cred.pid, image);
+	if (p && ((p->probe_hit && p->probe_hit != hello.hello.probe_hit) ||
+		  (p->image_known && image_known && memcmp(p->image, image, sizeof(image))))) {
 		/* Another agent in that pid: the process executed a new image
 		 * (its agent followed it), or the pid was reused.  What we
 		 * knew of it is gone with the old image. */
@@ -222,6 +255,10 @@ int dpd_agent_accept(void)
 		close(p->fd);
 	p->fd = fd;
 	p->uid = cred.uid;
+	p->gid = cred.gid;
+	p->image_known = image_known;
+	if (image_known)
+		memcpy(p->image, image, sizeof(image));
 	p->seq = 1;
 	p->probe_hit = hello.hello.probe_hit;
 	/* The version the agent says it speaks, in the header and in HELLO:

@@ -45,6 +45,7 @@ int dpd_client_accept(int listen_fd)
 	}
 	c->fd = fd;
 	c->uid = cred.uid;
+	c->gid = cred.gid;
 	c->pid = cred.pid;
 	c->next = dpd_clients;
 	dpd_clients = c;
@@ -104,6 +105,8 @@ static int check_pid(const struct dpd_client *c, pid_t pid, struct dp_err *msg)
 	}
 	if (c->uid == 0)
 		return 0;
+	if (uid[0] == c->uid && (uid[1] != c->uid || uid[2] != c->uid))
+		return dpd_perm_peer(pid, c->uid, c->gid, false, msg);	/* set-user-ID */
 	if (uid[0] != c->uid || uid[1] != c->uid || uid[2] != c->uid) {
 		user_name(uid[0] != c->uid ? uid[0] : uid[1] != c->uid ? uid[1] : uid[2], who,
 			  sizeof(who));
@@ -112,7 +115,8 @@ static int check_pid(const struct dpd_client *c, pid_t pid, struct dp_err *msg)
 			   "owner or root may probe it", (int)pid, who, you);
 		return -EPERM;
 	}
-	return 0;
+	/* Its own user's, but maybe still not one it could trace. */
+	return dpd_perm_peer(pid, c->uid, c->gid, false, msg);
 }
 
 static bool may_see(const struct dpd_client *c, const struct dpd_event *ev)

@@ -23,6 +23,9 @@
  *   sessions.c  noticing destroyed sessions (liblttng-ctl)
  *   execs.c     processes that execute a probed program without the agent,
  *               from the kernel's process-events connector (root)
+ *   claims.c    what a process's code is said to hold, checked against it;
+ *               the identity of the program it runs
+ *   perm.c      whether a peer could trace a process itself
  *
  * Who calls whom: a file calls only the files listed after it on its line,
  * each of which is lower in this list, so the calls form no cycle (log.c is
@@ -37,10 +40,12 @@
  *   sem.c       -> state resolve
  *   combine.c   -> write stage agents state resolve
  *   mappers.c   -> resolve
- *   write.c     -> stage
+ *   write.c     -> stage claims state
  *   stage.c     -> agents state resolve
- *   agents.c    -> state resolve
+ *   agents.c    -> perm claims state resolve
  *   state.c     -> resolve
+ *   perm.c      -> (none)
+ *   claims.c    -> (none)
  *   resolve.c   -> (none)
  *
  * One thread does everything: requests are served one at a time, so that
@@ -85,6 +90,7 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
  *   held       every thread held for a batch, nothing written yet
  *   written    the batch written (jumps, or original bytes), threads held
  *   detached   install: threads let go, the patches not yet recorded
+ *   remove     removal: a process's removal begins, nothing done yet
  *   rebuilt    removal: shared patches rebuilt for the other events
  *              (trampolines written and noted), nothing written
  *   restored   removal: the batch written and let go, the agent not yet
@@ -130,6 +136,14 @@ struct dpd_object {
 /* The object at path (opened and cached; reopened when the file changed).
  * NULL with a message. */
 struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg);
+/*
+ * The object at path for process pid, whose root or mount namespace may be
+ * another (a container): the file at path as pid sees it (through
+ * /proc/PID/root) when pid maps that one; else the file at path as the
+ * daemon sees it.  pid 0, or one that sees what the daemon sees: as
+ * dpd_object_get().  NULL with a message.
+ */
+struct dpd_object *dpd_object_get_for(const char *path, pid_t pid, struct dp_err *msg);
 
 /* Roles of a probe point. */
 enum dpd_role {
@@ -358,6 +372,7 @@ struct dpd_proc {
 	struct dpd_proc *next;
 	pid_t pid;
 	uid_t uid;
+	gid_t gid;			/* its agent's, as uid (SO_PEERCRED) */
 	int fd;				/* agent connection, -1 when none */
 	uint32_t seq;
 	uint64_t probe_hit;
@@ -367,6 +382,10 @@ struct dpd_proc {
 					   pending installs (0: none) */
 	uint32_t mapped_seq;		/* ... and its seq */
 	bool recovered;			/* its HELLO reported patches */
+	/* The program it ran at HELLO (dpd_image_id): another one at a write
+	 * means an exec replaced everything recorded here. */
+	bool image_known;
+	uint8_t image[16];
 	uint32_t next_id;
 	uint32_t nprobes;
 	struct dpd_probe *probes;
@@ -430,6 +449,37 @@ void dpd_site_ix_range(const struct dpd_proc *p, const struct dpd_site_ix *ix, u
 /* ev's plan entry whose window, at load bias `bias`, is ap's, or NULL. */
 const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,
 					const struct dp_app_patch *ap);
+
+/* ---- claims.c ---- */
+
+struct dp_maps;
+
+/*
+ * Checks that the patch ap, in pid whose mappings are maps, may be trusted
+ * and restored: its window and its hop lie in one executable mapping of a
+ * file each, its original bytes are that file's (unless orig_known: bytes
+ * the daemon read itself), and the code holds either a patch of its kind
+ * (a jump into executable memory, an int3; int3s or original bytes after
+ * it) or its original bytes.  1: a patch is there; 0: the original bytes
+ * are; -errno with msg saying what is wrong (nothing is to be written).
+ */
+int dpd_claim_check(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
+		    bool orig_known, struct dp_err *msg);
+
+/* The identity of the program pid runs now: AT_RANDOM's 16 bytes, drawn
+ * afresh by every execve.  0 or -errno. */
+#define DPD_IMAGE_ID_LEN 16
+int dpd_image_id(pid_t pid, uint8_t id[DPD_IMAGE_ID_LEN]);
+
+/* ---- perm.c ---- */
+
+/*
+ * Whether a peer of uid and gid (SO_PEERCRED) could trace pid itself now,
+ * by the kernel's rules (its real, effective and saved ids all the peer's;
+ * unless ids_only, no capabilities and dumpable): 0 (always for root), or
+ * -errno with the rule that says no.
+ */
+int dpd_perm_peer(pid_t pid, uid_t uid, gid_t gid, bool ids_only, struct dp_err *msg);
 
 /* ---- agents.c ---- */
 
@@ -626,6 +676,7 @@ struct dpd_client {
 	struct dpd_client *next;
 	int fd;
 	uid_t uid;
+	gid_t gid;
 	pid_t pid;
 };
 extern struct dpd_client *dpd_clients;

@@ -70,6 +70,7 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 
 	if (rp)
 		rp->pid = (uint32_t)pid;
+	dpd_fault("remove");
 	if (ev && dpd_combined(p, ev))
 		return remove_combined(ev, p, rp);
 	ws = calloc(p->nsites ? p->nsites : 1, sizeof(*ws));

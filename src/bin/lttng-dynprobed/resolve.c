@@ -575,3 +575,60 @@ void dpd_plan_method(const struct dp_patch *pl, struct dp_client_site *s)
 {
 	set_method(pl, &s->method, s->reason, sizeof(s->reason), s->text, sizeof(s->text));
 }
+
+/* ---- a path as a process sees it -------------------------------------- */
+
+/* Whether pid sees the daemon's files: the same mount namespace and root
+ * (or nothing can be told: then the daemon's view is all there is). */
+static bool same_view(pid_t pid)
+{
+	char path[64], theirs[64], ours[64];
+	struct stat a, b;
+	ssize_t n, m;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	n = readlink(path, theirs, sizeof(theirs) - 1);
+	m = readlink("/proc/self/ns/mnt", ours, sizeof(ours) - 1);
+	if (n < 0 || m < 0)
+		return true;
+	theirs[n] = ours[m] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/root/", (int)pid);
+	if (stat(path, &a) || stat("/", &b))
+		return true;
+	return !strcmp(theirs, ours) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+struct dpd_object *dpd_object_get_for(const char *path, pid_t pid, struct dp_err *msg)
+{
+	char alt[DP_CLIENT_PATH_MAX + 32];
+	struct dp_err why = DP_ERR_INIT;
+	struct dpd_object *o, *it;
+	struct stat st;
+
+	if (pid <= 0 || path[0] != '/' || same_view(pid))
+		return dpd_object_get(path, msg);
+	/* The process's own file first: the one it can map. */
+	snprintf(alt, sizeof(alt), "/proc/%d/root%s", (int)pid, path);
+	o = NULL;
+	if (!stat(alt, &st)) {
+		for (it = objects; it && !o; it = it->next)
+			if (it->dev == st.st_dev && it->ino == st.st_ino &&
+			    it->mtime_ns == mtime_ns(&st))
+				o = it;
+		if (!o)
+			o = dpd_object_get(alt, &why);
+	}
+	if (o && dpd_object_mapped(o, pid))
+		return o;
+	/* Else the daemon's: a file of the host the process maps under
+	 * another name (a bind mount), or none it maps (said later). */
+	it = dpd_object_get(path, msg);
+	if (it || !o) {
+		if (!it && !o)
+			dp_err_set(msg, msg->code, "%s exists neither as lttng-dynprobed sees it nor "
+				   "in process %d's root and mount namespace (%s)", path, (int)pid,
+				   alt);
+		return it;
+	}
+	return o;
+}

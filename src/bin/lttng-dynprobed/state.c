@@ -194,7 +194,8 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 	int ret;
 
 	ev->ret_state = 0;
-	ev->obj = dpd_object_get(ev->path, msg);
+	/* By pid: the path as the (first) process sees it (a container's). */
+	ev->obj = dpd_object_get_for(ev->path, ev->npids ? (pid_t)ev->pids[0] : 0, msg);
 	if (!ev->obj)
 		return -ENOENT;
 	if (ev->kind == DP_CLIENT_KIND_SDT)

@@ -14,15 +14,23 @@
  * costs the stop little more than the copies themselves.  A run that cannot
  * be written is put back as it was read, and fails the patches with a piece
  * in it.
+ *
+ * A site is restored only if it holds its patch (claims.c), checked with
+ * the threads held; the bytes of every site to restore are read in runs
+ * too, and the ones that hold exactly what this daemon wrote there need no
+ * other look.  Nothing is written in a process that executed another
+ * program since its agent said HELLO.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "patch/write.h"
+#include "proc/maps.h"
 #include "proc/proc-status.h"
 #include "proc/ptrace.h"
 
@@ -244,6 +252,174 @@ static void undo_runs(struct dp_proc *proc, const struct run *runs, size_t nruns
 }
 
 /*
+ * Whether p still runs the program its agent said HELLO from, its threads
+ * held (no exec can happen now).  When an exec replaced it, what p records
+ * went with the old program: every site is marked gone, every work
+ * dropped, the connection (closed by the exec) let go, and true returned
+ * with msg; a new agent's HELLO makes a new record.
+ */
+static bool dpd_write_same_image(struct dpd_proc *p, struct dpd_work *ws, size_t n,
+				 struct dp_err *msg)
+{
+	uint8_t now[DPD_IMAGE_ID_LEN];
+
+	if (!p->image_known || dpd_image_id(p->pid, now) || !memcmp(now, p->image, sizeof(now)))
+		return false;
+	dp_err_set(msg, -ESTALE, "process %d executed another program during the operation: "
+		   "the patches went with the old one, nothing was written", (int)p->pid);
+	dpd_info("%s", msg->msg);
+	for (uint32_t i = 0; i < p->nsites; i++)
+		p->sites[i].installed = false;
+	for (size_t i = 0; i < n; i++)
+		dpd_work_fail(p->pid, &ws[i], DP_REASON_NONE, msg->msg);
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	return true;
+}
+
+/*
+ * Whether a site to restore holds what its record says, its threads held:
+ * then true; else nothing is written (claims.c says why): a site that holds
+ * its original bytes already is marked gone, any other stays.
+ */
+static bool dpd_write_holds(struct dpd_proc *p, const struct dp_maps *maps,
+			    struct dpd_site *s)
+{
+	struct dp_err why = DP_ERR_INIT;
+	int ret;
+
+	if (!maps->n)
+		return true;	/* unreadable: the write will say why */
+	ret = dpd_claim_check(p->pid, maps, &s->patch, s->ninsns != 0, &why);
+	if (ret == 0) {
+		dpd_info("process %d: 0x%" PRIx64 " holds its original bytes already", (int)p->pid,
+			 s->patch.site);
+		s->installed = false;
+	} else if (ret < 0) {
+		dpd_err("process %d: 0x%" PRIx64 " is not restored: %s", (int)p->pid,
+			s->patch.site, why.msg);
+	}
+	return ret > 0;
+}
+
+/*
+ * The current bytes of every piece (sorted), read in runs as write_runs
+ * makes them, into the pieces' bytes.  0, or -errno when a run cannot be
+ * read (then nothing is known).
+ */
+static int read_pieces(struct dp_proc *proc, struct pieces *ps)
+{
+	uint8_t *buf = NULL;
+	size_t i = 0;
+	int ret = 0;
+
+	while (i < ps->n && !ret) {
+		uint64_t start = ps->v[i].addr, end = start + ps->v[i].len;
+		size_t j = i + 1;
+
+		for (; j < ps->n; j++) {
+			const struct piece *pc = &ps->v[j];
+			uint64_t pend = pc->addr + pc->len > end ? pc->addr + pc->len : end;
+
+			if (pc->addr >= end &&
+			    (pc->addr / PAGE > (end - 1) / PAGE + 1 || pend - start > RUN_MAX))
+				break;
+			end = pend;
+		}
+		free(buf);
+		buf = malloc(end - start);
+		ret = buf ? dp_proc_read(proc, start, buf, end - start) : -ENOMEM;
+		for (size_t k = i; !ret && k < j; k++)
+			memcpy(ps->v[k].bytes, buf + (ps->v[k].addr - start), ps->v[k].len);
+		i = j;
+	}
+	free(buf);
+	return ret;
+}
+
+/*
+ * Which sites to restore hold their patch, threads held: those whose bytes
+ * (and hop's) are exactly what this daemon wrote there go on at once; a
+ * site that holds its original bytes is marked gone; any other is asked of
+ * dpd_write_holds.  keep[k] says whether gone[k] is to be restored.
+ */
+static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_t *gone,
+			 size_t ngone, bool *keep)
+{
+	struct pieces cur = { malloc((2 * ngone + 1) * sizeof(*cur.v)), 0 };
+	struct dp_maps maps = { 0 };
+	bool maps_read = false;
+	/* Per site: every piece holds our bytes; every piece its original. */
+	bool *ours = calloc(ngone ? ngone : 1, sizeof(*ours));
+	bool *orig = calloc(ngone ? ngone : 1, sizeof(*orig));
+	uint8_t *state = calloc(ngone ? ngone : 1, 1);	/* 0 ours, 1 orig, 2 other */
+
+	if (cur.v && state && ours && orig) {
+		for (size_t k = 0; k < ngone; k++) {
+			const struct dp_app_patch *ap = &p->sites[gone[k]].patch;
+
+			/* The hop's piece is marked "work" here, to tell it. */
+			piece_add(&cur, ap->site, ap->orig, ap->len, (uint32_t)k, false);
+			if (ap->hop_len)
+				piece_add(&cur, ap->hop, ap->hop_orig, ap->hop_len, (uint32_t)k, true);
+			ours[k] = orig[k] = true;
+		}
+		qsort(cur.v, cur.n, sizeof(*cur.v), piece_cmp);
+		if (read_pieces(proc, &cur))
+			memset(ours, 0, ngone * sizeof(*ours));
+		for (size_t i = 0; i < cur.n; i++) {
+			const struct piece *pc = &cur.v[i];
+			const struct dpd_site *s = &p->sites[gone[pc->owner]];
+			const struct dp_app_patch *ap = &s->patch;
+			const struct dp_patch_place place = {
+				.method = ap->method == DP_APP_METHOD_INT3 ? DP_SITE_INT3 :
+									    DP_SITE_JUMP,
+				.addr = ap->site, .len = ap->len, .hop = ap->hop,
+				.hop_len = ap->hop_len,
+			};
+			struct dp_patch_bytes b;
+
+			if (!ours[pc->owner] && !orig[pc->owner])
+				continue;
+			/* What the write left: the patch's bytes, then the
+			 * window's original ones after them. */
+			if (dp_patch_bytes_fill(&place, s->entry, &b) ||
+			    (pc->work ? b.hop_len != pc->len : b.site_len > pc->len) ||
+			    memcmp(pc->bytes, pc->work ? b.hop : b.site,
+				   pc->work ? b.hop_len : b.site_len) ||
+			    (!pc->work && memcmp(pc->bytes + b.site_len, ap->orig + b.site_len,
+						 pc->len - b.site_len)))
+				ours[pc->owner] = false;
+			if (memcmp(pc->bytes, pc->work ? ap->hop_orig : ap->orig, pc->len))
+				orig[pc->owner] = false;
+		}
+		for (size_t k = 0; k < ngone; k++)
+			state[k] = ours[k] ? 0 : orig[k] ? 1 : 2;
+	}
+	for (size_t k = 0; k < ngone; k++) {
+		struct dpd_site *s = &p->sites[gone[k]];
+		int st = state ? state[k] : 2;
+
+		if (st == 0) {
+			keep[k] = true;
+			continue;
+		}
+		if (!maps_read) {
+			maps_read = true;
+			if (dp_maps_read(p->pid, &maps))
+				maps = (struct dp_maps){ 0 };
+		}
+		keep[k] = dpd_write_holds(p, &maps, s);
+	}
+	dp_maps_free(&maps);
+	free(cur.v);
+	free(state);
+	free(ours);
+	free(orig);
+}
+
+/*
  * Step 6: one stop of p's threads restores the sites `gone` (indexes in
  * p->sites), marking them not installed, then writes the works' patches.
  * 0, or -errno with msg when the threads could not be held (every work
@@ -257,7 +433,7 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	struct run *runs = NULL;
 	struct dp_proc *proc;
 	uint64_t *pcs;
-	bool *failed = NULL, *gone_ok = NULL, any_fail = false;
+	bool *failed = NULL, *gone_ok = NULL, *hold = NULL, any_fail = false;
 	size_t npcs, nwrite = 0, nruns = 0, *run_of = NULL;
 	int ret;
 
@@ -270,12 +446,14 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	failed = calloc(2 * (n + ngone), sizeof(*failed));
 	run_of = calloc(2 * (n + ngone), sizeof(*run_of));
 	gone_ok = calloc(ngone ? ngone : 1, sizeof(*gone_ok));
-	proc = ps.v && failed && run_of && gone_ok ? dp_proc_open(p->pid) : NULL;
+	hold = calloc(ngone ? ngone : 1, sizeof(*hold));
+	proc = ps.v && failed && run_of && gone_ok && hold ? dp_proc_open(p->pid) : NULL;
 	if (!proc) {
 		free(ps.v);
 		free(failed);
 		free(run_of);
 		free(gone_ok);
+		free(hold);
 		dp_err_set(msg, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
@@ -292,10 +470,16 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		free(failed);
 		free(run_of);
 		free(gone_ok);
+		free(hold);
 		return ret;
 	}
 	pcs = held_pcs(proc, &npcs);
 	dpd_fault("held");
+	if (dpd_write_same_image(p, ws, n, msg)) {
+		ret = nwrite ? -ESTALE : 0;
+		ngone = n = 0;
+	}
+	gone_holding(proc, p, gone, ngone, hold);
 	/* The sites that go first: a window that replaces them may cover
 	 * their bytes (threads they send back to the original code are then
 	 * moved again, into the new trampoline: their PCs are read again). */
@@ -303,6 +487,8 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		const struct dpd_site *s = &p->sites[gone[k]];
 		const struct dp_app_patch *ap = &s->patch;
 
+		if (!hold[k])
+			continue;
 		restore_moves(proc, pcs, npcs, s);
 		piece_add(&ps, ap->site, ap->orig, ap->len, (uint32_t)k, false);
 		if (ap->hop_len)
@@ -350,9 +536,12 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	if (any_fail && all)
 		for (size_t k = 0; k < ps.n; k++)
 			failed[k] = true;
-	/* What each piece's run made of its owner. */
-	for (size_t k = 0; k < ngone; k++)
-		gone_ok[k] = true;
+	/* What each piece's run made of its owner.  A site that does not
+	 * hold its patch and stays recorded fails an all-or-nothing batch. */
+	for (size_t k = 0; k < ngone; k++) {
+		gone_ok[k] = hold[k];
+		any_fail |= !hold[k] && all && p->sites[gone[k]].installed;
+	}
 	for (size_t k = 0; k < ps.n; k++) {
 		const struct piece *pc = &ps.v[k];
 
@@ -390,7 +579,8 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 			ws[i].fail = true;
 		}
 		for (size_t k = 0; k < ngone; k++)
-			put_moves(proc, NULL, SIZE_MAX, &p->sites[gone[k]]);
+			if (hold[k])
+				put_moves(proc, NULL, SIZE_MAX, &p->sites[gone[k]]);
 		dp_err_set(msg, -EIO, "%s", dp_proc_errmsg(proc)[0] ? dp_proc_errmsg(proc) :
 			   "a thread is inside a window and cannot be moved");
 		ret = -EIO;
@@ -398,6 +588,8 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		for (size_t k = 0; k < ngone; k++) {
 			struct dpd_site *s = &p->sites[gone[k]];
 
+			if (!hold[k])
+				continue;	/* as dpd_write_holds left it */
 			if (gone_ok[k]) {
 				s->installed = false;
 				continue;
@@ -416,6 +608,7 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	free(failed);
 	free(run_of);
 	free(gone_ok);
+	free(hold);
 	dpd_fault("written");
 	if (dp_proc_detach(proc) && !ret) {
 		dp_err_set(msg, -ESRCH, "%s", dp_proc_errmsg(proc));

@@ -390,6 +390,20 @@ static int do_define_probe(const struct dp_app_define_probe *d, struct dp_app_re
 	return 0;
 }
 
+/* DPA_CONTROL_ENV_TEST_CODE_FAIL: whether this ALLOC_CODE (counted under
+ * ctl.lock) is one to fail. */
+static bool test_code_fail(void)
+{
+	static unsigned long served;
+	const char *v = secure_getenv(DPA_CONTROL_ENV_TEST_CODE_FAIL);
+	unsigned long first, count = 1;
+
+	served++;
+	if (!v || sscanf(v, "%lu:%lu", &first, &count) < 1 || !first)
+		return false;
+	return served >= first && served - first < count;
+}
+
 static int do_alloc_code(const struct dp_app_alloc_code *a, struct dp_app_result *r)
 {
 	uint64_t addr = 0;
@@ -404,7 +418,8 @@ static int do_alloc_code(const struct dp_app_alloc_code *a, struct dp_app_result
 			ret = -errno;
 	}
 	if (!ret)
-		ret = dp_code_pool_alloc(ctl.pool, a->near, a->size, &addr);
+		ret = test_code_fail() ? -ENOMEM : dp_code_pool_alloc(ctl.pool, a->near, a->size,
+								      &addr);
 	pthread_mutex_unlock(&ctl.lock);
 	if (ret)
 		return set_error(r, ret, "no code memory of %u bytes within 2 GiB of 0x%llx: %s",

@@ -55,6 +55,13 @@
  */
 #define DPA_CONTROL_ENV_MAX_PROBES "LTTNG_DYNPROBE_MAX_PROBES"
 #define DPA_CONTROL_ENV_MINOR "LTTNG_DYNPROBE_PROTO_MINOR"
+/*
+ * Tests only (not for users, not in the manual): "N" or "N:COUNT", the Nth
+ * ALLOC_CODE this process serves and the COUNT - 1 after it (1 by default)
+ * fail as if no code memory could be mapped (ENOMEM): an install that runs
+ * out of code memory must fail cleanly.
+ */
+#define DPA_CONTROL_ENV_TEST_CODE_FAIL "LTTNG_DYNPROBE_TEST_CODE_FAIL"
 
 /* Reconnection delays, in milliseconds. */
 #define DPA_CONTROL_RETRY_FIRST_MS 100

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <lttng/lttng.h>
@@ -284,6 +285,39 @@ static int check_pids(const uint32_t *pids, uint32_t n)
 	return 0;
 }
 
+/*
+ * --path for the processes of --pid: as found here (made absolute); or,
+ * the first one living in another mount namespace or root (a container),
+ * as it sees the path (through /proc/PID/root), sent as typed: the daemon
+ * looks it up the same way.  *local: where to read that file here.
+ */
+static char *path_for_pids(const char *path, const struct enable_args *a, char **local,
+			   struct dp_err *err)
+{
+	char alt[DP_CLIENT_PATH_MAX + 32], ns[2][64], link[64];
+	struct stat st, root;
+	ssize_t n = -1, m = -1;
+
+	*local = NULL;
+	if (a->npids && path[0] == '/') {
+		snprintf(link, sizeof(link), "/proc/%u/ns/mnt", a->pids[0]);
+		n = readlink(link, ns[0], sizeof(ns[0]) - 1);
+		m = readlink("/proc/self/ns/mnt", ns[1], sizeof(ns[1]) - 1);
+		snprintf(link, sizeof(link), "/proc/%u/root/", a->pids[0]);
+	}
+	if (n > 0 && m > 0 && !stat(link, &st) && !stat("/", &root)) {
+		ns[0][n] = ns[1][m] = '\0';
+		snprintf(alt, sizeof(alt), "/proc/%u/root%s", a->pids[0], path);
+		if ((strcmp(ns[0], ns[1]) || st.st_dev != root.st_dev ||
+		     st.st_ino != root.st_ino) && !access(alt, R_OK)) {
+			*local = strdup(alt);
+			return *local ? strdup(path) : NULL;
+		}
+	}
+	*local = dp_abs_path(path, err);
+	return *local ? strdup(*local) : NULL;
+}
+
 /* A path without '/' as the stock --userspace-probe takes it: a file here,
  * else a program in $PATH. */
 static char *sdt_path(const char *path, struct dp_err *err)
@@ -352,6 +386,7 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 	bool u, other, has_pid = false, ours;
 	int opt, ret = DP_CMD_ERROR;
 	struct enable_args a = { .kind = 0 };
+	char *local = NULL;
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
 	const char **names;
 	int nnames = 0;
@@ -514,7 +549,7 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 			       "(--path /usr/bin/app)");
 			goto out;
 		}
-		a.path = dp_abs_path(path, &err);
+		a.path = path_for_pids(path, &a, &local, &err);
 		a.location = probe ? probe : function;
 		a.kind = probe ? DP_CLIENT_KIND_PROBE : DP_CLIENT_KIND_FUNCTION;
 		if (o.arg[OPT_COPIES] && dp_copies_kind(o.arg[OPT_COPIES], &a.kind, &err)) {
@@ -522,7 +557,8 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 			goto out;
 		}
 	}
-	if (!sdt && (!a.path || dp_check_location(a.path, a.location, a.kind, &err))) {
+	if (!sdt && (!a.path || dp_check_location(local ? local : a.path, a.location, a.kind,
+						  &err))) {
 		dp_err_print(&err);
 		goto out;
 	}
@@ -551,6 +587,7 @@ out:
 	poptFreeContext(pc);
 	free((char *)a.session);
 	free(a.path);
+	free(local);
 	free(a.pids);
 	dp_opts_release(&o);
 	return ret;

@@ -4,6 +4,7 @@
  * site, in fill no other patch of the plan writes.
  */
 #include <errno.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,11 +41,39 @@ bool pl_is_fill(const struct dp_insn *insn, const uint8_t *bytes)
 /*
  * Whether [va, va + n) is fill that nothing runs, right after an instruction
  * of fn that leaves: no branch target, nops and int3s only (whole
- * instructions of fn inside it; outside, bytes of no function).  Inside a
+ * instructions of fn inside it; outside, bytes of no function), or bytes
+ * of no section that a segment of code loads (pl_gap_bytes).  Inside a
  * function whose indirect jmps may go anywhere, nothing is known to be
  * dead.  A window may end anywhere in such fill: the rest stays free, for
  * hops.
  */
+const uint8_t *pl_gap_bytes(struct dp_object *obj, uint64_t va, unsigned n)
+{
+	struct dp_elf *elf = dp_object_elf(obj);
+	Elf *e = dp_elf_handle(elf);
+	size_t nph = 0, len = 0;
+	const char *raw = elf_rawfile(e, &len);
+
+	if (!raw || !n || va + n < va || elf_getphdrnum(e, &nph))
+		return NULL;
+	for (uint64_t b = va; b < va + n; b++)
+		if (dp_elf_bytes(elf, b, 1))
+			return NULL;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		uint64_t off;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+		    va < ph.p_vaddr || va - ph.p_vaddr > ph.p_filesz ||
+		    n > ph.p_filesz - (va - ph.p_vaddr))
+			continue;
+		off = ph.p_offset + (va - ph.p_vaddr);
+		if (off <= len && n <= len - off)
+			return (const uint8_t *)raw + off;
+	}
+	return NULL;
+}
+
 bool pl_dead_fill(struct dp_object *obj, const struct dp_function *fn, uint64_t va, unsigned n)
 {
 	uint64_t end = fn->start + fn->size;
@@ -58,6 +87,11 @@ bool pl_dead_fill(struct dp_object *obj, const struct dp_function *fn, uint64_t 
 		struct dp_insn insn;
 		const uint8_t *bytes;
 
+		/* Past the last section of code: no instruction is there. */
+		if (x >= end && pl_gap_bytes(obj, x, 1)) {
+			x++;
+			continue;
+		}
 		if (pl_decode_at(obj, x, &insn, &bytes) || !pl_is_fill(&insn, bytes) ||
 		    (x < end && dp_function_insn_index(fn, x) < 0))
 			return false;
@@ -252,13 +286,12 @@ static bool fill_slot(struct dp_object *obj, const struct dp_function *fn, const
 	return false;
 }
 
-/* hop_slot_find, sparing the bytes windows may run on over or not. */
-static bool hop_slot_scan(struct dp_object *obj, uint64_t from, const struct pl_taken *t, bool spare,
-			  uint64_t *slot)
+/* hop_slot_find for a first byte in [lo, hi], sparing the bytes windows
+ * may run on over or not. */
+static bool hop_slot_scan(struct dp_object *obj, uint64_t lo, uint64_t hi, const struct pl_taken *t,
+			  bool spare, uint64_t *slot)
 {
 	struct dp_elf *elf = dp_object_elf(obj);
-	uint64_t lo = from > HOP_REACH_BACK ? from - HOP_REACH_BACK : 0;
-	uint64_t hi = from + HOP_REACH_FWD;	/* the last first byte in reach */
 	uint64_t b = lo;
 
 	while (b <= hi) {
@@ -286,21 +319,28 @@ static bool hop_slot_scan(struct dp_object *obj, uint64_t from, const struct pl_
  * nothing else of the plan takes; away from the bytes any window may run on
  * over when there is such a place.
  */
-static bool hop_slot_find(struct dp_object *obj, uint64_t from, const struct pl_taken *t,
+static bool hop_slot_find(struct dp_object *obj, uint64_t lo, uint64_t hi, const struct pl_taken *t,
 			  uint64_t *slot)
 {
-	return hop_slot_scan(obj, from, t, true, slot) || hop_slot_scan(obj, from, t, false, slot);
+	return hop_slot_scan(obj, lo, hi, t, true, slot) || hop_slot_scan(obj, lo, hi, t, false, slot);
 }
 
 int pl_hop_take_from(struct dp_object *obj, uint64_t from, struct pl_taken *t,
 		     struct dp_hop *hop, bool *ok)
+{
+	return pl_hop_take_within(obj, from > HOP_REACH_BACK ? from - HOP_REACH_BACK : 0,
+				  from + HOP_REACH_FWD, t, hop, ok);
+}
+
+int pl_hop_take_within(struct dp_object *obj, uint64_t lo, uint64_t hi, struct pl_taken *t,
+		       struct dp_hop *hop, bool *ok)
 {
 	const uint8_t *bytes;
 	uint64_t slot;
 	int err;
 
 	*ok = false;
-	if (!hop_slot_find(obj, from, t, &slot))
+	if (lo > hi || !hop_slot_find(obj, lo, hi, t, &slot))
 		return 0;
 	bytes = dp_elf_code(dp_object_elf(obj), slot, DP_HOP_LEN);
 	if (!bytes)

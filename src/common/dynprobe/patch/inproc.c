@@ -25,19 +25,21 @@ static int site_init(struct dp_inproc_site *site, const struct dp_patch *plan, u
 	/* The bytes must still be what the plan read from the file. */
 	if (memcmp((const void *)(uintptr_t)site->win.addr, plan->win.bytes, plan->win.len))
 		return -ESTALE;
-	if ((site->method == DP_SITE_JUMP && site->win.len < DP_HOP_LEN) ||
-	    (site->method == DP_SITE_REDIRECT && plan->hop.len)) {
-		if (plan->hop.len != DP_HOP_LEN ||
-		    (site->method == DP_SITE_JUMP && site->win.len < DP_HOP_SITE_LEN))
+	if (site->method == DP_SITE_JUMP && site->win.len < DP_HOP_LEN &&
+	    (plan->hop.len != DP_HOP_LEN || site->win.len < DP_HOP_SITE_LEN))
+		return -EINVAL;
+	if (plan->hop.len) {
+		if (plan->hop.len != DP_HOP_LEN || site->method == DP_SITE_INT3 ||
+		    plan->hop_to >= site->win.ninsns)
 			return -EINVAL;
 		site->hop = plan->hop;
 		site->hop.addr += bias;
+		site->hop_to = plan->hop_to;
 		if (memcmp((const void *)(uintptr_t)site->hop.addr, plan->hop.bytes, DP_HOP_LEN))
 			return -ESTALE;
 	}
-	if (site->method != DP_SITE_REDIRECT)
-		return 0;
-	if (plan->nredirects > DP_PATCH_MAX_REDIRECTS)
+	if (plan->nredirects > DP_PATCH_MAX_REDIRECTS ||
+	    (plan->nredirects && site->method == DP_SITE_INT3))
 		return -EINVAL;
 	site->nredirects = plan->nredirects;
 	for (unsigned i = 0; i < plan->nredirects; i++) {
@@ -46,21 +48,39 @@ static int site_init(struct dp_inproc_site *site, const struct dp_patch *plan, u
 		*r = plan->redirects[i];
 		r->addr += bias;
 		if (r->disp_off + r->disp_len != r->len || r->disp_len > sizeof(r->bytes) ||
+		    r->to >= site->win.ninsns ||
 		    memcmp((const void *)(uintptr_t)(r->addr + r->disp_off), r->bytes, r->disp_len))
 			return -ESTALE;
 	}
 	return 0;
 }
 
-/* Each redirected branch's new displacement: to the hop (rel8) or the entry. */
-static int redirects_fill(struct dp_inproc_site *site)
+/* Where a branch led to displaced instruction m goes: its hooks, then its copy. */
+static uint64_t tramp_dest(const struct dp_inproc_site *site, unsigned m)
 {
+	return m ? site->tramp.insn_at[m] : site->tramp.entry;
+}
+
+/*
+ * Each redirected branch's new displacement: to the hop (rel8) or the
+ * trampoline (rel32); the hop of a jump whose window has room for its own
+ * jmp rel32 serves those rel8s, to the instruction it leads to.
+ */
+static int redirects_fill(struct dp_inproc_site *site, struct dp_patch_bytes *b)
+{
+	int ret;
+
+	if (site->hop.len && site->method == DP_SITE_JUMP && site->win.len >= DP_HOP_LEN) {
+		ret = dp_hop_bytes(site->hop.addr, tramp_dest(site, site->hop_to), b->hop);
+		if (ret)
+			return ret;
+		b->hop_len = DP_HOP_LEN;
+	}
 	for (unsigned i = 0; i < site->nredirects; i++) {
 		const struct dp_redirect *r = &site->redirects[i];
-		uint64_t to = r->disp_len == 1 ? site->hop.addr : site->tramp.entry;
-		int ret;
+		uint64_t to = r->disp_len == 1 ? site->hop.addr : tramp_dest(site, r->to);
 
-		if (r->disp_len == 1 && !site->hop.len)
+		if (r->disp_len == 1 && (!site->hop.len || r->to != site->hop_to))
 			return -EINVAL;
 		ret = dp_redirect_bytes(r, r->addr, to, site->redirect_new[i]);
 		if (ret)
@@ -165,16 +185,19 @@ int dp_inproc_prepare_via(struct dp_code_pool *pool, struct dp_inproc_site *site
 		ret = via_apply(site, via);
 	if (ret)
 		return ret;
+	/* A jump's own hop only when its window is short of 5 bytes. */
 	place = (struct dp_patch_place){
 		.method = site->method, .addr = site->win.addr, .len = site->win.len,
-		.hop = site->hop.addr, .hop_len = site->hop.len,
+		.hop = site->hop.addr,
+		.hop_len = site->method == DP_SITE_JUMP && site->win.len >= DP_HOP_LEN ? 0 :
+									       site->hop.len,
 	};
 	/* The trampoline's entry is needed first: the bytes jump to it. */
 	ret = tramp_put(pool, site, vec, why);
 	if (!ret)
 		ret = dp_patch_bytes_fill(&place, site->tramp.entry, &patch);
 	if (!ret)
-		ret = redirects_fill(site);
+		ret = redirects_fill(site, &patch);
 	if (ret) {
 		site->tramp.len = 0;	/* not prepared: no handler serves it */
 		return ret;
@@ -190,19 +213,19 @@ int dp_inproc_commit(struct dp_code_pool *pool, struct dp_inproc_site *site)
 
 	if (!site->tramp.len || site->installed)
 		return -EINVAL;
-	/* Nothing reaches the hop before the site's rel8 leads there. */
+	/*
+	 * Nothing reaches the hop before a rel8 leads there, and the branches
+	 * into a window lead to the trampoline before its bytes are written.
+	 */
 	if (b->hop_len)
 		ret = dp_code_write(pool, site->hop.addr, b->hop, b->hop_len);
-	if (!ret && site->method == DP_SITE_REDIRECT) {
+	if (!ret && site->nredirects)
 		ret = redirects_write(pool, site, false);
-		if (ret) {
-			redirects_write(pool, site, true);
-			if (b->hop_len)
-				dp_code_write(pool, site->hop.addr, site->hop.bytes, DP_HOP_LEN);
-		}
-	} else if (!ret) {
+	if (!ret && site->method != DP_SITE_REDIRECT)
 		ret = dp_code_write(pool, site->win.addr, b->site, b->site_len);
-		if (ret && b->hop_len)
+	if (ret) {
+		redirects_write(pool, site, true);
+		if (b->hop_len)
 			dp_code_write(pool, site->hop.addr, site->hop.bytes, DP_HOP_LEN);
 	}
 	site->installed = !ret;
@@ -211,15 +234,15 @@ int dp_inproc_commit(struct dp_code_pool *pool, struct dp_inproc_site *site)
 
 int dp_inproc_remove(struct dp_code_pool *pool, struct dp_inproc_site *site)
 {
-	int ret;
+	int ret = 0;
 
 	if (!site->installed)
 		return 0;
-	/* The site first: then nothing new reaches the hop. */
-	if (site->method == DP_SITE_REDIRECT)
-		ret = redirects_write(pool, site, true);
-	else
+	/* The site first, then its branches: then nothing new reaches the hop. */
+	if (site->method != DP_SITE_REDIRECT)
 		ret = dp_code_write(pool, site->win.addr, site->win.bytes, site->win.len);
+	if (!ret)
+		ret = redirects_write(pool, site, true);
 	if (!ret && site->hop.len)
 		ret = dp_code_write(pool, site->hop.addr, site->hop.bytes, DP_HOP_LEN);
 	if (!ret)

@@ -15,8 +15,9 @@
  *                      (dp_inproc_trap): win.addr, and tramp.insn_at[0],
  *                      where a trapped thread resumes;
  *   (the caller registers an int3 site with its SIGTRAP handler)
- *   dp_inproc_commit   writes the patch: the hop, then the site (a
- *                      redirect: the hop, then each branch's displacement).
+ *   dp_inproc_commit   writes the patch: the hop, then each redirected
+ *                      branch's displacement, then the site (none for a
+ *                      redirect).
  * A handler serves a prepared site (tramp.len != 0) whether or not commit
  * has returned: a thread may run into the int3 the moment it is written.
  *
@@ -43,7 +44,9 @@ struct dp_inproc_site {
 	struct dp_hop hop;		/* run-time addr; len 0 when the jump has no hop */
 	struct dp_tramp tramp;		/* len 0 until prepared */
 	struct dp_patch_bytes patch;	/* what commit writes */
-	unsigned nredirects;		/* a redirect's branches, run-time addr */
+	uint8_t hop_to;			/* the displaced instruction the hop leads to,
+					   for redirected rel8s (0: the entry) */
+	unsigned nredirects;		/* branches led into the window, run-time addr */
 	struct dp_redirect redirects[DP_PATCH_MAX_REDIRECTS];
 	uint8_t redirect_new[DP_PATCH_MAX_REDIRECTS][4];	/* their new displacements */
 	unsigned npoints;
@@ -81,8 +84,8 @@ int dp_inproc_prepare_via(struct dp_code_pool *pool, struct dp_inproc_site *site
  */
 int dp_inproc_commit(struct dp_code_pool *pool, struct dp_inproc_site *site);
 
-/* Puts the original bytes back: the site's (a redirect's branches'), then
- * the hop's.  0 or -errno.
+/* Puts the original bytes back: the site's, its branches', then the hop's.
+ * 0 or -errno.
  * Keep an int3 site registered: a thread may have trapped just before. */
 int dp_inproc_remove(struct dp_code_pool *pool, struct dp_inproc_site *site);
 

@@ -27,6 +27,14 @@ bool pl_leaves(const struct dp_insn *insn);
  */
 bool pl_dead_fill(struct dp_object *obj, const struct dp_function *fn, uint64_t va, unsigned n);
 
+/*
+ * The file's bytes for [va, va + n) when no section holds any of them but
+ * an executable segment loads them all: the padding between the last
+ * section of code and the next (gzip's .text ends 3 bytes before .fini),
+ * where no instruction is.  NULL otherwise.
+ */
+const uint8_t *pl_gap_bytes(struct dp_object *obj, uint64_t va, unsigned n);
+
 /* Byte ranges [lo, hi): sorted, disjoint. */
 struct pl_ranges {
 	struct pl_range {
@@ -56,6 +64,10 @@ int pl_hop_take(struct dp_object *obj, struct dp_patch *p, struct pl_taken *t, b
 /* The same for a jmp rel8 (or any rel8 branch) ending at `from`: *hop. */
 int pl_hop_take_from(struct dp_object *obj, uint64_t from, struct pl_taken *t,
 		     struct dp_hop *hop, bool *ok);
+/* The same for a hop whose first byte is in [lo, hi] (several rel8s'). */
+int pl_hop_take_within(struct dp_object *obj, uint64_t lo, uint64_t hi, struct pl_taken *t,
+		       struct dp_hop *hop, bool *ok);
+
 
 /* Alignment fill: nops and int3s. */
 bool pl_is_fill(const struct dp_insn *insn, const uint8_t *bytes);

@@ -28,12 +28,22 @@ static bool is_endbr64(const struct dp_insn *insn, const uint8_t *bytes)
 	       bytes[3] == 0xfa;
 }
 
+/* The window's original bytes: code, and padding past the last section. */
 static void window_copy_bytes(struct dp_object *obj, struct dp_window *w)
 {
 	const uint8_t *p = dp_elf_code(dp_object_elf(obj), w->addr, w->len);
 
-	if (p)
+	if (p) {
 		memcpy(w->bytes, p, w->len);
+		return;
+	}
+	for (unsigned i = 0; i < w->len; i++) {
+		p = dp_elf_code(dp_object_elf(obj), w->addr + i, 1);
+		if (!p)
+			p = pl_gap_bytes(obj, w->addr + i, 1);
+		if (p)
+			w->bytes[i] = *p;
+	}
 }
 
 /*

@@ -98,6 +98,8 @@ struct dp_redirect {
 	uint8_t disp_off;		/* where its displacement starts in it */
 	uint8_t disp_len;		/* 1 or 4 */
 	uint8_t bytes[4];		/* the displacement's original bytes */
+	uint8_t to;			/* the displaced instruction it leads to (0:
+					   the trampoline's entry) */
 };
 
 /* One patch: a window and the probe points it serves. */
@@ -109,7 +111,13 @@ struct dp_patch {
 					   instruction */
 	struct dp_hop hop;		/* jump: set when win.len < 5; redirect: set
 					   when some branch is a rel8 */
-	unsigned nredirects;		/* redirect: the branches it retargets */
+	bool led;			/* branches are led into the window (its own
+					   redirects, or other patches' redirect_to):
+					   install it before those (plan.h) */
+	uint8_t hop_to;			/* redirects through the hop: the displaced
+					   instruction it leads to (0: the entry) */
+	unsigned nredirects;		/* the branches it retargets: a redirect's,
+					   or a jump's into its window (plan.h) */
 	struct dp_redirect redirects[DP_PATCH_MAX_REDIRECTS];
 	/* jump or int3: for each displaced instruction, 0, or the window
 	 * address of the redirect its branch leads to: the relocated copy
@@ -139,31 +147,47 @@ int dp_plan_sites(struct dp_object *obj, const uint64_t *points, size_t n,
 /*
  * dp_plan_sites, with flags:
  *
- * DP_PLAN_REDIRECT turns int3 patches into redirects where it can: a point
- * that nothing falls through to and that only direct jmps, jccs, loops and
- * jrcxzs lead to (no call, no table, no pointer, no unwinder; at a function
- * start, one no symbol names and no value holds: a .cold part) is left
- * unwritten; its window (the point's instruction and those after it up to
- * one that leaves, none a target, each a point of no other jump) is
- * displaced into a trampoline as usual, and each branch's displacement is
- * rewritten to reach the trampoline's entry: a rel32 directly, a rel8
- * through the patch's hop (fill within reach of the one rel8 it allows, as
- * a hop's).  A branch that is an instruction of a jump or int3 window of
- * the plan (a tail jcc into a .cold part, itself a return site) is not
- * rewritten in place, where nothing runs it: that patch's redirect_to
- * says that its relocated copy leads to the redirect's entry.  No branch
- * lies in another redirect's window, is another redirect's, or is in its
- * own window.  Installers:
+ * DP_PLAN_REDIRECT leads branches, where it must, instead of trapping.
+ * An int3 patch becomes, if it can:
+ *   - a redirect (DP_SITE_REDIRECT): the point's block (the point, or the
+ *     nearest target before it that straight-line code runs from into the
+ *     point) is one nothing falls through to and only direct jmps, jccs,
+ *     loops and jrcxzs lead to (no call but one that never returns before
+ *     it, no table, no pointer, no unwinder; at a function start, one no
+ *     symbol names and no value holds: a .cold part).  The block is left
+ *     unwritten; its window (from the block's start up to an instruction
+ *     that leaves, none a target after the first, each a point of no other
+ *     jump) is displaced into a trampoline as usual, and its branches are
+ *     led to the trampoline's entry;
+ *   - else a jump whose window (ending with the point's instruction,
+ *     starting up to 7 before, at least 5 bytes) holds targets after its
+ *     first byte, each of which only direct branches reach: `led`, its
+ *     branches are led to the displaced instruction they go to, in the
+ *     trampoline.
+ * Leading a branch: a rel32's displacement is rewritten to reach the
+ * trampoline; a rel8's reaches the patch's hop (fill within reach of every
+ * rel8, as a hop's; one per patch, so all its rel8s go to one
+ * instruction, hop_to), whose jmp rel32 reaches the trampoline; a branch
+ * that is an instruction of a jump or int3 window of the plan (a tail jcc
+ * into a .cold part, itself a return site) is not rewritten in place, where
+ * nothing runs it: that patch's redirect_to says where its relocated copy
+ * goes instead.  No branch lies in a window the plan changed this way, is
+ * led twice, or is in the window it leads to.  Installers:
  *   - check the window's, the hop's and each displacement's bytes;
  *   - write the trampoline, then the hop's jmp rel32, then each
- *     displacement: nothing reaches the trampoline before;
- *   - install every redirect before the patches whose redirect_to names it,
- *     whose trampolines need its entry;
- *   - remove the displacements first (their original bytes), then the hop:
- *     a thread stopped at the hop has taken a rel8 already and belongs in
- *     the trampoline's entry.
- * The window's code stays as it was: a thread stopped in it needs nothing.
- * Only installers that know redirects ask for them.
+ *     displacement, then (a jump) the window: nothing reaches the
+ *     trampoline before, nothing reaches the window's overwritten targets
+ *     after;
+ *   - install every patch marked `led` before the patches whose
+ *     redirect_to names an instruction of its window, whose trampolines
+ *     need where it serves that instruction; a patch whose redirect_to
+ *     names one not served (its patch failed) is not installed either;
+ *   - remove the window (a jump), then the displacements (their original
+ *     bytes), then the hop: a thread stopped at the hop has taken a rel8
+ *     already and belongs where the hop leads.
+ * A redirect's window keeps its code: a thread stopped in it needs
+ * nothing.  Only installers that know this ask for it (the daemon does
+ * not: lttng-dynprobed plans without it).
  */
 #define DP_PLAN_REDIRECT (1u << 0)
 

@@ -1,10 +1,13 @@
 /*
- * Redirects (DP_PLAN_REDIRECT, plan.h): a point that only direct branches
- * reach gets none of its own bytes written; the branches are pointed at its
- * trampoline instead.  This gives a jump to sites with no room for one: a
- * one-byte ret between two branch targets, or a .cold part packed against
- * the next function with no fill to hop through, which the hot part enters
- * by jmp and jcc rel32.
+ * Leading branches (DP_PLAN_REDIRECT, plan.h).  Redirects: a point that
+ * only direct branches reach gets none of its own bytes written; the
+ * branches are pointed at its trampoline instead.  Led windows: a jump
+ * window may hold a target past its first byte when its branches are
+ * pointed at the matching instruction of the trampoline.  This gives a
+ * jump to sites with no room for one: a one-byte ret between two branch
+ * targets, a ret that is both fallen into and branched to, or a .cold part
+ * packed against the next function with no fill to hop through, which the
+ * hot part enters by jmp and jcc rel32.
  *
  * The window starts where the point's block does: at the point when a
  * branch leads there, or at the nearest target before it that the point is
@@ -20,6 +23,9 @@
  * entry, a landing pad, a value held somewhere, a function start a symbol
  * names) is left alone, and so is one that the instruction before it runs
  * into; a call before it that never returns (plt.c's knowledge) does not.
+ * A led window's targets are held to more: overwritten, they must be
+ * reached by nothing but the branches found (DP_TGT_DIRECT alone, in a
+ * function whose indirect jmps are known), or a thread lands in the jump.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -34,6 +40,9 @@
 
 /* Bytes looked back over for the fill before a function no symbol follows. */
 #define RD_GAP_MAX 4096
+/* A rel8 reaches 128 bytes back from its end and 127 on. */
+#define RD_REL8_BACK 128
+#define RD_REL8_FWD 127
 
 /* A direct branch to a candidate point. */
 struct rd_src {
@@ -67,17 +76,22 @@ struct rd_state {
 	struct dp_patch *p;
 	size_t n;
 	uint64_t *starts;		/* per patch: its point's block start, or 0 */
-	uint64_t *cands;		/* the block starts, ascending, once */
-	size_t ncands;
+	uint64_t *cands;		/* block starts and targets in reach of
+					   int3 points, ascending, once */
+	size_t ncands, cands_cap;
 	struct rd_src *srcs;		/* by target, then address */
 	size_t nsrcs, srcs_cap;
 	struct rd_point *pts;		/* by address */
 	size_t npts;
 	struct rd_win *wins;		/* by address */
 	size_t nwins;
+	bool *conv;			/* per patch: made a redirect, or given
+					   led targets inside its window */
 	struct pl_ranges copied;	/* windows of the plan: their code is copied */
 	struct pl_ranges written;	/* jump windows and hops: bytes other patches write */
-	struct pl_ranges branches;	/* the accepted redirects' branches */
+	struct pl_ranges branches;	/* the branches led so far */
+	struct pl_ranges redirected;	/* the redirects' windows: their code runs
+					   only from their trampolines now */
 };
 
 static int cmp_src(const void *a, const void *b)
@@ -345,7 +359,8 @@ static bool via_find(const struct rd_state *st, const struct rd_src *s, struct r
 	if (!k || s->addr >= st->wins[k - 1].end)
 		return false;
 	q = &st->p[st->wins[k - 1].patch];
-	if ((q->method != DP_SITE_JUMP && q->method != DP_SITE_INT3) || !q->npoints)
+	if ((q->method != DP_SITE_JUMP && q->method != DP_SITE_INT3) || !q->npoints ||
+	    st->conv[st->wins[k - 1].patch])
 		return false;
 	for (unsigned i = 0; i < q->win.ninsns; i++)
 		if (q->win.addr + q->win.off[i] == s->addr && q->win.insns[i].len == s->len &&
@@ -370,80 +385,114 @@ static void redirect_set(struct dp_object *obj, struct dp_redirect *r, const str
 		memcpy(r->bytes, b, s->disp_len);
 }
 
-/*
- * Turns the int3 patch i into a redirect from its block's start if it can:
- * its window must reach the patch's point.  0 or -ENOMEM.
- */
-static int redirect_try(struct rd_state *st, size_t i, uint64_t start, struct pl_taken *t)
-{
-	struct dp_patch *p = &st->p[i];
-	size_t k = DP_BOUND(st->srcs, st->nsrcs, target, start, DP_BOUND_LOWER), first = k;
-	const struct rd_src *rel8 = NULL, *written[DP_PATCH_MAX_REDIRECTS];
+/* The branches that will lead into a window, while it is being decided. */
+struct rd_lead {
+	const struct rd_src *written[DP_PATCH_MAX_REDIRECTS];
+	uint8_t to[DP_PATCH_MAX_REDIRECTS];	/* the instruction each leads to */
+	unsigned nwritten;
 	struct rd_via via[DP_WINDOW_MAX_INSNS * 2];
-	unsigned nwritten = 0, nvia = 0;
-	struct dp_hop hop = { 0 };
-	struct dp_window w;
-	bool ok;
-	int err;
+	uint64_t via_to[DP_WINDOW_MAX_INSNS * 2];
+	unsigned nvia;
+	uint64_t lo, hi;		/* where a hop serves every rel8 */
+	int rel8_to;			/* the instruction every rel8 leads to, or -1 */
+};
 
-	/* Another jump's bytes or hooks in it would be passed by. */
-	if (!window_build(st, p->fn, start, &w) || p->win.addr >= w.addr + w.len ||
-	    pl_ranges_overlap(&st->branches, w.addr, w.addr + w.len) ||
-	    pl_ranges_overlap(&st->written, w.addr, w.addr + w.len) ||
-	    pl_ranges_overlap(&t->hops, w.addr, w.addr + w.len))
-		return 0;
-	for (; k < st->nsrcs && st->srcs[k].target == start; k++) {
+static void lead_init(struct rd_lead *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->hi = UINT64_MAX;
+	l->rel8_to = -1;
+}
+
+/*
+ * Adds the branches to `target`, instruction m of w, to l: each movable,
+ * none in w, none another redirect's; one in a window of the plan is led
+ * through that window's relocated copy; rel8s all lead to one instruction,
+ * through one hop.  False if one cannot be led, or there is none.
+ */
+static bool lead_add(struct rd_state *st, uint64_t target, unsigned m, const struct dp_window *w,
+		     struct rd_lead *l)
+{
+	size_t k = DP_BOUND(st->srcs, st->nsrcs, target, target, DP_BOUND_LOWER), first = k;
+
+	for (; k < st->nsrcs && st->srcs[k].target == target; k++) {
 		const struct rd_src *s = &st->srcs[k];
 
 		if (!s->movable || pl_ranges_overlap(&st->branches, s->addr, s->addr + s->len) ||
-		    (s->addr < w.addr + w.len && s->addr + s->len > w.addr))
-			return 0;
+		    (s->addr < w->addr + w->len && s->addr + s->len > w->addr))
+			return false;
 		/* In a window, only its relocated copy runs: that one is led. */
 		if (pl_ranges_overlap(&st->copied, s->addr, s->addr + s->len)) {
-			if (nvia == DP_WINDOW_MAX_INSNS * 2 || !via_find(st, s, &via[nvia]))
-				return 0;
-			nvia++;
+			if (l->nvia == DP_WINDOW_MAX_INSNS * 2 || !via_find(st, s, &l->via[l->nvia]))
+				return false;
+			l->via_to[l->nvia++] = target;
 			continue;
 		}
-		if (nwritten == DP_PATCH_MAX_REDIRECTS)
-			return 0;
-		written[nwritten++] = s;
+		if (l->nwritten == DP_PATCH_MAX_REDIRECTS)
+			return false;
+		l->written[l->nwritten] = s;
+		l->to[l->nwritten++] = (uint8_t)m;
 		if (s->disp_len == 1) {
-			if (rel8)
-				return 0;	/* one hop serves one rel8 */
-			rel8 = s;
+			uint64_t end = s->addr + s->len;
+
+			/* One hop serves them all: its first byte in reach of each. */
+			if (l->rel8_to >= 0 && (unsigned)l->rel8_to != m)
+				return false;
+			l->rel8_to = (int)m;
+			if (end > RD_REL8_BACK && end - RD_REL8_BACK > l->lo)
+				l->lo = end - RD_REL8_BACK;
+			if (end + RD_REL8_FWD < l->hi)
+				l->hi = end + RD_REL8_FWD;
 		}
 	}
-	if (k == first)
-		return 0;
-	if (rel8) {
-		err = pl_hop_take_from(st->obj, rel8->addr + rel8->len, t, &hop, &ok);
-		if (err || !ok)
-			return err;
-	}
-	if (!points_absorb(st, i, &w))
-		return 0;	/* the hop stays taken: harmless */
-	p->method = DP_SITE_REDIRECT;
-	p->reason = DP_REASON_NONE;
-	p->win = w;
-	p->hop = hop;
-	p->nredirects = 0;
-	for (unsigned r = 0; r < nwritten; r++) {
-		redirect_set(st->obj, &p->redirects[p->nredirects++], written[r]);
-		err = pl_ranges_add(&st->branches, written[r]->addr,
-				    written[r]->addr + written[r]->len);
-		if (err)
-			return err;
-	}
-	/* No later redirect may take these windows' branches in its own. */
-	for (unsigned r = 0; r < nvia; r++) {
-		const struct dp_patch *q = &st->p[via[r].patch];
-		uint64_t at = q->win.addr + q->win.off[via[r].insn];
+	return k > first;
+}
 
-		st->p[via[r].patch].redirect_to[via[r].insn] = start;
-		err = pl_ranges_add(&st->branches, at, at + q->win.insns[via[r].insn].len);
-		if (err)
-			return err;
+/* The hop the rel8s of l need, if any: false when there is no room. */
+static int lead_hop(struct rd_state *st, const struct rd_lead *l, struct pl_taken *t,
+		    struct dp_hop *hop, bool *ok)
+{
+	memset(hop, 0, sizeof(*hop));
+	*ok = true;
+	if (l->rel8_to < 0)
+		return 0;
+	return pl_hop_take_within(st->obj, l->lo, l->hi, t, hop, ok);
+}
+
+/*
+ * Makes patch i serve window w with the branches of l led into it (and
+ * the int3 points in w): its method set by the caller.  False when the
+ * points do not fit.  0 or -ENOMEM in *err.
+ */
+static bool lead_commit(struct rd_state *st, size_t i, const struct dp_window *w,
+			const struct rd_lead *l, const struct dp_hop *hop, int *err)
+{
+	struct dp_patch *p = &st->p[i];
+
+	*err = 0;
+	if (!points_absorb(st, i, w))
+		return false;	/* a hop stays taken: harmless */
+	p->reason = DP_REASON_NONE;
+	p->led = true;
+	p->win = *w;
+	p->hop = *hop;
+	p->hop_to = (uint8_t)(l->rel8_to > 0 ? l->rel8_to : 0);
+	p->nredirects = 0;
+	st->conv[i] = true;
+	for (unsigned r = 0; r < l->nwritten && !*err; r++) {
+		const struct rd_src *s = l->written[r];
+
+		redirect_set(st->obj, &p->redirects[p->nredirects], s);
+		p->redirects[p->nredirects++].to = l->to[r];
+		*err = pl_ranges_add(&st->branches, s->addr, s->addr + s->len);
+	}
+	/* No later window may take these windows' branches in its own. */
+	for (unsigned r = 0; r < l->nvia && !*err; r++) {
+		const struct dp_patch *q = &st->p[l->via[r].patch];
+		uint64_t at = q->win.addr + q->win.off[l->via[r].insn];
+
+		st->p[l->via[r].patch].redirect_to[l->via[r].insn] = l->via_to[r];
+		*err = pl_ranges_add(&st->branches, at, at + q->win.insns[l->via[r].insn].len);
 	}
 	/* Hooks in window order, as the trampoline reaches them. */
 	for (unsigned m = 1; m < p->npoints; m++)
@@ -456,19 +505,166 @@ static int redirect_try(struct rd_state *st, size_t i, uint64_t start, struct pl
 			p->points[j - 1] = a;
 			p->point_ids[j - 1] = id;
 		}
-	return pl_ranges_add(&st->copied, w.addr, w.addr + w.len);
+	if (!*err)
+		*err = pl_ranges_add(&st->copied, w->addr, w->addr + w->len);
+	return true;
+}
+
+/*
+ * Turns the int3 patch i into a redirect from its block's start if it can:
+ * its window must reach the patch's point.  0 or -ENOMEM.
+ */
+static int redirect_try(struct rd_state *st, size_t i, uint64_t start, struct pl_taken *t)
+{
+	struct dp_patch *p = &st->p[i];
+	struct dp_hop hop;
+	struct rd_lead l;
+	struct dp_window w;
+	bool ok;
+	int err;
+
+	lead_init(&l);
+	/* Another jump's bytes or hooks in it would be passed by. */
+	if (!window_build(st, p->fn, start, &w) || p->win.addr >= w.addr + w.len ||
+	    pl_ranges_overlap(&st->branches, w.addr, w.addr + w.len) ||
+	    pl_ranges_overlap(&st->redirected, w.addr, w.addr + w.len) ||
+	    pl_ranges_overlap(&st->written, w.addr, w.addr + w.len) ||
+	    pl_ranges_overlap(&t->hops, w.addr, w.addr + w.len) || !lead_add(st, start, 0, &w, &l))
+		return 0;
+	err = lead_hop(st, &l, t, &hop, &ok);
+	if (err || !ok)
+		return err;
+	if (lead_commit(st, i, &w, &l, &hop, &err) && !err) {
+		p->method = DP_SITE_REDIRECT;
+		err = pl_ranges_add(&st->redirected, w.addr, w.addr + w.len);
+	}
+	return err;
+}
+
+/*
+ * The window [k, idx] of fn's instructions, ending with the point's: whole
+ * instructions that can move (a call only last), no target inside one.
+ * False when there is none from k on.
+ */
+static bool window_span(struct rd_state *st, const struct dp_function *fn, long k, long idx,
+			struct dp_window *w)
+{
+	bool last_only = false;
+
+	memset(w, 0, sizeof(*w));
+	w->addr = fn->start + fn->insn_off[k];
+	for (long m = k; m <= idx; m++) {
+		uint64_t va = fn->start + fn->insn_off[m];
+		struct dp_insn insn;
+		const uint8_t *bytes;
+
+		if (last_only || pl_decode_at(st->obj, va, &insn, &bytes) ||
+		    dp_reloc_check(&insn, &last_only) != DP_REASON_NONE ||
+		    w->len + insn.len > DP_WINDOW_MAX_LEN || w->ninsns == DP_WINDOW_MAX_INSNS)
+			return false;
+		for (uint64_t b = va + 1; b < va + insn.len; b++)
+			if (dp_object_target_kind(st->obj, b))
+				return false;
+		w->insns[w->ninsns] = insn;
+		w->off[w->ninsns++] = w->len;
+		w->len += insn.len;
+	}
+	memcpy(w->bytes, dp_elf_code(dp_object_elf(st->obj), w->addr, w->len), w->len);
+	return true;
+}
+
+/*
+ * Gives the int3 patch i a jump whose window holds targets after its first
+ * byte, when every way to each is a direct branch that can be led to the
+ * matching instruction of the trampoline (rel32s written, rel8s through
+ * the patch's hop, those in other windows through their relocated copy).
+ * The window ends with the point's instruction and starts up to 7 before;
+ * the branches are led before the window is written (plan.h).  0 or
+ * -ENOMEM.
+ */
+static int interior_try(struct rd_state *st, size_t i, struct pl_taken *t)
+{
+	struct dp_patch *p = &st->p[i];
+	const struct dp_function *fn = p->fn;
+	long idx = fn ? dp_function_insn_index(fn, p->win.addr) : -1;
+
+	if (idx < 0 || (fn->flags & (DP_FN_INDIRECT | DP_FN_UNDECODED)))
+		return 0;
+	for (long k = idx; k >= 0 && idx - k < DP_WINDOW_MAX_INSNS; k--) {
+		struct dp_window w;
+		struct dp_hop hop;
+		struct rd_lead l;
+		bool ok = true;
+		int err;
+
+		if (!window_span(st, fn, k, idx, &w))
+			return 0;	/* no better from further back */
+		if (w.len < PL_JMP_LEN || pl_ranges_overlap(&st->written, w.addr, w.addr + w.len) ||
+		    pl_ranges_overlap(&st->branches, w.addr, w.addr + w.len) ||
+		    pl_ranges_overlap(&st->redirected, w.addr, w.addr + w.len) ||
+		    pl_ranges_overlap(&t->hops, w.addr, w.addr + w.len))
+			continue;
+		lead_init(&l);
+		for (unsigned m = 0; m < w.ninsns && ok; m++) {
+			uint64_t va = w.addr + w.off[m];
+			unsigned kind = dp_object_target_kind(st->obj, va);
+			long pp = point_patch(st, va);
+
+			/* Another jump's hooks would be passed by. */
+			if (pp >= 0 && (size_t)pp != i && st->p[pp].method != DP_SITE_INT3)
+				ok = false;
+			else if (m && kind)
+				ok = kind == DP_TGT_DIRECT && lead_add(st, va, m, &w, &l);
+		}
+		if (!ok)
+			continue;
+		err = lead_hop(st, &l, t, &hop, &ok);
+		if (err || !ok)
+			return err;
+		if (lead_commit(st, i, &w, &l, &hop, &err) && !err) {
+			p->method = DP_SITE_JUMP;
+			err = pl_ranges_add(&st->written, w.addr, w.addr + w.len);
+		}
+		return err;
+	}
+	return 0;
 }
 
 /* ---- the plan ----------------------------------------------------------- */
 
+static int cand_push(struct rd_state *st, uint64_t addr)
+{
+	if (DP_ARRAY_RESERVE(st->cands, st->cands_cap, st->ncands, 64))
+		return -ENOMEM;
+	st->cands[st->ncands++] = addr;
+	return 0;
+}
+
+/* The direct targets a window ending with q's point could hold. */
+static int interior_cands(struct rd_state *st, const struct dp_patch *q)
+{
+	const struct dp_function *fn = q->fn;
+	long idx = fn ? dp_function_insn_index(fn, q->win.addr) : -1;
+	int err = 0;
+
+	for (long k = idx; k > 0 && idx - k < DP_WINDOW_MAX_INSNS && !err; k--) {
+		uint64_t va = fn->start + fn->insn_off[k];
+
+		if (dp_object_target_kind(st->obj, va) == DP_TGT_DIRECT)
+			err = cand_push(st, va);
+	}
+	return err;
+}
+
 static int state_init(struct rd_state *st)
 {
 	size_t np = 0;
+	int err;
 
 	for (size_t i = 0; i < st->n; i++) {
 		const struct dp_patch *q = &st->p[i];
-		int err = 0;
 
+		err = 0;
 		np += q->npoints;
 		if (q->method == DP_SITE_JUMP || q->method == DP_SITE_INT3)
 			err = pl_ranges_add(&st->copied, q->win.addr - q->win.lead,
@@ -484,10 +680,10 @@ static int state_init(struct rd_state *st)
 			return err;
 	}
 	st->starts = calloc(st->n ? st->n : 1, sizeof(*st->starts));
-	st->cands = malloc((st->n ? st->n : 1) * sizeof(*st->cands));
 	st->pts = malloc((np ? np : 1) * sizeof(*st->pts));
 	st->wins = malloc((st->n ? st->n : 1) * sizeof(*st->wins));
-	if (!st->starts || !st->cands || !st->pts || !st->wins)
+	st->conv = calloc(st->n ? st->n : 1, sizeof(*st->conv));
+	if (!st->starts || !st->pts || !st->wins || !st->conv)
 		return -ENOMEM;
 	for (size_t i = 0; i < st->n; i++) {
 		const struct dp_patch *q = &st->p[i];
@@ -498,14 +694,17 @@ static int state_init(struct rd_state *st)
 			st->wins[st->nwins++] = (struct rd_win){ q->win.addr, q->win.addr + q->win.len, i };
 		if (q->method == DP_SITE_INT3 && q->npoints)
 			st->starts[i] = block_start(st->obj, q->fn, q->win.addr);
-		if (st->starts[i])
-			st->cands[st->ncands++] = st->starts[i];
+		if (st->starts[i] && (err = cand_push(st, st->starts[i])))
+			return err;
+		if (q->method == DP_SITE_INT3 && q->npoints && (err = interior_cands(st, q)))
+			return err;
 	}
 	qsort(st->pts, st->npts, sizeof(*st->pts), cmp_point);
-	/* Patches come by address: so do the block starts, repeats aside. */
 	if (st->ncands > 1) {
 		size_t w = 1;
 
+		if ((err = an_u64_sort(st->cands, st->ncands)))
+			return err;
 		for (size_t i = 1; i < st->ncands; i++)
 			if (st->cands[i] != st->cands[w - 1])
 				st->cands[w++] = st->cands[i];
@@ -524,13 +723,18 @@ int pl_redirects_plan(struct dp_object *obj, struct dp_patch *p, size_t n, struc
 	for (size_t i = 0; i < n && !err && st.ncands; i++)
 		if (p[i].method == DP_SITE_INT3 && p[i].npoints && st.starts[i])
 			err = redirect_try(&st, i, st.starts[i], t);
+	for (size_t i = 0; i < n && !err && st.ncands; i++)
+		if (p[i].method == DP_SITE_INT3 && p[i].npoints)
+			err = interior_try(&st, i, t);
 	free(st.starts);
+	free(st.conv);
 	free(st.cands);
 	free(st.srcs);
 	free(st.pts);
 	free(st.wins);
 	free(st.copied.v);
 	free(st.written.v);
+	free(st.redirected.v);
 	free(st.branches.v);
 	return err;
 }

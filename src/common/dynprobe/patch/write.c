@@ -78,3 +78,8 @@ int dp_redirect_bytes(const struct dp_redirect *r, uint64_t branch, uint64_t tar
 		out[b] = (uint8_t)((uint64_t)d >> (8 * b));
 	return 0;
 }
+
+int dp_hop_bytes(uint64_t hop, uint64_t target, uint8_t out[DP_HOP_LEN])
+{
+	return jump_fill(out, DP_HOP_LEN, hop, REL32, target);
+}

@@ -12,7 +12,9 @@
  *   - an int3: the one byte 0xcc on the instruction's first byte;
  *   - a redirect: nothing at the site; at the hop (when it has one), jmp
  *     rel32 to the trampoline's entry; each branch's new displacement from
- *     dp_redirect_bytes (plan.h says in which order to write them).
+ *     dp_redirect_bytes (plan.h says in which order to write them); a
+ *     jump whose branches are led into its window likewise, its hop from
+ *     dp_hop_bytes.
  * The caller writes hop_len bytes at the hop (when non-zero) and site_len
  * bytes at the site.
  */
@@ -56,5 +58,8 @@ int dp_patch_bytes_fill(const struct dp_patch_place *place, uint64_t entry,
  */
 int dp_redirect_bytes(const struct dp_redirect *r, uint64_t branch, uint64_t target,
 		      uint8_t out[4]);
+
+/* A hop's jmp rel32 at `hop` to `target`.  0, or -ERANGE when out of reach. */
+int dp_hop_bytes(uint64_t hop, uint64_t target, uint8_t out[DP_HOP_LEN]);
 
 #endif /* DP_PATCH_WRITE_H */

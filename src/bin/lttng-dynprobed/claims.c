@@ -1,0 +1,212 @@
+/*
+ * What a process's code is said to hold, checked against the code itself
+ * before the daemon writes there: the patches an agent's HELLO reports (the
+ * agent may be anyone's, root's app socket being open to every user), and
+ * every site a removal restores (the process may have executed another
+ * program meanwhile).  Also the identity of the program a process runs, so
+ * that an exec is noticed.
+ *
+ * A patch is believed only when its window (and its hop) lie in one
+ * executable mapping of a file, its original bytes are that file's bytes
+ * there, and the code holds a patch of its kind: a jump into executable
+ * memory, int3s after it, or an int3 on the original instruction.
+ * Restoring such a patch can then only give the code back its file's bytes.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "proc/maps.h"
+#include "proc/proc-status.h"
+
+/* The executable file mapping holding [addr, addr + len), or NULL with msg. */
+static const struct dp_map *code_map(const struct dp_maps *maps, uint64_t addr, size_t len,
+				     const char *what, struct dp_err *msg)
+{
+	const struct dp_map *m = dp_maps_find(maps, addr);
+
+	if (!m || addr + len > m->end || addr + len < addr) {
+		dp_err_set(msg, -EFAULT, "its %s 0x%" PRIx64 "..+%zu is not within one mapping",
+			   what, addr, len);
+		return NULL;
+	}
+	if (!(m->prot & PROT_EXEC) || !m->inode || !m->path || m->path[0] != '/') {
+		dp_err_set(msg, -EPERM, "its %s 0x%" PRIx64 " lies in a%s mapping (%s), not in "
+			   "the code of a file", what, addr,
+			   m->prot & PROT_EXEC ? "n executable" : " non-executable",
+			   m->inode && m->path ? m->path : "anonymous");
+		return NULL;
+	}
+	return m;
+}
+
+/*
+ * The file mapped by m, opened: through /proc/PID/map_files (the very file,
+ * even replaced on disk; root only), else through the process's root, if it
+ * is the same file (device and inode).  -errno.
+ */
+static int open_mapped(pid_t pid, const struct dp_map *m)
+{
+	char path[4200];
+	struct stat sb;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
+		 m->start, m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) || sb.st_ino != m->inode || major(sb.st_dev) != m->dev_major ||
+	    minor(sb.st_dev) != m->dev_minor) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* Whether bytes, at addr in m, are the file's there.  0, or -errno with msg. */
+static int same_as_file(pid_t pid, const struct dp_map *m, uint64_t addr, const uint8_t *bytes,
+			size_t len, const char *what, struct dp_err *msg)
+{
+	uint8_t file[DP_APP_MAX_ORIG];
+	int fd = open_mapped(pid, m);
+	ssize_t n;
+
+	if (fd < 0)
+		return dp_err_set(msg, fd, "the file mapped at its %s 0x%" PRIx64 " (%s) cannot "
+				  "be read: %s", what, addr, m->path, strerror(-fd));
+	n = pread(fd, file, len, (off_t)(m->offset + (addr - m->start)));
+	close(fd);
+	if (n != (ssize_t)len || memcmp(file, bytes, len))
+		return dp_err_set(msg, -EINVAL, "the original bytes it gives for its %s 0x%" PRIx64
+				  " are not those of %s there", what, addr, m->path);
+	return 0;
+}
+
+/*
+ * Whether the code holds a patch of ap's method at its site: an int3 on
+ * the first byte; or a jump (rel32, or rel8 to a jmp rel32 hop) whose end
+ * lies in executable memory.  The rest of the window holds the original
+ * bytes or int3s.  The jump's end is not asked to be ap's trampoline, nor
+ * its length ap's: a daemon killed while it replaced a patch (a shared
+ * patch rebuilt, patches combined) leaves the agent noting the new one
+ * while the code holds the old; restoring either gives the same file
+ * bytes.  0, or -EINVAL with msg.
+ */
+static int holds_patch(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
+		       const uint8_t *cur, struct dp_err *msg)
+{
+	uint64_t to = 0, hop;
+	uint8_t hb[5];
+	size_t body = 1;
+	const struct dp_map *m;
+
+	if (ap->method == DP_APP_METHOD_INT3) {
+		if (cur[0] != 0xcc)
+			return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " is neither its "
+					  "int3 nor its original bytes", ap->site);
+	} else if (cur[0] == 0xe9 && ap->len >= 5) {
+		int32_t rel;
+
+		memcpy(&rel, cur + 1, 4);
+		to = ap->site + 5 + (int64_t)rel;
+		body = 5;
+	} else if (cur[0] == 0xeb && ap->len >= 2) {
+		int32_t rel;
+
+		hop = ap->site + 2 + (int64_t)(int8_t)cur[1];
+		if (dp_proc_mem_read(pid, hop, hb, sizeof(hb)) || hb[0] != 0xe9)
+			return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " jumps to a hop "
+					  "(0x%" PRIx64 ") that holds no jump", ap->site, hop);
+		memcpy(&rel, hb + 1, 4);
+		to = hop + 5 + (int64_t)rel;
+		body = 2;
+	} else {
+		return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " is neither a jump "
+				  "(its trampoline: 0x%" PRIx64 ") nor its original bytes", ap->site,
+				  ap->tramp);
+	}
+	m = to ? dp_maps_find(maps, to) : NULL;
+	if (to && (!m || !(m->prot & PROT_EXEC)))
+		return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " jumps to 0x%" PRIx64
+				  ", which is not executable", ap->site, to);
+	for (size_t i = body; i < ap->len; i++)
+		if (cur[i] != ap->orig[i] && cur[i] != 0xcc)
+			return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " holds bytes that "
+					  "are neither its original ones nor int3s after its %s",
+					  ap->site, body == 1 ? "int3" : "jump");
+	return 0;
+}
+
+int dpd_claim_check(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
+		    bool orig_known, struct dp_err *msg)
+{
+	uint8_t cur[DP_APP_MAX_ORIG];
+	const struct dp_map *m, *hm = NULL;
+	int ret;
+
+	if (!ap->len || ap->len > DP_APP_MAX_ORIG || ap->hop_len > DP_APP_HOP_LEN ||
+	    (ap->method != DP_APP_METHOD_JUMP && ap->method != DP_APP_METHOD_INT3))
+		return dp_err_set(msg, -EINVAL, "its window (%u bytes, method %u) is not one a "
+				  "patch has", ap->len, ap->method);
+	m = code_map(maps, ap->site, ap->len, "site", msg);
+	if (!m)
+		return msg->code;
+	if (ap->hop_len) {
+		hm = code_map(maps, ap->hop, ap->hop_len, "hop", msg);
+		if (!hm)
+			return msg->code;
+	}
+	if (!orig_known) {
+		ret = same_as_file(pid, m, ap->site, ap->orig, ap->len, "site", msg);
+		if (!ret && hm)
+			ret = same_as_file(pid, hm, ap->hop, ap->hop_orig, ap->hop_len, "hop", msg);
+		if (ret)
+			return ret;
+	}
+	ret = dp_proc_mem_read(pid, ap->site, cur, ap->len);
+	if (ret)
+		return dp_err_set(msg, ret, "the code at 0x%" PRIx64 " cannot be read: %s",
+				  ap->site, strerror(-ret));
+	if (!memcmp(cur, ap->orig, ap->len))
+		return 0;
+	ret = holds_patch(pid, maps, ap, cur, msg);
+	return ret ? ret : 1;
+}
+
+int dpd_image_id(pid_t pid, uint8_t id[DPD_IMAGE_ID_LEN])
+{
+	char path[64];
+	Elf64_auxv_t av[64];
+	ssize_t n;
+	int fd, ret = -ENOENT;
+
+	/* AT_RANDOM: 16 bytes the kernel draws afresh at every execve. */
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, av, sizeof(av));
+	close(fd);
+	for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof(av[0]); i++) {
+		if (av[i].a_type == AT_NULL)
+			break;
+		if (av[i].a_type == AT_RANDOM) {
+			ret = dp_proc_mem_read(pid, av[i].a_un.a_val, id, DPD_IMAGE_ID_LEN);
+			break;
+		}
+	}
+	return ret;
+}
