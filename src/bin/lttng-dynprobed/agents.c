@@ -261,9 +261,11 @@ int dpd_agent_accept(void)
 		memcpy(p->image, image, sizeof(image));
 	p->seq = 1;
 	p->probe_hit = hello.hello.probe_hit;
-	/* The version the agent says it speaks, in the header and in HELLO:
-	 * the lower one (an agent may announce less than it knows). */
-	p->minor = hello.minor < hello.hello.minor ? hello.minor : hello.hello.minor;
+	/* The version the agent says it speaks, in the header and in HELLO
+	 * (when HELLO's major is ours): the lower one (an agent may announce
+	 * less than it knows). */
+	p->minor = hello.hello.major == DP_APP_MAJOR && hello.hello.minor < hello.minor ?
+		   hello.hello.minor : hello.minor;
 	if (adopt_state(p, &hello.hello.state))
 		dpd_err("process %d: out of memory recording its state", (int)p->pid);
 	dpd_fault("hello");

@@ -668,13 +668,23 @@ void dpd_code_usage(const struct dpd_proc *p, uint64_t *used, uint64_t *mapped)
 		*mapped += p->code[i].size;
 }
 
+/* The vector state trampolines save, as this CPU has it (asked once). */
+static enum dp_vec_save vec_save(void)
+{
+	static enum dp_vec_save vec = (enum dp_vec_save)-1;
+
+	if ((int)vec < 0)
+		vec = dp_vec_save_detect();
+	return vec;
+}
+
 /* Step 3 for one patch, its probes defined: 0, or -errno with msg when the
  * agent failed us; otherwise a patch that cannot be made is dropped
  * (w->fail). */
 static int prepare(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_work *w,
 		   struct dp_err *msg)
 {
-	static enum dp_vec_save vec = (enum dp_vec_save)-1;
+	enum dp_vec_save vec = vec_save();
 	struct dp_app_patch *ap = &w->rec.patch;
 	struct dp_tramp_hook hooks[DP_APP_MAX_PATCH_PROBES];
 	const struct dpd_site *kept;
@@ -686,8 +696,6 @@ static int prepare(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_
 	uint8_t *code;
 	int ret = 0;
 
-	if ((int)vec < 0)
-		vec = dp_vec_save_detect();
 	ap->nprobes = w->nhooks;
 	for (uint32_t i = 0; i < w->nhooks; i++) {
 		const struct dpd_probe *pr = &p->probes[w->hook_probe[i]];
@@ -974,6 +982,18 @@ int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *
 		if (!ws[i].fail)
 			ret = owner_probes(p, &d, &ws[i], msg);
 	clock_gettime(CLOCK_MONOTONIC, &t[2]);
+	/* Code memory first: an agent that cannot map any fails the request
+	 * before it defines probes for nothing (a process short of memory
+	 * may not even answer once they are defined). */
+	for (size_t i = 0; i < n && !ret; i++) {
+		uint64_t at;
+
+		if (ws[i].fail)
+			continue;
+		ret = code_alloc(p, ws[i].rec.patch.site,
+				 dp_tramp_max_len(DP_APP_MAX_PATCH_PROBES, vec_save()), &at, msg);
+		break;
+	}
 	if (ret)
 		defs_drop(p, &d, 0);
 	else
