@@ -96,15 +96,22 @@ fi
 
 # Frames cut and left hanging, the connections held open: the daemon drops
 # each one itself, once its frame timeout (5 s) passes, and serves others
-# after.  It reads one client's frame at a time, blocking: each stalled
-# connection holds it up to 5 s, hence only 2 here, and 30 s to close them.
+# meanwhile: a frame is read as its bytes come, never waited for, so a
+# stalled connection holds no one up.  The PING's bound only catches a hang
+# (a daemon that waited for each stalled frame would need 5 s for each).
 for proto in client app; do
-	"$FUZZ" "$GOLDEN" $proto "$RUN/dynprobe-$proto.sock" "$SEED" 0 30000 2 >"$DP_TMP/hold-$proto" 2>&1 &
+	"$FUZZ" "$GOLDEN" $proto "$RUN/dynprobe-$proto.sock" "$SEED" 0 30000 8 >"$DP_TMP/hold-$proto" 2>&1 &
 	holder=$!
 	sleep 0.5
 	t0=$(date +%s%N)
-	dpctl ping && out_has "pid=$DPD_PID "
-	tap_ok $? "$proto socket: while 2 connections stall mid-frame, the daemon answers PING (in $((($(date +%s%N) - t0) / 1000000)) ms)"
+	timeout 20 "$DPCTL" ping >"$DP_TMP/out" 2>&1 && out_has "pid=$DPD_PID "
+	tap_ok $? "$proto socket: while 8 connections stall mid-frame, the daemon answers PING (in $((($(date +%s%N) - t0) / 1000000)) ms)"
+	dpctl enable watched-fuzz channel0 stalled probe dp_work "$PIE" -p "$probed" &&
+		out_has "^proc pid=$probed status=0" && dpctl disable watched-fuzz channel0 stalled &&
+		out_has "^proc pid=$probed status=0"
+	tap_ok $? "$proto socket: ENABLE and DISABLE in process $probed work meanwhile"
+	kill -0 "$holder" 2>/dev/null
+	tap_ok $? "$proto socket: ... while the stalled connections are still open"
 	wait "$holder"
 	tap_ok $? "$proto socket: the daemon closed every stalled connection itself: $(cat "$DP_TMP/hold-$proto")"
 done

@@ -10,6 +10,12 @@
  *
  * kind: INV_KIND_* (which vector registers exist).  The sites are the
  * global labels dp_inv_site_nop and dp_inv_site_rip.
+ *
+ * Built a second time with INV_NO_EVEX into inv-lean.so, an object with no
+ * instruction naming zmm16-31 or k0-7 (kind AVX512 runs as AVX there), for
+ * the trampolines that leave those out (DP_VEC_AVX512_LOW); the executable's
+ * copy has dp_inv_lean_wrap too, which holds zmm0-31 and k1 around a call
+ * into it.
  */
 #include "corpus/corpus.h"
 #include "invariance.h"
@@ -52,12 +58,17 @@ FUNC(\name)
 	vmovdqu ymm\i, ymmword ptr [rax + INV_VEC + 64 * \i]
 	.endr
 	jmp 4f
-3:	.irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+3:
+#ifdef INV_NO_EVEX
+	jmp 2b
+#else
+	.irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
 	vmovdqu64 zmm\i, zmmword ptr [rax + INV_VEC + 64 * \i]
 	.endr
 	.irp i, 0,1,2,3,4,5,6,7
 	kmovq k\i, qword ptr [rax + INV_K + 8 * \i]
 	.endr
+#endif
 4:	ldmxcsr dword ptr [rax + INV_MXCSR]
 	fninit
 	fld tbyte ptr [rax + INV_X87 + 32]
@@ -139,13 +150,18 @@ FUNC(\name)
 	.endr
 	vzeroupper
 	jmp 8f
-7:	.irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+7:
+#ifdef INV_NO_EVEX
+	jmp 6b
+#else
+	.irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
 	vmovdqu64 zmmword ptr [rax + INV_VEC + 64 * \i], zmm\i
 	.endr
 	.irp i, 0,1,2,3,4,5,6,7
 	kmovq qword ptr [rax + INV_K + 8 * \i], k\i
 	.endr
 	vzeroupper
+#endif
 
 	/* What the C caller expects back. */
 8:	cld
@@ -207,5 +223,40 @@ SITE(dp_inv_site_led_jmp)
 
 INV_RUN dp_inv_run_nop, SITE_NOP
 INV_RUN dp_inv_run_rip, SITE_RIP
+#ifndef INV_NO_EVEX
 INV_RUN dp_inv_run_redirect, SITE_REDIRECT
 INV_RUN dp_inv_run_led, SITE_LED
+
+/*
+ * void dp_inv_lean_wrap(void (*run)(const void *, void *, int), const void *in,
+ *                       void *out, const void *zin, void *zout)
+ * Loads zmm0-31 and k1 from zin (32 slots of 64 bytes, then k1), calls
+ * run(in, out, INV_KIND_SSE) (legacy SSE moves only: bits 128-511 of
+ * zmm0-15 pass through it untouched), and stores zmm0-31 and k1 to zout.
+ */
+FUNC(dp_inv_lean_wrap)
+	push rbx
+	push r12
+	push r13
+	mov rbx, rcx
+	mov r12, r8
+	mov rax, rdi
+	mov rdi, rsi
+	mov rsi, rdx
+	mov edx, INV_KIND_SSE
+	.irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+	vmovdqu64 zmm\i, zmmword ptr [rbx + 64 * \i]
+	.endr
+	kmovq k1, qword ptr [rbx + 64 * 32]
+	call rax
+	.irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+	vmovdqu64 zmmword ptr [r12 + 64 * \i], zmm\i
+	.endr
+	kmovq qword ptr [r12 + 64 * 32], k1
+	vzeroupper
+	pop r13
+	pop r12
+	pop rbx
+	ret
+END(dp_inv_lean_wrap)
+#endif

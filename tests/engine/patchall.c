@@ -16,7 +16,8 @@
  * Sites are planned with redirects (DP_PLAN_REDIRECT, plan.h: the branches
  * to a block no window fits led to its trampoline), installed before the
  * patches whose trampolines lead to them; DP_PATCH_ALL_NO_REDIRECT=1 plans
- * without, as the daemon does.
+ * without, as the daemon does.  The report lists the int3 sites hit most:
+ * where a trapping run's time goes.
  *
  * Balance.  Each thread keeps a shadow stack of active functions, each frame
  * keyed by the rsp at its entry (the address of its return address).  A ret
@@ -65,6 +66,7 @@
 #define STACK_FRAMES (1u << 16)
 #define MAX_OBJECTS 16
 #define REPORT_IMBALANCED 10
+#define REPORT_TRAPS 8
 
 /* Roles of one probed address. */
 enum pa_role {
@@ -1036,6 +1038,37 @@ static void report_reasons(const struct pa_object *o, int role)
 	report("\n");
 }
 
+/* The int3 sites hit most, where the time of a trapping run goes. */
+static void report_traps(const struct pa_object *o)
+{
+	size_t top[REPORT_TRAPS];
+	unsigned n = 0;
+
+	for (size_t i = 0; i < o->npoints; i++) {
+		const struct pa_point *pt = &o->points[i];
+		uint64_t h = atomic_load(&pt->hits);
+		unsigned k;
+
+		if (pt->method != DP_SITE_INT3 || !h)
+			continue;
+		for (k = n; k > 0 && atomic_load(&o->points[top[k - 1]].hits) < h; k--)
+			if (k < REPORT_TRAPS)
+				top[k] = top[k - 1];
+		if (k < REPORT_TRAPS) {
+			top[k] = i;
+			if (n < REPORT_TRAPS)
+				n++;
+		}
+	}
+	for (unsigned k = 0; k < n; k++) {
+		const struct pa_point *pt = &o->points[top[k]];
+
+		report("  int3 hit %lu times at %#lx (%s, %s)\n",
+		       (unsigned long)atomic_load(&pt->hits), (unsigned long)pt->addr,
+		       pt->role & PA_ENTRY ? "entry" : "return", dp_reason_name(pt->reason));
+	}
+}
+
 /* main, and the functions DP_PATCH_ALL_FUNCS names, one line each. */
 static void report_named(const struct pa_object *o)
 {
@@ -1161,6 +1194,7 @@ static void report_object(const struct pa_object *o, uint64_t *total_hits, unsig
 		       dp_reason_name(pt->reason), (unsigned long)pt->unmatched,
 		       (unsigned long)pt->hits);
 	}
+	report_traps(o);
 	report_named(o);
 	report("  balance: %s\n", lost || unmatched ? "FAILED" : "ok");
 }

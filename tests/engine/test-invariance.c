@@ -11,9 +11,19 @@
  * with a handler that clobbers everything it can (clobber.h); the
  * blocks must be bit-identical, and the handler must have seen the loaded
  * registers, rsp and rflags as at the site, and rip = the site.
+ *
+ * Then the same machine in inv-lean.so, an object naming neither zmm16-31
+ * nor k0-7, whose sites get trampolines that leave those out
+ * (DP_VEC_AVX512_LOW on an AVX-512 CPU): the object scan must tell it from
+ * this executable and from libc, its state must come back bit-identical,
+ * and, held around a call into it, the upper bits of zmm0-15 must too
+ * while zmm16-31 and k1 come back as the handler left them (so the lean
+ * trampoline is what ran).
  */
+#include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +49,8 @@ struct state {
 	uint8_t b[INV_SIZE];
 } __attribute__((aligned(64)));
 
-static enum dp_vec_save vec;
+static enum dp_vec_save vec;	/* what the trampolines save */
+static enum dp_vec_save cpu_vec;	/* what the CPU has: the handler clobbers it all */
 static int kind;
 static struct dp_inproc_site site;
 static struct dp_regs seen;
@@ -79,7 +90,7 @@ static void on_hit(void *arg, struct dp_regs *regs)
 	hits++;
 	/* Dirty the stack below the handler's frame too. */
 	memset((char *)stack, 0xa5, sizeof(stack));
-	clobber_state((unsigned)++clobbers, vec);
+	clobber_state((unsigned)++clobbers, cpu_vec);
 	clobber_gprs();
 }
 
@@ -167,12 +178,12 @@ static void run_variant(struct dp_object *obj, uint64_t bias, struct dp_code_poo
 		{ "MXCSR", INV_MXCSR, 4 },
 		{ "x87 control word", INV_FCW, 2 },
 		{ "x87 registers st0-st2", INV_X87, 48 },
-		{ "k0-k7", INV_K, 64 },
 		{ "red zone", INV_RZ, 128 },
 		{ kind == INV_KIND_AVX512 ? "zmm0-31" : kind == INV_KIND_AVX ? "ymm0-15" : "xmm0-15",
 		  INV_VEC, vec_len },
+		{ "k0-k7", INV_K, 64 },		/* last: only where the machine loads them */
 	};
-	size_t nparts = sizeof(parts) / sizeof(parts[0]);
+	size_t nparts = sizeof(parts) / sizeof(parts[0]) - (kind != INV_KIND_AVX512);
 	unsigned long differ[sizeof(parts) / sizeof(parts[0])] = { 0 };
 	unsigned long bad_gpr = 0, bad_rsp = 0, bad_rip = 0, bad_flags = 0, fsw_changed = 0;
 	/* Added at run time: an address the compiler folded would be a value
@@ -261,6 +272,128 @@ static void run_variant(struct dp_object *obj, uint64_t bias, struct dp_code_poo
 	dp_inproc_remove(pool, &site);
 }
 
+void dp_inv_lean_wrap(void (*run)(const void *, void *, int), const void *in, void *out,
+		      const void *zin, void *zout);
+
+/* The zmm0-31 and k1 block of dp_inv_lean_wrap. */
+struct zblock {
+	uint8_t z[32][64];
+	uint64_t k1;
+} __attribute__((aligned(64)));
+
+/*
+ * zmm0-31 and k1 held around calls into inv-lean.so's nop site, probed with
+ * the lean trampoline: bits 128-511 of zmm0-15 must come back (the run
+ * loads only their low 128 bits, with legacy moves), zmm16-31 and k1 as
+ * the handler's clobbering left them.
+ */
+static void lean_wrap_check(struct dp_object *obj, uint64_t bias, struct dp_code_pool *pool,
+			    void (*run)(const void *, void *, int), const char *at)
+{
+	static struct state in, out;
+	static struct zblock zin, zout;
+	struct dp_patch plan = { 0 };
+	void *args[1] = { NULL };
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	unsigned long runs = 0, upper_bad = 0, low_bad = 0, high_kept = 0, k1_kept = 0;
+	enum dp_reason why;
+
+	if (!tap_ok(!dp_plan_site(obj, (uint64_t)(uintptr_t)at - bias, &plan) &&
+		    plan.method == DP_SITE_JUMP, "inv-lean.so, zmm held around: the site gets a jump"))
+		return;
+	hits = 0;
+	memset(&site, 0, sizeof(site));
+	if (!tap_ok(!dp_inproc_prepare(pool, &site, &plan, bias, on_hit, args, vec, &why) &&
+		    !dp_inproc_commit(pool, &site), "inv-lean.so, zmm held around: installed"))
+		return;
+	for (int n = 0; n < NSTATES; n++) {
+		uint64_t before = hits;
+
+		random_state(&in, &seed);
+		for (size_t i = 0; i < sizeof(zin.z); i += 8) {
+			uint64_t v = rnd(&seed);
+
+			memcpy((uint8_t *)zin.z + i, &v, 8);
+		}
+		zin.k1 = rnd(&seed);
+		memset(&out, 0, sizeof(out));
+		memset(&zout, 0, sizeof(zout));
+		dp_inv_lean_wrap(run, &in, &out, &zin, &zout);
+		if (hits != before + 1)
+			continue;
+		runs++;
+		for (int r = 0; r < 16; r++) {
+			upper_bad += memcmp(zout.z[r] + 16, zin.z[r] + 16, 48) != 0;
+			low_bad += memcmp(zout.z[r], in.b + INV_VEC + 64 * r, 16) != 0;
+		}
+		for (int r = 16; r < 32; r++)
+			high_kept += !memcmp(zout.z[r], zin.z[r], 64);
+		k1_kept += zout.k1 == zin.k1;
+	}
+	tap_ok(runs == NSTATES, "inv-lean.so, zmm held around: the probe ran once per call "
+	       "(%lu of %d)", runs, NSTATES);
+	tap_ok(!upper_bad, "inv-lean.so, zmm held around: bits 128-511 of zmm0-15 came back "
+	       "(%lu of %lu registers differ)", upper_bad, runs * 16);
+	tap_ok(!low_bad, "inv-lean.so, zmm held around: xmm0-15 as the object loaded them "
+	       "(%lu of %lu differ)", low_bad, runs * 16);
+	tap_ok(!high_kept && !k1_kept, "inv-lean.so, zmm held around: zmm16-31 and k1 as the "
+	       "handler left them, the trampoline saved neither (%lu of %lu registers, %lu of %lu "
+	       "k1 kept)", high_kept, runs * 16, k1_kept, runs);
+	dp_inproc_remove(pool, &site);
+}
+
+/* The lean object: the scan's answers, then its machine probed. */
+static void lean_part(struct dp_object *self, struct dp_code_pool *pool)
+{
+	const char *dir = getenv("top_builddir");
+	char path[4096];
+	struct link_map *lm = NULL;
+	struct dp_object *lib, *libc;
+	Dl_info info;
+	void *h;
+
+	snprintf(path, sizeof(path), "%s/tests/engine/inv-lean.so", dir ? dir : "../..");
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!tap_ok(h && !dlinfo(h, RTLD_DI_LINKMAP, &lm), "%s loaded", path))
+		return;
+	lib = dp_object_open(path);
+	tap_ok(dp_object_evex_free(self) == 0, "this executable names zmm16-31 and k0-7: "
+	       "not free (%d)", dp_object_evex_free(self));
+	tap_ok(lib && dp_object_evex_free(lib) == 1, "inv-lean.so names neither: free (%d)",
+	       lib ? dp_object_evex_free(lib) : -1);
+	libc = dladdr((void *)(uintptr_t)printf, &info) ? dp_object_open(info.dli_fname) : NULL;
+	tap_ok(libc && dp_object_evex_free(libc) == 0, "%s (AVX-512 string functions, xsave in "
+	       "the loader's helpers): not free (%d)", libc ? info.dli_fname : "libc",
+	       libc ? dp_object_evex_free(libc) : -1);
+	if (libc)
+		dp_object_close(libc);
+	if (!lib)
+		return;
+
+	vec = dp_vec_save_site(cpu_vec, dp_object_evex_free(lib));
+	tap_ok(vec == (cpu_vec == DP_VEC_AVX512 ? DP_VEC_AVX512_LOW : cpu_vec),
+	       "inv-lean.so's sites save %s", dp_vec_save_str(vec));
+	/* The lean machine has no AVX-512 path: it runs as AVX. */
+	kind = cpu_vec == DP_VEC_SSE ? INV_KIND_SSE : INV_KIND_AVX;
+	{
+		const struct variant lean[] = {
+			{ "inv-lean.so, nop site, jump", dlsym(h, "dp_inv_run_nop"),
+			  dlsym(h, "dp_inv_site_nop"), false, false, 0 },
+			{ "inv-lean.so, RIP-relative site, jump", dlsym(h, "dp_inv_run_rip"),
+			  dlsym(h, "dp_inv_site_rip"), false, false, 0 },
+		};
+
+		for (size_t i = 0; i < sizeof(lean) / sizeof(lean[0]); i++)
+			if (tap_ok(lean[i].run && lean[i].site, "%s: found", lean[i].name))
+				run_variant(lib, lm->l_addr, pool, &lean[i]);
+		if (cpu_vec == DP_VEC_AVX512)
+			lean_wrap_check(lib, lm->l_addr, pool, lean[0].run, lean[0].site);
+		else
+			tap_diag("no AVX-512 here: the zmm checks of inv-lean.so do not apply");
+	}
+	dp_object_close(lib);
+}
+
 int main(void)
 {
 	const struct variant variants[] = {
@@ -284,7 +417,7 @@ int main(void)
 	pool = dp_code_pool_new();
 	if (!tap_ok(obj && pool, "this executable opened and a code pool made"))
 		return tap_done();
-	vec = dp_vec_save_detect();
+	cpu_vec = vec = dp_vec_save_detect();
 	kind = vec == DP_VEC_AVX512 ? INV_KIND_AVX512 : vec == DP_VEC_AVX ? INV_KIND_AVX : INV_KIND_SSE;
 	tap_diag("vector state on this CPU: %s", dp_vec_save_str(vec));
 	memset(&sa, 0, sizeof(sa));
@@ -293,6 +426,7 @@ int main(void)
 	sigaction(SIGTRAP, &sa, NULL);
 	for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
 		run_variant(obj, bias, pool, &variants[i]);
+	lean_part(obj, pool);
 	dp_object_close(obj);
 	return tap_done();
 }

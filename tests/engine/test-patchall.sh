@@ -76,7 +76,7 @@ check_report() {
 	if grep -q -e FAILED -e 'install failures' -e error: "$report"; then
 		diag "$report"
 	fi
-	grep -e '^object' -e '^  entries [0-9]' -e '^  returns [0-9]' -e '^  hops' -e '^  redirects' -e '^  led' \
+	grep -e '^object' -e '^  entries [0-9]' -e '^  returns [0-9]' -e '^  hops' -e '^  redirects' -e '^  led' -e '^  int3 hit' \
 		-e '^  hits' \
 		"$report" | sed 's/^/# /'
 }

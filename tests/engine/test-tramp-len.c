@@ -31,7 +31,8 @@ static const uint8_t worst[][15] = {
 int main(void)
 {
 	static const uint64_t site = 0x100000000000ull, tramp_at = 0x7f0000000000ull;
-	static const enum dp_vec_save vecs[] = { DP_VEC_SSE, DP_VEC_AVX, DP_VEC_AVX512 };
+	static const enum dp_vec_save vecs[] = { DP_VEC_SSE, DP_VEC_AVX, DP_VEC_AVX512,
+						 DP_VEC_AVX512_LOW };
 	static const size_t nhooks[] = { 1, 4, DP_PATCH_MAX_POINTS };
 	struct dp_window w = { .addr = site };
 	struct dp_tramp_hook hooks[DP_PATCH_MAX_POINTS];

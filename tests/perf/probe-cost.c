@@ -199,6 +199,9 @@ static double per_call(target_fn fn, uint64_t iters)
 static struct dp_code_pool *pool;
 static struct dp_object *self;
 static uint64_t bias;
+/* What the trampolines save: as the daemon chooses it for a site of this
+ * program (dp_vec_save_site). */
+static enum dp_vec_save vec;
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -227,7 +230,7 @@ static int install(target_fn fn, dp_handler_fn handler, void *arg)
 			fn == t_int3 ? "t_int3" : "a jump target", dp_site_method_str(plan.method));
 		return -EINVAL;
 	}
-	ret = dp_inproc_prepare(pool, site, &plan, bias, handler, &arg, dp_vec_save_detect(), &why);
+	ret = dp_inproc_prepare(pool, site, &plan, bias, handler, &arg, vec, &why);
 	if (ret)
 		return ret;
 	if (plan.method == DP_SITE_INT3)
@@ -352,6 +355,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "probe-cost: cannot open this program for planning\n");
 		return 1;
 	}
+	vec = dp_vec_save_site(dp_vec_save_detect(), dp_object_evex_free(self));
 	heap_value = malloc(sizeof(*heap_value));
 	*heap_value = 42;
 	snprintf(heap_spec, sizeof(heap_spec), "uint64:h:*0x%" PRIx64,
@@ -412,8 +416,7 @@ int main(int argc, char **argv)
 		rows[i].ns -= base;
 
 	printf("probe-cost: ns per hit over an unprobed call (%.1f ns), best of %d rounds, "
-	       "%d frames deep, vector save: %s\n", base, RUNS, DEPTH,
-	       dp_vec_save_str(dp_vec_save_detect()));
+	       "%d frames deep, vector save: %s\n", base, RUNS, DEPTH, dp_vec_save_str(vec));
 	printf("%-42s %10s %8s\n", "case", "ns/hit", "ratio");
 	for (size_t i = 0; i < nrows; i++)
 		printf("%-42s %10.1f %8.2f\n", rows[i].what, rows[i].ns, rows[i].ns / rows[0].ns);

@@ -31,6 +31,7 @@
 #include <lttng/dynprobe/sdt.h>
 
 #include "elf/elf.h"
+#include "patch/analysis.h"
 #include "patch/inproc.h"
 #include "patch/plan.h"
 #include "probe.h"
@@ -148,6 +149,9 @@ static double batch(target_fn fn, uint64_t iters)
 static struct dp_code_pool *pool;
 static struct dp_object *self;
 static uint64_t bias;
+/* What the trampolines save: as the daemon chooses it for a site of this
+ * program (dp_vec_save_site). */
+static enum dp_vec_save vec;
 static struct dp_sdt_probe *notes;
 static size_t nnotes;
 
@@ -252,7 +256,7 @@ static int enable(const char *name, const uint8_t *form, size_t formlen,
 		return -EINVAL;
 	}
 	arg = p;
-	ret = dp_inproc_prepare(pool, site, &plan, bias, dp_probe_hit, &arg, dp_vec_save_detect(),
+	ret = dp_inproc_prepare(pool, site, &plan, bias, dp_probe_hit, &arg, vec,
 				&why);
 	if (!ret && method == DP_SITE_INT3)
 		ret = dpa_trap_add(site->win.addr, site->tramp.insn_at[0],
@@ -296,6 +300,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sdt-cost: cannot read this program's notes: %s\n", err.msg);
 		return 1;
 	}
+	vec = dp_vec_save_site(dp_vec_save_detect(), dp_object_evex_free(self));
 	if (!note_of("sys_off", SITES) || !note_of("hdr_off", SITES) ||
 	    enable("sys_on", nop, sizeof(nop), DP_SITE_JUMP, true) ||
 	    enable("hdr_on", nop_nop5, sizeof(nop_nop5), DP_SITE_JUMP, true) ||
@@ -327,8 +332,8 @@ int main(int argc, char **argv)
 		rows[i].ns = (rows[i].ns - (rows[i].sites > 1 ? base_n : base)) / rows[i].sites;
 
 	printf("sdt-cost: ns per site over an unprobed call (%.2f ns; %.2f ns with %d barriers), "
-	       "disabled cases %d sites per call, best of %d rounds of %" PRIu64 " calls\n", base,
-	       base_n, SITES, SITES, RUNS, iters);
+	       "disabled cases %d sites per call, best of %d rounds of %" PRIu64 " calls, "
+	       "vector save: %s\n", base, base_n, SITES, SITES, RUNS, iters, dp_vec_save_str(vec));
 	printf("%-60s %8s %8s\n", "case", "ns/site", "ratio");
 	for (size_t i = 0; i < nrows; i++) {
 		const struct row *yard = &rows[i < 3 ? 0 : 3];

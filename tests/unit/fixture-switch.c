@@ -270,9 +270,10 @@ __asm__(
 /*
  * Position-dependent only: labels whose addresses no relocation shows.
  * held_imm names its label in an immediate (mov $label), held_word in a
- * data word at an offset that is a multiple of 4 but not of 8; each then
- * jumps through a pointer read from memory, which looks like a tail call
- * but may reach that label.
+ * data word at an offset that is a multiple of 4 but not of 8, held_text
+ * in a word of .text that no function holds; each then jumps through a
+ * pointer read from memory, which looks like a tail call but may reach
+ * that label.
  */
 __asm__(
 	"	.text\n"
@@ -301,7 +302,17 @@ __asm__(
 	"	.long 0\n"
 	"held_word_label:\n"
 	"	.quad 2b\n"
-	"	.text\n");
+	"	.text\n"
+	"	.globl held_text\n"
+	"	.type held_text, @function\n"
+	"held_text:\n"
+	"	mov (%rsi), %rax\n"
+	"	jmp *%rax\n"
+	"3:	mov $3, %eax\n"
+	"	ret\n"
+	"	.size held_text, .-held_text\n"
+	"	.balign 8\n"
+	"	.quad 3b\n");
 #endif
 
 #ifdef FIXTURE_MAIN

@@ -321,12 +321,13 @@ static void check_tail_calls(struct dp_object *obj, const char *path)
 }
 
 /*
- * A position-dependent executable's labels named only by an immediate or
- * by a data word: targets, and their functions' jmps may go anywhere.
+ * A position-dependent executable's labels named only by an immediate, by
+ * a data word, or by a word of .text between functions: targets, and their
+ * functions' jmps may go anywhere.
  */
 static void check_held_labels(struct dp_object *obj, const char *path)
 {
-	static const char *const names[] = { "held_imm", "held_word" };
+	static const char *const names[] = { "held_imm", "held_word", "held_text" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const struct dp_function *fn = dp_object_function_by_name(obj, names[i]);

@@ -8,8 +8,13 @@
  * patch to the events that own it (by the event names of its probes; one
  * patch may serve several events).  A HELLO is served in two steps: the
  * record and HELLO_REPLY at once (also while an install waits for an
- * injected agent), then, from the main loop, the installs pending for that
+ * injected agent: it lends its hold on the process), then, in a job of its
+ * own once the process's hold is free, the installs pending for that
  * process (the probes of `lttng trace`) and GO.
+ *
+ * A call to an agent lets the state lock go while it waits for the reply:
+ * the caller holds the process, so the connection and the record are its
+ * own meanwhile (lock.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,13 +33,20 @@
 
 int dpd_app_listen_fd = -1;
 
+void dpd_agent_close(struct dpd_proc *p)
+{
+	if (p->fd < 0)
+		return;
+	dpd_watch_clear(p->pid, p->fd);
+	close(p->fd);
+	p->fd = -1;
+}
+
 /* The agent connection is gone: forget the process if it exited, else wait
  * for the agent to reconnect (it will, and say HELLO again). */
 static void conn_lost(struct dpd_proc *p)
 {
-	if (p->fd >= 0)
-		close(p->fd);
-	p->fd = -1;
+	dpd_agent_close(p);
 	if (!dp_proc_alive(p->pid))
 		dpd_proc_forget(p);
 	else
@@ -180,61 +193,47 @@ static void refuse(int fd, uint8_t major, uint8_t minor)
 	dp_app_send(fd, &m, DP_APP_TIMEOUT_MS);
 }
 
-int dpd_agent_accept(void)
+bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *frame,
+		     size_t len)
 {
 	struct dp_app_msg hello, rep = { .type = DP_APP_HELLO_REPLY };
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	enum dp_proto_err why;
+	enum dp_proto_err why = DP_PROTO_ERR_NONE;
 	struct dp_err why_perm = DP_ERR_INIT;
 	uint8_t image[DPD_IMAGE_ID_LEN];
 	bool image_known;
 	struct dpd_proc *p;
-	int fd, ret;
+	int ret;
 
-	fd = accept4(dpd_app_listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
-		close(fd);
-		return 0;
-	}
-	/* The socket is ours alone (0600); this is the second lock. */
-	if (cred.uid != geteuid() && geteuid() != 0) {
-		dpd_err("agent of pid %d belongs to uid %u: refused", (int)cred.pid,
-			(unsigned)cred.uid);
-		close(fd);
-		return 0;
-	}
 	/* Root's socket is everyone's: the process must still run as the
 	 * user who connected (no set-user-ID program executed since). */
-	if (dpd_perm_peer(cred.pid, cred.uid, cred.gid, true, &why_perm)) {
-		dpd_err("agent of pid %d (uid %u) refused: %s", (int)cred.pid,
-			(unsigned)cred.uid, why_perm.msg);
-		close(fd);
-		return 0;
+	if (dpd_perm_peer(pid, uid, gid, true, &why_perm)) {
+		dpd_err("agent of pid %d (uid %u) refused: %s", (int)pid, (unsigned)uid,
+			why_perm.msg);
+		return false;
 	}
-	ret = dp_app_recv(fd, &hello, DP_APP_TIMEOUT_MS, &why);
+	ret = dp_app_decode_frame(frame, len, &hello, &why);
 	if (ret == -EPROTO && why == DP_PROTO_ERR_VERSION) {
 		refuse(fd, hello.major, hello.minor);
-		dpd_err("agent of pid %d speaks protocol %u.%u, we %u.%u: refused", (int)cred.pid,
+		dpd_err("agent of pid %d speaks protocol %u.%u, we %u.%u: refused", (int)pid,
 			hello.major, hello.minor, DP_APP_MAJOR, DP_APP_MINOR);
-		close(fd);
-		return 0;
+		return false;
 	}
 	if (ret || hello.type != DP_APP_HELLO) {
-		dpd_err("agent of pid %d: no HELLO (%s)", (int)cred.pid,
+		dpd_err("agent of pid %d: no HELLO (%s)", (int)pid,
 			ret == -EPROTO ? dp_proto_err_str(why) : strerror(-ret));
 		dp_app_msg_release(&hello);
-		close(fd);
-		return 0;
+		return false;
 	}
-	if ((pid_t)hello.hello.pid != cred.pid)
+	if ((pid_t)hello.hello.pid != pid)
 		dpd_info("agent says pid %u, its socket says %d: using %d", hello.hello.pid,
-			 (int)cred.pid, (int)cred.pid);
-
-	p = dpd_proc_find(cred.pid);
-	image_known = !dpd_image_id(cred.pid, image);
+			 (int)pid, (int)pid);
+	/* An install waiting for this very HELLO lends its hold. */
+	if (dpd_hold_hello(pid)) {
+		dp_app_msg_release(&hello);
+		return false;
+	}
+	p = dpd_proc_find(pid);
+	image_known = !dpd_image_id(pid, image);
 	if (p && ((p->probe_hit && p->probe_hit != hello.hello.probe_hit) ||
 		  (p->image_known && image_known && memcmp(p->image, image, sizeof(image))))) {
 		/* Another agent in that pid: the process executed a new image
@@ -245,17 +244,16 @@ int dpd_agent_accept(void)
 		p = NULL;
 	}
 	if (!p)
-		p = dpd_proc_add(cred.pid);
+		p = dpd_proc_add(pid);
 	if (!p) {
 		dp_app_msg_release(&hello);
-		close(fd);
-		return 0;
+		dpd_unhold(pid);
+		return false;
 	}
-	if (p->fd >= 0)
-		close(p->fd);
+	dpd_agent_close(p);
 	p->fd = fd;
-	p->uid = cred.uid;
-	p->gid = cred.gid;
+	p->uid = uid;
+	p->gid = gid;
 	p->image_known = image_known;
 	if (image_known)
 		memcpy(p->image, image, sizeof(image));
@@ -278,9 +276,14 @@ int dpd_agent_accept(void)
 	ret = dp_app_send(fd, &rep, DP_APP_TIMEOUT_MS);
 	if (ret) {
 		dpd_err("process %d: cannot answer HELLO: %s", (int)p->pid, strerror(-ret));
-		conn_lost(p);
-		return 0;
+		/* The caller closes fd. */
+		p->fd = -1;
+		if (!dp_proc_alive(p->pid))
+			dpd_proc_forget(p);
+		dpd_unhold(pid);
+		return false;
 	}
+	dpd_watch_set(pid, fd, uid);
 	p->go_pending = true;
 	dpd_info("agent of process %d connected (uid %u, protocol %u.%u)", (int)p->pid,
 		 (unsigned)p->uid, DP_APP_MAJOR, p->minor);
@@ -289,34 +292,30 @@ int dpd_agent_accept(void)
 	 * (restored while it was away), for one in place. */
 	if (p->recovered)
 		dpd_agent_reconcile(p);
-	return 0;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	dpd_unhold(pid);
+	return true;
 }
 
 struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = dpd_now_ms() + timeout_ms;
 
 	for (;;) {
 		struct dpd_proc *p = dpd_proc_find(pid);
-		struct pollfd pfd = { .fd = dpd_app_listen_fd, .events = POLLIN };
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - dpd_now_ms();
 
+		/* A HELLO being served is waited for, deadline or not: it
+		 * ends (its agent's calls have their timeouts). */
+		if (dpd_hold_borrowed(pid)) {
+			dpd_wait_change(0);
+			continue;
+		}
 		if (p && p->fd >= 0)
 			return p;
 		if (left <= 0 || !dp_proc_alive(pid))
 			return NULL;
 		/* Short naps: a process that dies meanwhile is noticed. */
-		if (poll(&pfd, 1, left > 100 ? 100 : (int)left) > 0)
-			while (dpd_agent_accept() == 0)
-				;
+		dpd_wait_change(dpd_now_ms() + (left > 100 ? 100 : left));
 	}
 }
 
@@ -336,6 +335,14 @@ static void agent_request(void *arg, struct dp_app_msg *m)
 		p->mapped = m->mapped;
 		p->mapped_seq = m->seq;
 	}
+}
+
+/* The same during a call, which runs without the state lock. */
+static void agent_request_unlocked(void *arg, struct dp_app_msg *m)
+{
+	dpd_lock();
+	agent_request(arg, m);
+	dpd_unlock();
 }
 
 int dpd_agent_mapped_reply(struct dpd_proc *p, uint64_t cookie, uint32_t seq)
@@ -368,7 +375,11 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 		dp_err_set(msg, -ENOTCONN, "the agent of process %d is not connected", (int)p->pid);
 		return -ENOTCONN;
 	}
-	ret = dp_app_call_cb(p->fd, req, &p->seq, rep, DP_APP_TIMEOUT_MS, &why, agent_request, p);
+	/* The wait is the agent's: others go on meanwhile (p is ours). */
+	dpd_unlock();
+	ret = dp_app_call_cb(p->fd, req, &p->seq, rep, DP_APP_TIMEOUT_MS, &why,
+			     agent_request_unlocked, p);
+	dpd_lock();
 	if (ret == -EOPNOTSUPP) {
 		dp_err_set(msg, ret, "the agent of process %d does not know %s: it is older than "
 				     "this daemon", (int)p->pid, name);
@@ -386,9 +397,7 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 				   ret == -EPROTO ? dp_proto_err_str(why) : strerror(-ret));
 		dpd_dbg("%s to %d: %s", name, (int)p->pid, msg->msg);
 		/* The stream cannot be trusted after a failed call. */
-		if (p->fd >= 0)
-			close(p->fd);
-		p->fd = -1;
+		dpd_agent_close(p);
 		return alive ? ret : -ESRCH;
 	}
 	switch (rep->type) {
@@ -431,28 +440,77 @@ int dpd_agent_note_removed(struct dpd_proc *p, uint64_t site, struct dp_err *msg
 	return ret;
 }
 
-void dpd_agent_readable(struct dpd_proc *p)
+bool dpd_agent_readable(pid_t pid, int fd)
 {
-	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
-	struct dp_app_msg m;
-	enum dp_proto_err why;
-	int ret;
+	uint8_t head[DP_FRAME_HDR_LEN];
+	struct dpd_proc *p;
+	bool partial = false;
 
-	/* The loop's readiness may be stale (the descriptor served meanwhile,
-	 * or reused by another connection): look again, without waiting. */
-	if (poll(&pfd, 1, 0) <= 0)
-		return;
-	/* Agents answer, and say MAPPED; anything else is a closed connection
-	 * or noise. */
-	ret = dp_app_recv(p->fd, &m, DP_APP_TIMEOUT_MS, &why);
-	if (ret == 0) {
-		agent_request(p, &m);
-		dp_app_msg_release(&m);
-		return;
+	if (dpd_hold(pid))
+		return false;
+	p = dpd_proc_find(pid);
+	/* A connection closed without a word to the loop is not polled again
+	 * (its number may be another's already). */
+	if (!p || p->fd != fd)
+		dpd_watch_clear(pid, fd);
+	/* Served meanwhile by a call, or closed and maybe reused: only the
+	 * process's own connection is read, and only whole frames. */
+	while (p && p->fd == fd) {
+		struct dp_frame_hdr h;
+		struct dp_app_msg m;
+		enum dp_proto_err why;
+		ssize_t n = recv(fd, head, sizeof(head), MSG_PEEK | MSG_DONTWAIT);
+		int avail = 0, ret;
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (n <= 0) {
+			conn_lost(p);
+			break;
+		}
+		if (n == (ssize_t)sizeof(head)) {
+			ret = dp_frame_hdr_decode(head, DP_APP_MAGIC, DP_APP_MAJOR,
+						  DP_APP_MAX_PAYLOAD, &h, &why);
+			if (ret) {
+				dpd_info("agent of process %d: %s: connection closed", (int)pid,
+					 dp_proto_err_str(why));
+				conn_lost(p);
+				break;
+			}
+			if (ioctl(fd, FIONREAD, &avail) < 0)
+				avail = 0;
+		}
+		if (n < (ssize_t)sizeof(head) || (size_t)avail < sizeof(head) + h.len) {
+			/* Half a frame: looked at again later, closed when it
+			 * stays half as long as a frame may take. */
+			int64_t now = dpd_now_ms();
+
+			if (!p->partial_since)
+				p->partial_since = now;
+			if (now - p->partial_since >= DP_APP_TIMEOUT_MS) {
+				dpd_info("agent of process %d: half a frame for %d ms: connection "
+					 "closed", (int)pid, DP_APP_TIMEOUT_MS);
+				conn_lost(p);
+				break;
+			}
+			partial = true;
+			break;
+		}
+		p->partial_since = 0;
+		/* Agents answer, and say MAPPED; anything else is noise. */
+		ret = dp_app_recv(fd, &m, DP_APP_TIMEOUT_MS, &why);
+		if (ret == 0) {
+			agent_request(p, &m);
+			dp_app_msg_release(&m);
+			continue;
+		}
+		if (ret == -EPROTO && !dp_proto_err_fatal(why))
+			continue;
+		conn_lost(p);
+		break;
 	}
-	if (ret == -EPROTO && !dp_proto_err_fatal(why))
-		return;
-	conn_lost(p);
+	dpd_unhold(pid);
+	return partial;
 }
 
 /*
@@ -486,7 +544,7 @@ void dpd_procs_reap(void)
 	while (again) {
 		again = false;
 		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
-			if (p->fd >= 0 || dp_proc_alive(p->pid))
+			if (p->fd >= 0 || dpd_held(p->pid) || dp_proc_alive(p->pid))
 				continue;
 			dpd_proc_forget(p);
 			again = true;

@@ -17,54 +17,6 @@
 #include "daemon.h"
 #include "proc/proc-status.h"
 
-struct dpd_client *dpd_clients;
-
-int dpd_client_accept(int listen_fd)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	struct dpd_client *c;
-	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		close(fd);
-		return 0;
-	}
-	/* The socket is 0600; a second check costs nothing. */
-	if (cred.uid != geteuid() && cred.uid != 0) {
-		dpd_err("client pid %d of uid %u refused", (int)cred.pid, (unsigned)cred.uid);
-		close(fd);
-		return 0;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		close(fd);
-		return 0;
-	}
-	c->fd = fd;
-	c->uid = cred.uid;
-	c->gid = cred.gid;
-	c->pid = cred.pid;
-	c->next = dpd_clients;
-	dpd_clients = c;
-	dpd_dbg("client pid %d connected", (int)c->pid);
-	return 0;
-}
-
-void dpd_client_close(struct dpd_client *c)
-{
-	for (struct dpd_client **pp = &dpd_clients; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	}
-	close(c->fd);
-	free(c);
-}
-
 /* ---- helpers ---------------------------------------------------------- */
 
 static void user_name(uid_t uid, char *out, size_t size)
@@ -254,9 +206,11 @@ static struct dpd_event *enable_begin(const struct dpd_client *c,
 		set_report(r, -EINVAL, &msg);
 		return NULL;
 	}
-	ev = find_event(c, e->session, e->channel, e->event);
+	while ((ev = find_event(c, e->session, e->channel, e->event)) && dpd_event_hold(ev) == -ENOENT)
+		;	/* unlinked while we waited: look again */
 	if (ev) {
 		if (!same_spec(ev, e)) {
+			dpd_event_unhold(ev);
 			dp_err_set(&msg, -EEXIST, "event '%s' already exists in channel %s of "
 				   "session %s with another spec (%s in %s): give it another "
 				   "name, or destroy the session", e->event, e->channel, e->session,
@@ -267,6 +221,7 @@ static struct dpd_event *enable_begin(const struct dpd_client *c,
 		for (uint32_t i = 0; i < ev->npids; i++) {
 			ret = check_pid(c, (pid_t)ev->pids[i], &msg);
 			if (ret) {
+				dpd_event_unhold(ev);
 				set_report(r, ret, &msg);
 				return NULL;
 			}
@@ -320,7 +275,9 @@ static struct dpd_event *enable_begin(const struct dpd_client *c,
 	}
 	add_names(r, ev);
 	/* Listed before installing: agents that say HELLO meanwhile (an
-	 * injected one, a process starting) find it. */
+	 * injected one, a process starting) find it.  Held by this request
+	 * until it ends. */
+	dpd_event_hold_new(ev);
 	ev->enabled = true;
 	ev->next = dpd_events;
 	dpd_events = ev;
@@ -329,24 +286,30 @@ static struct dpd_event *enable_begin(const struct dpd_client *c,
 }
 
 /* ENABLE after installing ev, which gave ret (and msg); the state is saved
- * when `save` (a batch saves it once). */
+ * when `save` (a batch saves it once).  The event's hold ends here. */
 static void enable_end(struct dpd_event *ev, bool fresh, int ret, const struct dp_err *msg,
 		       struct dp_client_report *r, bool save)
 {
 	if (!fresh) {
-		if (ret && ev->npids)
+		if (ret && ev->npids) {
+			/* Off first: no one else installs it meanwhile. */
+			ev->enabled = false;
 			dpd_remove_everywhere(ev, NULL);
+		}
 		ev->enabled = !ret;
 		if (save)
 			dpd_state_save();
 		set_report(r, ret, msg);
+		dpd_event_unhold(ev);
 		return;
 	}
 	if (ret) {
 		/* With explicit pids it is all or nothing. */
+		ev->enabled = false;
 		dpd_remove_everywhere(ev, NULL);
 		dpd_event_unlink(ev);
-		dpd_event_free(ev);
+		dpd_event_unhold(ev);
+		dpd_event_drop(ev);
 		set_report(r, ret, msg);
 		return;
 	}
@@ -363,6 +326,7 @@ static void enable_end(struct dpd_event *ev, bool fresh, int ret, const struct d
 		snprintf(r->message + used, sizeof(r->message) - used, "%s%s", used ? "; " : "",
 			 ev->note);
 	}
+	dpd_event_unhold(ev);
 }
 
 static void do_enable(const struct dpd_client *c, const struct dp_client_enable *e,
@@ -389,7 +353,8 @@ static void do_enable(const struct dpd_client *c, const struct dp_client_enable 
 static void do_enable_many(const struct dpd_client *c, const struct dp_client_enable_many *m,
 			   struct dp_client_reports *out)
 {
-	struct dpd_event **evs = NULL;
+	struct dpd_event **evs = NULL, **held = NULL;
+	size_t nheld = 0;
 	struct dp_client_proc **rps = NULL;
 	uint32_t *idx = NULL;
 	bool *fresh = NULL;
@@ -405,12 +370,26 @@ static void do_enable_many(const struct dpd_client *c, const struct dp_client_en
 	rps = calloc(m->nspecs, sizeof(*rps));
 	idx = calloc(m->nspecs, sizeof(*idx));
 	fresh = calloc(m->nspecs, sizeof(*fresh));
-	if (!out->reports || !evs || !rps || !idx || !fresh) {
+	held = calloc(m->nspecs, sizeof(*held));
+	if (!out->reports || !evs || !rps || !idx || !fresh || !held) {
 		free(out->reports);
 		out->reports = NULL;
 		goto done;
 	}
 	out->nreports = m->nspecs;
+	/* The events that exist are held all at once (holds taken one by one
+	 * could wait for each other across two requests); enable_begin then
+	 * holds them again, without waiting. */
+	do {
+		nheld = 0;
+		for (uint32_t i = 0; i < m->nspecs; i++) {
+			struct dpd_event *ev = find_event(c, m->session, m->channel,
+							  m->specs[i].event);
+
+			if (ev)
+				held[nheld++] = ev;
+		}
+	} while (dpd_events_hold(held, nheld) == -ENOENT);
 	for (uint32_t i = 0; i < m->nspecs; i++) {
 		struct dp_client_enable e = {
 			.kind = m->specs[i].kind, .npids = m->npids, .pids = m->pids,
@@ -479,6 +458,9 @@ static void do_enable_many(const struct dpd_client *c, const struct dp_client_en
 		enable_end(evs[e], fresh[e], ret, &msg, &out->reports[idx[e]], false);
 	dpd_state_save();
 done:
+	for (size_t i = 0; i < nheld; i++)
+		dpd_event_unhold(held[i]);
+	free(held);
 	free(found);
 	free(evs);
 	free(rps);
@@ -490,8 +472,10 @@ static void do_disable(const struct dpd_client *c, const struct dp_client_event_
 		       struct dp_client_report *r)
 {
 	struct dp_err msg = DP_ERR_INIT;
-	struct dpd_event *ev = find_event(c, d->session, d->channel, d->event);
+	struct dpd_event *ev;
 
+	while ((ev = find_event(c, d->session, d->channel, d->event)) && dpd_event_hold(ev) == -ENOENT)
+		;	/* unlinked while we waited: look again */
 	if (!ev) {
 		dp_err_set(&msg, -ENOENT, "no dynamic event '%s' in channel %s of session %s",
 			   d->event, d->channel, d->session);
@@ -503,6 +487,7 @@ static void do_disable(const struct dpd_client *c, const struct dp_client_event_
 	dpd_remove_everywhere(ev, r);
 	dpd_state_save();
 	set_report(r, 0, &msg);
+	dpd_event_unhold(ev);
 }
 
 static void do_add_context(const struct dpd_client *c, const struct dp_client_add_context *a,
@@ -510,17 +495,20 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 {
 	struct dp_err msg = DP_ERR_INIT;
 	struct dpd_event *match[256];
-	size_t n = 0;
+	size_t n;
 	int ret = 0;
 
-	for (struct dpd_event *ev = dpd_events; ev && n < 256; ev = ev->next) {
-		if (!may_see(c, ev) || strcmp(ev->session, a->session) ||
-		    strcmp(ev->channel, a->channel))
-			continue;
-		if (a->event[0] && ev != find_event(c, a->session, a->channel, a->event))
-			continue;
-		match[n++] = ev;
-	}
+	do {
+		n = 0;
+		for (struct dpd_event *ev = dpd_events; ev && n < 256; ev = ev->next) {
+			if (!may_see(c, ev) || strcmp(ev->session, a->session) ||
+			    strcmp(ev->channel, a->channel))
+				continue;
+			if (a->event[0] && ev != find_event(c, a->session, a->channel, a->event))
+				continue;
+			match[n++] = ev;
+		}
+	} while (dpd_events_hold(match, n) == -ENOENT);
 	if (!n) {
 		if (a->event[0])
 			dp_err_set(&msg, -ENOENT, "no dynamic event '%s' in channel %s of session "
@@ -563,7 +551,7 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 	}
 	if (ret) {
 		set_report(r, ret, &msg);
-		return;
+		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct dpd_event *ev = match[i];
@@ -572,7 +560,7 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 		if (!v) {
 			dp_err_set(&msg, -ENOMEM, "out of memory");
 			set_report(r, -ENOMEM, &msg);
-			return;
+			goto out;
 		}
 		ev->ctx = v;
 		memcpy(ev->ctx + ev->nctx, a->ctx, a->nctx * sizeof(*v));
@@ -588,6 +576,9 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 	}
 	dpd_state_save();
 	set_report(r, 0, &msg);
+out:
+	for (size_t i = 0; i < n; i++)
+		dpd_event_unhold(match[i]);
 }
 
 static int fill_event(struct dp_client_event *out, const struct dpd_event *ev)
@@ -699,20 +690,33 @@ static void do_list(const struct dpd_client *c, const char *session,
 
 void dpd_session_drop(const char *name, uid_t uid, struct dp_client_report *rep)
 {
-	struct dpd_event *ev, *next;
 	char session[DP_CLIENT_NAME_MAX];
 	bool changed = false;
+	int ret;
 
 	/* The name may be an event's own, freed below. */
 	snprintf(session, sizeof(session), "%s", name);
-	for (ev = dpd_events; ev; ev = next) {
-		next = ev->next;
-		if (strcmp(ev->session, session) || (uid && ev->owner != uid))
+	/* One event at a time, from the head each time: the list changes
+	 * while a removal waits. */
+	for (;;) {
+		struct dpd_event *ev;
+
+		for (ev = dpd_events; ev; ev = ev->next)
+			if (!strcmp(ev->session, session) && (!uid || ev->owner == uid))
+				break;
+		if (!ev)
+			break;
+		ret = dpd_event_hold(ev);
+		if (ret == -ENOENT)
 			continue;
+		if (ret)
+			break;
 		dpd_info("session %s: removing %s", session, ev->names[0]);
+		ev->enabled = false;
 		dpd_remove_everywhere(ev, rep);
 		dpd_event_unlink(ev);
-		dpd_event_free(ev);
+		dpd_event_unhold(ev);
+		dpd_event_drop(ev);
 		changed = true;
 	}
 	if (changed)
@@ -721,7 +725,7 @@ void dpd_session_drop(const char *name, uid_t uid, struct dp_client_report *rep)
 
 /* ---- dispatch --------------------------------------------------------- */
 
-static bool reply(struct dpd_client *c, struct dp_client_msg *rep)
+bool dpd_client_reply(const struct dpd_client *c, struct dp_client_msg *rep)
 {
 	int ret = dp_client_send(c->fd, rep, DP_CLIENT_TIMEOUT_MS);
 
@@ -732,109 +736,103 @@ static bool reply(struct dpd_client *c, struct dp_client_msg *rep)
 	return ret == 0;
 }
 
-bool dpd_client_serve(struct dpd_client *c)
+int dpd_client_request(const struct dpd_client *c, const uint8_t *frame, size_t len,
+		       struct dp_client_msg *rep)
 {
-	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-	struct dp_client_msg req, rep;
-	enum dp_proto_err why;
+	struct dp_client_msg req;
+	enum dp_proto_err why = DP_PROTO_ERR_NONE;
 	int ret;
 
-	/* The loop's readiness may be stale (see dpd_agent_readable). */
-	if (poll(&pfd, 1, 0) <= 0)
-		return true;
-	ret = dp_client_recv(c->fd, &req, DP_CLIENT_TIMEOUT_MS, &why);
-	if (ret == -ECONNRESET)
-		return false;
-	memset(&rep, 0, sizeof(rep));
-	rep.seq = req.seq;
+	ret = dp_client_decode_frame(frame, len, &req, &why);
+	memset(rep, 0, sizeof(*rep));
+	rep->seq = req.seq;
 	if (ret == -EPROTO && why == DP_PROTO_ERR_VERSION) {
-		rep.type = DP_CLIENT_REFUSE;
-		rep.refuse.major = DP_CLIENT_MAJOR;
-		rep.refuse.minor = DP_CLIENT_MINOR;
-		snprintf(rep.refuse.reason, sizeof(rep.refuse.reason),
+		rep->type = DP_CLIENT_REFUSE;
+		rep->refuse.major = DP_CLIENT_MAJOR;
+		rep->refuse.minor = DP_CLIENT_MINOR;
+		snprintf(rep->refuse.reason, sizeof(rep->refuse.reason),
 			 "lttng-dynprobed speaks protocol %u.%u, the client %u.%u: use a CLI of "
 			 "the same version", DP_CLIENT_MAJOR, DP_CLIENT_MINOR, req.major,
 			 req.minor);
-		reply(c, &rep);
-		return false;
+		return 1;
 	}
 	if (ret == -EPROTO && !dp_proto_err_fatal(why) && !(req.type & DP_FRAME_REPLY)) {
 		dpd_info("client pid %d: bad %s: %s", (int)c->pid,
 			 dp_client_type_name(req.type) ? dp_client_type_name(req.type) : "request",
 			 dp_proto_err_str(why));
-		rep.type = req.type | DP_FRAME_REPLY;
+		rep->type = req.type | DP_FRAME_REPLY;
 		if (why == DP_PROTO_ERR_TYPE || req.type == DP_CLIENT_PING) {
-			rep.type = DP_CLIENT_UNSUPPORTED;
-			rep.unsupported = req.type;
+			rep->type = DP_CLIENT_UNSUPPORTED;
+			rep->unsupported = req.type;
 		} else if (req.type == DP_CLIENT_LIST) {
-			rep.list_reply.status = -EBADMSG;
-			snprintf(rep.list_reply.message, sizeof(rep.list_reply.message), "%s",
+			rep->list_reply.status = -EBADMSG;
+			snprintf(rep->list_reply.message, sizeof(rep->list_reply.message), "%s",
 				 dp_proto_err_str(why));
 		} else if (req.type == DP_CLIENT_SITES) {
-			rep.sites_reply.status = -EBADMSG;
-			snprintf(rep.sites_reply.message, sizeof(rep.sites_reply.message), "%s",
+			rep->sites_reply.status = -EBADMSG;
+			snprintf(rep->sites_reply.message, sizeof(rep->sites_reply.message), "%s",
 				 dp_proto_err_str(why));
 		} else if (req.type == DP_CLIENT_ENABLE_MANY) {
 			/* One report says why: the specs could not be read. */
-			rep.reports.reports = calloc(1, sizeof(*rep.reports.reports));
-			if (rep.reports.reports) {
-				rep.reports.nreports = 1;
-				rep.reports.reports[0].status = -EBADMSG;
-				snprintf(rep.reports.reports[0].message,
-					 sizeof(rep.reports.reports[0].message), "%s",
+			rep->reports.reports = calloc(1, sizeof(*rep->reports.reports));
+			if (rep->reports.reports) {
+				rep->reports.nreports = 1;
+				rep->reports.reports[0].status = -EBADMSG;
+				snprintf(rep->reports.reports[0].message,
+					 sizeof(rep->reports.reports[0].message), "%s",
 					 dp_proto_err_str(why));
 			}
 		} else {
-			rep.report.status = -EBADMSG;
-			snprintf(rep.report.message, sizeof(rep.report.message), "%s",
+			rep->report.status = -EBADMSG;
+			snprintf(rep->report.message, sizeof(rep->report.message), "%s",
 				 dp_proto_err_str(why));
 		}
-		return reply(c, &rep);
+		return 0;
 	}
 	if (ret)
-		return false;
+		return -1;
 
 	dpd_dbg("client pid %d: %s", (int)c->pid, dp_client_type_name(req.type));
-	rep.type = req.type | DP_FRAME_REPLY;
+	rep->type = req.type | DP_FRAME_REPLY;
 	switch (req.type) {
 	case DP_CLIENT_ENABLE:
-		do_enable(c, &req.enable, &rep.report);
+		do_enable(c, &req.enable, &rep->report);
 		break;
 	case DP_CLIENT_ENABLE_MANY:
-		do_enable_many(c, &req.enable_many, &rep.reports);
+		do_enable_many(c, &req.enable_many, &rep->reports);
 		break;
 	case DP_CLIENT_DISABLE:
-		do_disable(c, &req.disable, &rep.report);
+		do_disable(c, &req.disable, &rep->report);
 		break;
 	case DP_CLIENT_ADD_CONTEXT:
-		do_add_context(c, &req.add_context, &rep.report);
+		do_add_context(c, &req.add_context, &rep->report);
 		break;
 	case DP_CLIENT_LIST:
-		do_list(c, req.list, &rep.list_reply);
+		do_list(c, req.list, &rep->list_reply);
 		break;
 	case DP_CLIENT_SITES:
-		dpd_sites(req.sites.path, req.sites.function, &rep.sites_reply);
+		dpd_sites(req.sites.path, req.sites.function, &rep->sites_reply);
 		break;
 	case DP_CLIENT_SESSION_DESTROYED:
-		dpd_session_drop(req.session_destroyed, c->uid, &rep.report);
+		dpd_session_drop(req.session_destroyed, c->uid, &rep->report);
 		break;
 	case DP_CLIENT_PING:
-		rep.ping_reply.cookie = req.ping;
-		rep.ping_reply.daemon_pid = (uint32_t)getpid();
-		snprintf(rep.ping_reply.version, sizeof(rep.ping_reply.version), "%s",
+		rep->ping_reply.cookie = req.ping;
+		rep->ping_reply.daemon_pid = (uint32_t)getpid();
+		snprintf(rep->ping_reply.version, sizeof(rep->ping_reply.version), "%s",
 			 PACKAGE_VERSION);
 		break;
 	default:
 		/* A reply sent to us, or a type this version knows but serves
 		 * not: either way, not understood. */
-		rep.type = DP_CLIENT_UNSUPPORTED;
-		rep.unsupported = req.type;
+		rep->type = DP_CLIENT_UNSUPPORTED;
+		rep->unsupported = req.type;
 		break;
 	}
-	if (rep.type == DP_CLIENT_ENABLE_REPLY || rep.type == DP_CLIENT_DISABLE_REPLY ||
-	    rep.type == DP_CLIENT_ADD_CONTEXT_REPLY)
-		dpd_dbg("client pid %d: %s: %d %s", (int)c->pid, dp_client_type_name(rep.type),
-			rep.report.status, rep.report.message);
+	if (rep->type == DP_CLIENT_ENABLE_REPLY || rep->type == DP_CLIENT_DISABLE_REPLY ||
+	    rep->type == DP_CLIENT_ADD_CONTEXT_REPLY)
+		dpd_dbg("client pid %d: %s: %d %s", (int)c->pid, dp_client_type_name(rep->type),
+			rep->report.status, rep->report.message);
 	dp_client_msg_release(&req);
-	return reply(c, &rep);
+	return 0;
 }

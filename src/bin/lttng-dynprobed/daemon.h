@@ -1,8 +1,11 @@
 /*
  * lttng-dynprobed's state and the contract between its files.
  *
- *   main.c      options, the pid file, sockets, signals, the event loop
+ *   main.c      options, the pid file, sockets, signals, start and exit
+ *   serve.c     the event loop: connections, frames assembled without
+ *               blocking, bounds per user, the workers that serve requests
  *   log.c       messages on stderr or a log file
+ *   lock.c      the state lock, holds on processes and events, pins
  *   resolve.c   specs against objects: locations, symbols, contexts, plans,
  *               where an object is mapped in a process
  *   state.c     the daemon's state, one owner: dynamic events (sessions ->
@@ -28,33 +31,40 @@
  *   perm.c      whether a peer could trace a process itself
  *
  * Who calls whom: a file calls only the files listed after it on its line,
- * each of which is lower in this list, so the calls form no cycle (log.c is
- * called by most and calls none; state.c is the only owner of the state):
+ * each of which is lower in this list, so the calls form no cycle (log.c and
+ * lock.c are called by most and call none but each other; state.c is the
+ * only owner of the state):
  *
- *   main.c      -> execs sessions clients install remove agents state
- *   execs.c     -> install state resolve
+ *   main.c      -> serve remove state
+ *   serve.c     -> execs sessions clients install agents state
+ *   execs.c     -> install remove state resolve
  *   sessions.c  -> clients state
  *   clients.c   -> install remove mappers state resolve
- *   install.c   -> sem combine write stage agents state resolve
+ *   install.c   -> remove sem combine write stage agents state resolve
  *   remove.c    -> sem combine write stage agents state
  *   sem.c       -> state resolve
  *   combine.c   -> write stage agents state resolve
  *   mappers.c   -> resolve
- *   write.c     -> stage claims state
+ *   write.c     -> stage claims agents state
  *   stage.c     -> agents state resolve
  *   agents.c    -> perm claims state resolve
- *   state.c     -> resolve
+ *   state.c     -> resolve lock
  *   perm.c      -> (none)
  *   claims.c    -> (none)
  *   resolve.c   -> (none)
+ *   lock.c      -> (log.c; and state.c's dpd_event_free at an event's last unpin)
  *
- * One thread does everything: requests are served one at a time, so that
- * nothing here needs a lock, and ptrace (tied to the tracing thread) is
- * always used from the same thread.
+ * Threads: serve.c's loop owns the connections and only reads frames and
+ * accepts; workers serve requests, agents' messages, exec notices and the
+ * session poll, several at once, under lock.c's rules (its comment says
+ * them).  A job runs in one worker from start to end, so a process ptraced
+ * by a job is ptraced from one thread (ptrace is tied to the tracing
+ * thread); holds keep two jobs from ptracing one process at once.
  */
 #ifndef DPD_DAEMON_H
 #define DPD_DAEMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -107,12 +117,67 @@ void dpd_fault(const char *step);
 #define dpd_info(...) dpd_log(DPD_INFO, __VA_ARGS__)
 #define dpd_dbg(...) dpd_log(DPD_DEBUG, __VA_ARGS__)
 
+/* ---- lock.c ---- */
+
+void dpd_lock_init(void);
+/* The state lock (lock.c's comment): taken by a worker for its job. */
+void dpd_lock(void);
+void dpd_unlock(void);
+/* Wakes every thread waiting for a change (dpd_wait_change). */
+void dpd_changed(void);
+/* With the state lock: waits for a change, or until deadline_ms
+ * (dpd_now_ms's clock; 0: no deadline). */
+void dpd_wait_change(int64_t deadline_ms);
+int64_t dpd_now_ms(void);
+/* Holds pid (waiting while another thread does); again by its holder,
+ * nested.  0, or -EDEADLK when the thread holds another pid (a bug). */
+int dpd_hold(pid_t pid);
+/* The same for a HELLO's job: it may borrow a hold lent by a thread that
+ * waits for that HELLO. */
+int dpd_hold_hello(pid_t pid);
+void dpd_unhold(pid_t pid);
+/* Whether some thread holds pid; the pids held now (at most max). */
+bool dpd_held(pid_t pid);
+size_t dpd_held_pids(pid_t *out, size_t max);
+size_t dpd_held_count(void);
+/* The holder lends its hold while it waits for a HELLO; unlend waits until
+ * the borrower, if any, is done. */
+void dpd_hold_lend(pid_t pid);
+void dpd_hold_unlend(pid_t pid);
+/* Whether another thread borrows pid's hold now. */
+bool dpd_hold_borrowed(pid_t pid);
+/* Called with the state lock when a pid's hold ends (serve.c: the installs
+ * a HELLO or a MAPPED left pending). */
+extern void (*dpd_hold_released)(pid_t pid);
+
+/* The agent connections serve.c's loop polls (their own lock). */
+struct dpd_watch {
+	pid_t pid;
+	int fd;
+	uid_t uid;
+	bool busy;			/* a job looks at it */
+	int64_t quiet_until;		/* half a frame there: not polled until then */
+};
+/* pid's agent connection is fd (before it is used), or is closed (before
+ * the close). */
+void dpd_watch_set(pid_t pid, int fd, uid_t uid);
+void dpd_watch_clear(pid_t pid, int fd);
+void dpd_watch_busy(pid_t pid, int fd);
+void dpd_watch_done(pid_t pid, int fd, int64_t quiet_until);
+/* A copy of the list (to free), its length. */
+size_t dpd_watch_copy(struct dpd_watch **out);
+/* The agent connections of a user. */
+size_t dpd_watch_count(uid_t uid);
+/* Called after each change (serve.c wakes its loop). */
+extern void (*dpd_watch_wake)(void);
+
 /* ---- state.c: settings (main.c fills them from its options) ---- */
 
 struct dpd_config {
 	const char *agent_path;		/* the agent injected into processes */
 	int poll_ms;			/* session polling period (0: none) */
 	int test_pause_ms;		/* tests: pause in the middle of each install */
+	pid_t test_pause_pid;		/* ... of installs into that process only (0: all) */
 	char run_dir[DP_CLIENT_PATH_MAX];
 	char state_path[DP_CLIENT_PATH_MAX + 32];
 	char app_sock[DP_CLIENT_PATH_MAX];	/* where agents connect */
@@ -270,6 +335,13 @@ struct dpd_event {
 	 * yet, 1 ret_ctx, -1 none (retval). */
 	int8_t ret_state;
 	struct dp_ctx ret_ctx;
+
+	/* lock.c: the request that holds it, pins, and whether it left the
+	 * list (then freed by its last unpin, when doomed). */
+	pthread_t holder;
+	unsigned hold_depth;
+	uint32_t pins;
+	bool unlinked, doomed;
 };
 
 /* An event's part of a patch planned for several events: the patch's
@@ -281,6 +353,19 @@ struct dpd_share {
 };
 
 extern struct dpd_event *dpd_events;
+
+/* lock.c: holds and pins (with the state lock).  dpd_events_hold takes them
+ * all or waits: 0, or -ENOENT when one was unlinked meanwhile (nothing
+ * held). */
+int dpd_event_hold(struct dpd_event *ev);
+int dpd_events_hold(struct dpd_event *const *evs, size_t n);
+void dpd_event_unhold(struct dpd_event *ev);
+/* A new event, held by its creator before it is listed. */
+void dpd_event_hold_new(struct dpd_event *ev);
+void dpd_event_pin(struct dpd_event *ev);
+void dpd_event_unpin(struct dpd_event *ev);
+/* Frees an unlinked event now, or at its last unpin. */
+void dpd_event_drop(struct dpd_event *ev);
 
 struct dpd_event *dpd_event_find(const char *session, const char *channel, const char *event);
 /* The lttng name a point records. */
@@ -382,6 +467,8 @@ struct dpd_proc {
 					   pending installs (0: none) */
 	uint32_t mapped_seq;		/* ... and its seq */
 	bool recovered;			/* its HELLO reported patches */
+	bool pending_queued;		/* serve.c: a job runs its pending installs */
+	int64_t partial_since;		/* half a frame waits on fd since then */
 	/* The program it ran at HELLO (dpd_image_id): another one at a write
 	 * means an exec replaced everything recorded here. */
 	bool image_known;
@@ -485,9 +572,14 @@ int dpd_perm_peer(pid_t pid, uid_t uid, gid_t gid, bool ids_only, struct dp_err 
 
 extern int dpd_app_listen_fd;
 
-/* Accepts one agent and reads its HELLO.  0 or -errno. */
-int dpd_agent_accept(void);
-/* Waits (serving other agents' HELLO) until pid's agent says HELLO.
+/* An agent's first frame on a new connection fd (its peer pid and uid):
+ * HELLO served (HELLO_REPLY sent, the process's record built from what it
+ * reports, its pending installs left to a job).  True when fd became the
+ * process's agent connection; false: the caller closes it (also when the
+ * process no longer runs as the peer that connected: dpd_perm_peer). */
+bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *frame,
+		     size_t len);
+/* With pid held and lent (install.c): waits until pid's agent said HELLO.
  * The process, or NULL (timeout, or the process exited). */
 struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms);
 /* A request to a process's agent: 0, or -errno with a message; the
@@ -497,10 +589,14 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 /* NOTE_INSTALLED and NOTE_REMOVED: 0 or -errno with a message. */
 int dpd_agent_note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dp_err *msg);
 int dpd_agent_note_removed(struct dpd_proc *p, uint64_t site, struct dp_err *msg);
-/* Data on an agent connection outside a call: it closed, spoke out of turn,
- * or said MAPPED (then the installs pending for it are to do, and the
- * reply: p->mapped). */
-void dpd_agent_readable(struct dpd_proc *p);
+/* Data on pid's agent connection fd outside a call (a job; it holds pid
+ * meanwhile): it closed, spoke out of turn, or said MAPPED (then the
+ * installs pending for it are to do, and the reply: p->mapped).  Only whole
+ * frames are read: true when half of one waits (the connection is closed
+ * when it stays half for long). */
+bool dpd_agent_readable(pid_t pid, int fd);
+/* The process's agent connection is gone (closed here). */
+void dpd_agent_close(struct dpd_proc *p);
 /* Answers the MAPPED of that cookie and seq (its installs done); p->mapped
  * is cleared unless a newer one came.  0 or -errno. */
 int dpd_agent_mapped_reply(struct dpd_proc *p, uint64_t cookie, uint32_t seq);
@@ -625,10 +721,11 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
  */
 int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		     struct dp_client_proc *const *rps);
-/* For every process whose HELLO (or MAPPED: a dlopen) is waiting: the
- * patches its agent reported that no event claims restored (after HELLO),
- * then what is pending installed, then GO (or MAPPED's reply). */
-void dpd_install_pending(void);
+/* For a process whose HELLO (or MAPPED: a dlopen) is waiting (a job, which
+ * holds it meanwhile): the patches its agent reported that no event claims
+ * restored (after HELLO), then what is pending installed, then GO (or
+ * MAPPED's reply). */
+void dpd_install_pending(pid_t pid);
 
 /* ---- execs.c ---- */
 
@@ -636,8 +733,11 @@ void dpd_install_pending(void);
 extern int dpd_execs_fd;
 /* Opens it: 0, or -errno with a message (-EPERM: not root). */
 int dpd_execs_open(struct dp_err *err);
-/* Reads the exec notices queued, probing the processes that want it. */
-void dpd_execs_readable(void);
+/* Reads the exec notices queued, each process's pid to seen() (serve.c
+ * makes it a job). */
+void dpd_execs_readable(void (*seen)(pid_t pid));
+/* A process that executed a program: probed if an event wants it (a job). */
+void dpd_exec_seen(pid_t pid);
 
 /* ---- remove.c ---- */
 
@@ -648,8 +748,13 @@ void dpd_execs_readable(void);
  * 0 or -errno (rp says why; a site that could not change stays as it was).
  */
 int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *rp);
-/* Removes ev everywhere, adding a report entry per process when rep is set. */
+/* Removes ev everywhere, adding a report entry per process when rep is set.
+ * Disable ev first (ev->enabled false): then whoever is installing it
+ * somewhere without holding it calls dpd_remove_if_gone after. */
 void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep);
+/* Holding pid, after installing an event it does not hold: takes ev out of
+ * pid again when it was disabled (or unlinked) meanwhile. */
+void dpd_remove_if_gone(struct dpd_event *ev, pid_t pid);
 
 /* ---- sem.c ---- */
 
@@ -672,21 +777,33 @@ int dpd_find_mappers(struct dpd_event *ev, pid_t **pids, size_t *n);
 
 /* ---- clients.c ---- */
 
+/* A client connection as its requests see it. */
 struct dpd_client {
-	struct dpd_client *next;
 	int fd;
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
 };
-extern struct dpd_client *dpd_clients;
-int dpd_client_accept(int listen_fd);
-/* Serves one request; false when the connection ended. */
-bool dpd_client_serve(struct dpd_client *c);
-void dpd_client_close(struct dpd_client *c);
+/*
+ * Serves one request frame (frame, len: whole) of c, the reply in rep: 0
+ * (send it), 1 (send it, then close), -1 (close without a reply).  The
+ * state lock is held, but for a PING (no state read).
+ */
+int dpd_client_request(const struct dpd_client *c, const uint8_t *frame, size_t len,
+		       struct dp_client_msg *rep);
+/* Sends rep (released): false when the connection is to close. */
+bool dpd_client_reply(const struct dpd_client *c, struct dp_client_msg *rep);
 
 /* Drops an event everywhere (session gone, SESSION_DESTROYED). */
 void dpd_session_drop(const char *session, uid_t uid, struct dp_client_report *rep);
+
+/* ---- serve.c ---- */
+
+/* --max-user-connections: open connections per user (not the daemon's). */
+extern int dpd_max_user_conns;
+/* The loop, until SIGTERM/SIGINT (sig_fd); returns once every job is done
+ * and the workers are gone. */
+void dpd_serve(int sig_fd, int client_fd);
 
 /* ---- sessions.c ---- */
 

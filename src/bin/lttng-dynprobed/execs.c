@@ -110,23 +110,33 @@ static int64_t now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* A process that executed a program: probed if an event wants it. */
-static void exec_seen(pid_t pid)
+/* Whether an enabled path-wide event of uid's wants pid (it maps the
+ * event's object). */
+static bool wanted(const struct dpd_event *ev, pid_t pid, uid_t uid)
+{
+	return !ev->unlinked && ev->enabled && !ev->npids && ev->obj && ev->owner == uid &&
+	       dpd_object_mapped(ev->obj, pid);
+}
+
+void dpd_exec_seen(pid_t pid)
 {
 	struct dp_proc_status st;
 	struct dp_child_entry hold;
 	struct dp_err msg = DP_ERR_INIT;
-	struct dpd_event *ev;
-	bool wanted = false, held = false;
+	struct dpd_event *ev, **evs;
+	bool want = false, held = false;
 	int64_t t0 = now_us();
+	size_t nevs = 0;
 	int ret;
 
 	if (pid == getpid() || dp_proc_status_read(pid, 0, &st))
 		return;
-	for (ev = dpd_events; ev && !wanted; ev = ev->next)
-		wanted = ev->enabled && !ev->npids && ev->obj && ev->owner == st.uid[1] &&
-			 dpd_object_mapped(ev->obj, pid);
-	if (!wanted || preloads_agent(pid))
+	for (ev = dpd_events; ev && !want; ev = ev->next)
+		want = wanted(ev, pid, st.uid[1]);
+	if (!want || preloads_agent(pid))
+		return;
+	/* Ours from the catch to the release: ptrace is this thread's. */
+	if (dpd_hold(pid))
 		return;
 	ret = dp_child_catch_entry(pid, &hold);
 	if (ret) {
@@ -135,34 +145,52 @@ static void exec_seen(pid_t pid)
 	} else {
 		int wstatus;
 
+		dpd_unlock();
 		ret = dp_child_wait_entry(&hold, EXEC_HOLD_MS, EXEC_POLL_MS, &wstatus);
+		dpd_lock();
 		held = ret == 0;
 		if (!held && dp_child_release_entry(&hold, &msg)) {
 			dpd_err("process %d: %s", (int)pid, msg.msg);
+			dpd_unhold(pid);
 			return;
 		}
 	}
 	dpd_info("process %d executed a probed program without the agent: %s (%.1f ms)", (int)pid,
 		 held ? "held at its entry point" : "past its entry point, probed as it runs",
 		 (double)(now_us() - t0) / 1000);
-	for (ev = dpd_events; ev; ev = ev->next) {
+	/* A copy of the list, pinned: installing lets the lock go. */
+	for (ev = dpd_events; ev; ev = ev->next)
+		nevs++;
+	evs = calloc(nevs ? nevs : 1, sizeof(*evs));
+	nevs = 0;
+	for (ev = dpd_events; ev && evs; ev = ev->next) {
+		dpd_event_pin(ev);
+		evs[nevs++] = ev;
+	}
+	for (size_t e = 0; e < nevs; e++) {
 		struct dp_client_proc rp;
 
-		if (!ev->enabled || ev->npids || !ev->obj || ev->owner != st.uid[1] ||
-		    !dpd_object_mapped(ev->obj, pid))
+		ev = evs[e];
+		if (!wanted(ev, pid, st.uid[1]))
 			continue;
 		memset(&rp, 0, sizeof(rp));
 		dpd_install(ev, pid, &rp);
+		dpd_remove_if_gone(ev, pid);
 		dpd_info("process %d started without the agent: %s: %s%s", (int)pid, ev->names[0],
 			 rp.status ? rp.message : "installed",
 			 rp.status ? "" : held ? " before its entry point" : " while it runs");
 		free(rp.sites);
 	}
+	for (size_t e = 0; e < nevs; e++)
+		dpd_event_unpin(evs[e]);
+	free(evs);
 	if (held && dp_child_release_entry(&hold, &msg))
 		dpd_err("process %d: %s", (int)pid, msg.msg);
+	dpd_unhold(pid);
 }
 
-void dpd_execs_readable(void)
+void dpd_execs_readable(void (*seen)(pid_t pid))
+
 {
 	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
 	ssize_t n;
@@ -177,7 +205,7 @@ void dpd_execs_readable(void)
 			    cn->id.idx != CN_IDX_PROC || cn->len < sizeof(*pe))
 				continue;
 			if (pe->what == PROC_EVENT_EXEC)
-				exec_seen((pid_t)pe->event_data.exec.process_tgid);
+				seen((pid_t)pe->event_data.exec.process_tgid);
 		}
 	}
 	if (n < 0 && errno == ENOBUFS)

@@ -77,8 +77,15 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dp_err *msg)
 	 * process and whatever its environment says of LTTNG_HOME. */
 	opts.env_name = DP_APP_ENV_SOCKET;
 	opts.env_value = dpd_cfg.app_sock;
+	/* The injection and the agent's start (its HELLO, lttng-ust's
+	 * registration) are slow: others are served meanwhile, and the HELLO
+	 * borrows our hold on pid. */
+	dpd_hold_lend(pid);
+	dpd_unlock();
 	ret = dp_inject_agent(pid, dpd_cfg.agent_path, &opts, &res, &why);
+	dpd_lock();
 	if (ret < 0) {
+		dpd_hold_unlend(pid);
 		if (ret == -DP_PROC_ENOPROC)
 			dp_err_set(msg, ret, "process %d exited during the operation", (int)pid);
 		else
@@ -92,8 +99,10 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dp_err *msg)
 		 ret == DP_INJECT_ALREADY ? 0.0 : res.total_ns / 1e6,
 		 ret == DP_INJECT_ALREADY ? 0 : res.nholds,
 		 ret == DP_INJECT_ALREADY ? 0.0 : res.held_total_ns / 1e6, res.held_ns / 1e6);
-	p = dpd_agent_wait(pid, ret == DP_INJECT_ALREADY ? 3000 : 10000);
-	if (!p) {
+	dpd_agent_wait(pid, ret == DP_INJECT_ALREADY ? 3000 : 10000);
+	dpd_hold_unlend(pid);
+	p = dpd_proc_find(pid);
+	if (!p || p->fd < 0) {
 		if (kill(pid, 0))
 			dp_err_set(msg, -ESRCH, "process %d exited during the operation", (int)pid);
 		else if (ret == DP_INJECT_ALREADY && !dp_proc_status_read(pid, 0, &st) &&
@@ -298,6 +307,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	char blocker_comm[64] = "";
 	struct dpd_site_ix ix = { 0 };
 	pid_t blocker = 0;
+	bool held = false;
 	int ret = 0;
 
 	bias = calloc(nev ? nev : 1, sizeof(*bias));
@@ -310,6 +320,13 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		rps[e]->pid = (uint32_t)pid;
 		nplan += evs[e]->nplan;
 	}
+	/* The process is ours until the end (lock.c). */
+	ret = dpd_hold(pid);
+	if (ret) {
+		dp_err_set(&msg, ret, "process %d: internal error (holds)", (int)pid);
+		goto out;
+	}
+	held = true;
 	dpd_fault("install");
 	for (size_t e = 0; e < nev; e++) {
 		ret = dpd_object_bias(evs[e]->obj, pid, &bias[e]);
@@ -412,10 +429,17 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	if (ret)
 		goto undo;
 	dpd_fault("staged");
-	if (dpd_cfg.test_pause_ms) {
+	if (dpd_cfg.test_pause_ms && (!dpd_cfg.test_pause_pid || dpd_cfg.test_pause_pid == pid)) {
+		int64_t end = dpd_now_ms() + dpd_cfg.test_pause_ms;
+
 		dpd_info("test pause: %d ms before writing into process %d", dpd_cfg.test_pause_ms,
 			 (int)pid);
-		usleep((useconds_t)dpd_cfg.test_pause_ms * 1000);
+		/* Held, not locked: a pause on one process stops no other.  It
+		 * ends early when the process is gone. */
+		dpd_unlock();
+		while (dpd_now_ms() < end && dp_proc_alive(pid))
+			usleep(10000);
+		dpd_lock();
 	}
 	ret = dpd_write_batch(p, ws, n, NULL, 0, false, &msg);
 	if (ret)
@@ -482,6 +506,8 @@ out:
 		if (ret)
 			dpd_info("install %s in %d: %s", evs[e]->names[0], (int)pid, msg.msg);
 	}
+	if (held)
+		dpd_unhold(pid);
 	return ret > 0 ? -ret : ret;
 }
 
@@ -545,6 +571,8 @@ static void run_pending(struct dpd_proc *p, bool go)
 	 * the loop is answered by the next round. */
 	uint64_t cookie = p->mapped;
 	uint32_t cookie_seq = p->mapped_seq;
+	struct dpd_event **evs;
+	size_t nevs = 0;
 
 	if (p->recovered) {
 		p->recovered = false;
@@ -556,13 +584,26 @@ static void run_pending(struct dpd_proc *p, bool go)
 		dpd_sem_adopt(p);
 	}
 
+	/* A copy of the list, pinned: installing lets the lock go. */
+	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next)
+		nevs++;
+	evs = calloc(nevs ? nevs : 1, sizeof(*evs));
+	if (!evs)
+		return;
+	nevs = 0;
 	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
+		dpd_event_pin(ev);
+		evs[nevs++] = ev;
+	}
+	for (size_t e = 0; e < nevs; e++) {
+		struct dpd_event *ev = evs[e];
 		struct dp_client_proc rp;
 
 		/* By path: the owner's own processes, root's included (root
 		 * names other users' processes by pid).  By pid: those
-		 * processes and their descendants. */
-		if (!ev->enabled || !ev->obj)
+		 * processes and their descendants.  Looked at while p is
+		 * held: a removal of ev that began is waiting for p. */
+		if (ev->unlinked || !ev->enabled || !ev->obj)
 			continue;
 		if (ev->npids ? (ev->owner != 0 && ev->owner != p->uid) || !dpd_event_reaches(ev, pid)
 			      : ev->owner != p->uid)
@@ -571,6 +612,7 @@ static void run_pending(struct dpd_proc *p, bool go)
 			continue;
 		memset(&rp, 0, sizeof(rp));
 		dpd_install(ev, pid, &rp);
+		dpd_remove_if_gone(ev, pid);
 		dpd_info("process %d %s: %s: %s", (int)pid,
 			 go ? "started with the agent" : "mapped the object (dlopen)", ev->names[0],
 			 rp.status ? rp.message : "installed");
@@ -578,8 +620,13 @@ static void run_pending(struct dpd_proc *p, bool go)
 		/* The process may have gone meanwhile. */
 		p = dpd_proc_find(pid);
 		if (!p || p->fd < 0)
-			return;
+			break;
 	}
+	for (size_t e = 0; e < nevs; e++)
+		dpd_event_unpin(evs[e]);
+	free(evs);
+	if (!p || p->fd < 0)
+		return;
 	/* An agent that does not know GO does not wait for it. */
 	if (go && p->minor >= 1) {
 		if (dpd_agent_call(p, &req, &rep, &msg))
@@ -593,23 +640,21 @@ static void run_pending(struct dpd_proc *p, bool go)
 		dpd_agent_mapped_reply(p, cookie, cookie_seq);
 }
 
-void dpd_install_pending(void)
+void dpd_install_pending(pid_t pid)
 {
-	bool again = true;
+	struct dpd_proc *p;
 
-	/* Restart from the head after each one: installing may forget
-	 * processes, or accept new ones. */
-	while (again) {
-		again = false;
-		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
-			bool go = p->go_pending;
+	if (dpd_hold(pid))
+		return;
+	p = dpd_proc_find(pid);
+	if (p) {
+		bool go = p->go_pending;
 
-			if ((!go && !p->mapped) || p->fd < 0)
-				continue;
+		p->pending_queued = false;
+		if ((go || p->mapped) && p->fd >= 0) {
 			p->go_pending = false;
 			run_pending(p, go);
-			again = true;
-			break;
 		}
 	}
+	dpd_unhold(pid);
 }

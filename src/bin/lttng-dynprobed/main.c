@@ -1,6 +1,6 @@
 /*
  * lttng-dynprobed: options, the pid file that keeps it to one daemon per
- * user, the client and app sockets, signals, and the event loop.
+ * user, the client and app sockets, signals; the event loop is serve.c's.
  *
  * Exit statuses: 0 after SIGTERM/SIGINT (every patched site restored),
  * 1 on a start-up failure, DP_DAEMON_EXIT_RUNNING when a daemon of this user
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -24,9 +25,6 @@
 #include <unistd.h>
 
 #include "daemon.h"
-
-/* Set by SIGTERM/SIGINT: the loop ends, every site is restored. */
-static volatile int dpd_quit;
 
 static char client_sock[DP_CLIENT_PATH_MAX];
 static char pid_path[DP_CLIENT_PATH_MAX];
@@ -46,6 +44,9 @@ static void usage(FILE *f)
 		"      --attach-exec      root: probe the processes that execute a program\n"
 		"                         named by a path-wide event, without the agent, as\n"
 		"                         they start (or $LTTNG_DYNPROBE_ATTACH_EXEC=1)\n"
+		"      --max-user-connections N\n"
+		"                         connections one user (but the daemon's own) may\n"
+		"                         hold open on the sockets (default 128)\n"
 		"  -h, --help             this help\n"
 		"  -V, --version          the version\n"
 		"\n"
@@ -184,111 +185,44 @@ static void redirect_stdio(void)
 		close(fd);
 }
 
-static int64_t now_ms(void)
+/* Connections are bounded per user (serve.c), not by the descriptors a
+ * process may open: the soft limit goes up to the hard one. */
+static void raise_fd_limit(void)
 {
-	struct timespec ts;
+	struct rlimit rl;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
-/* Every site of every process back to its original bytes. */
+/* Every site of every process back to its original bytes (the workers are
+ * gone: no hold waits). */
 static void restore_everything(void)
 {
-	struct dpd_proc *p, *next;
+	size_t n = 0, k = 0;
+	pid_t *pids;
 
-	for (p = dpd_procs; p; p = next) {
-		next = p->next;
+	dpd_lock();
+	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
+		n++;
+	pids = calloc(n ? n : 1, sizeof(*pids));
+	for (struct dpd_proc *p = dpd_procs; p && pids; p = p->next)
 		if (p->nsites)
-			dpd_remove(NULL, p, NULL);
-	}
-}
+			pids[k++] = p->pid;
+	for (size_t i = 0; i < k; i++) {
+		struct dpd_proc *p;
 
-static void loop(int sig_fd, int client_fd)
-{
-	int64_t next_poll = now_ms() + dpd_cfg.poll_ms;
-
-	while (!dpd_quit) {
-		struct dpd_client *c, *cnext;
-		struct dpd_proc *p, *pnext;
-		struct pollfd *pfd;
-		size_t n = 4, i;
-		int timeout = -1, ret;
-
-		dpd_install_pending();
-		for (c = dpd_clients; c; c = c->next)
-			n++;
-		for (p = dpd_procs; p; p = p->next)
-			n += p->fd >= 0;
-		pfd = calloc(n, sizeof(*pfd));
-		if (!pfd) {
-			dpd_err("out of memory");
-			sleep(1);
+		if (dpd_hold(pids[i]))
 			continue;
-		}
-		pfd[0] = (struct pollfd){ .fd = sig_fd, .events = POLLIN };
-		pfd[1] = (struct pollfd){ .fd = client_fd, .events = POLLIN };
-		pfd[2] = (struct pollfd){ .fd = dpd_app_listen_fd, .events = POLLIN };
-		/* -1 (ignored by poll) without --attach-exec */
-		pfd[3] = (struct pollfd){ .fd = dpd_execs_fd, .events = POLLIN };
-		i = 4;
-		for (c = dpd_clients; c; c = c->next)
-			pfd[i++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
-		for (p = dpd_procs; p; p = p->next)
-			if (p->fd >= 0)
-				pfd[i++] = (struct pollfd){ .fd = p->fd, .events = POLLIN };
-		if (dpd_cfg.poll_ms > 0) {
-			int64_t d = next_poll - now_ms();
-
-			timeout = d < 0 ? 0 : (int)d;
-		}
-		ret = poll(pfd, n, timeout);
-		if (ret < 0 && errno != EINTR) {
-			dpd_err("poll: %s", strerror(errno));
-			free(pfd);
-			break;
-		}
-		if (ret > 0 && (pfd[0].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-
-			if (read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
-				dpd_info("signal %u: restoring every site and exiting", si.ssi_signo);
-				dpd_quit = 1;
-			}
-		}
-		if (ret > 0 && !dpd_quit) {
-			/* Descriptors are matched again by value: serving one may
-			 * have closed others (a process forgotten). */
-			for (i = 4; i < n; i++) {
-				if (!pfd[i].revents)
-					continue;
-				for (c = dpd_clients; c; c = cnext) {
-					cnext = c->next;
-					if (c->fd == pfd[i].fd && !dpd_client_serve(c))
-						dpd_client_close(c);
-				}
-				for (p = dpd_procs; p; p = pnext) {
-					pnext = p->next;
-					if (p->fd >= 0 && p->fd == pfd[i].fd)
-						dpd_agent_readable(p);
-				}
-			}
-			if (pfd[3].revents & POLLIN)
-				dpd_execs_readable();
-			if (pfd[2].revents & POLLIN)
-				while (dpd_agent_accept() == 0)
-					;
-			if (pfd[1].revents & POLLIN)
-				while (dpd_client_accept(client_fd) == 0)
-					;
-		}
-		free(pfd);
-		if (dpd_cfg.poll_ms > 0 && now_ms() >= next_poll && !dpd_quit) {
-			dpd_procs_reap();
-			dpd_sessions_poll();
-			next_poll = now_ms() + dpd_cfg.poll_ms;
-		}
+		p = dpd_proc_find(pids[i]);
+		if (p && p->nsites)
+			dpd_remove(NULL, p, NULL);
+		dpd_unhold(pids[i]);
 	}
+	free(pids);
+	dpd_unlock();
 }
 
 int main(int argc, char **argv)
@@ -300,10 +234,13 @@ int main(int argc, char **argv)
 		{ "agent", required_argument, NULL, 'a' },
 		{ "poll-ms", required_argument, NULL, 'p' },
 		{ "attach-exec", no_argument, NULL, 'x' },
+		{ "max-user-connections", required_argument, NULL, 'm' },
 		/* Not in --help: a pause between preparing an install and
 		 * writing it, so that tests can kill the daemon or the target
 		 * right there. */
 		{ "test-pause-ms", required_argument, NULL, 't' },
+		/* Only into that process (tests of requests served at once). */
+		{ "test-pause-pid", required_argument, NULL, 'P' },
 		/* Not in --help either: a step where the daemon kills itself
 		 * (log.c, dpd_fault). */
 		{ "test-fault", required_argument, NULL, 'F' },
@@ -329,6 +266,20 @@ int main(int argc, char **argv)
 		case 'x':
 			attach_exec = true;
 			break;
+		case 'm': {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || v < 1 || v > 65536) {
+				fprintf(stderr, "lttng-dynprobed: --max-user-connections takes a "
+						"number from 1 to 65536, not '%s'\n", optarg);
+				return 1;
+			}
+			dpd_max_user_conns = (int)v;
+			break;
+		}
 		case 'v':
 			dpd_verbosity++;
 			break;
@@ -349,6 +300,11 @@ int main(int argc, char **argv)
 		case 't':
 			dpd_cfg.test_pause_ms = parse_ms(optarg);
 			if (dpd_cfg.test_pause_ms < 0)
+				return 1;
+			break;
+		case 'P':
+			dpd_cfg.test_pause_pid = (pid_t)atoi(optarg);
+			if (dpd_cfg.test_pause_pid <= 0)
 				return 1;
 			break;
 		case 'F':
@@ -495,7 +451,11 @@ int main(int argc, char **argv)
 	dpd_info("pid %d, client socket %s, app socket %s, agent %s%s", (int)getpid(),
 		 client_sock, dpd_cfg.app_sock, dpd_cfg.agent_path,
 		 attach_exec ? ", attaching to processes as they execute" : "");
+	dpd_lock_init();
+	raise_fd_limit();
+	dpd_lock();
 	dpd_state_load();
+	dpd_unlock();
 
 	if (daemonize) {
 		char st = 0;
@@ -506,7 +466,7 @@ int main(int argc, char **argv)
 		redirect_stdio();
 	}
 
-	loop(sig_fd, client_fd);
+	dpd_serve(sig_fd, client_fd);
 
 	restore_everything();
 	/* Nothing is installed any more: a later daemon has nothing to recover. */

@@ -166,7 +166,10 @@ void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep)
 	size_t n = 0, k = 0;
 	pid_t *pids;
 
-	/* By pid: a removal may forget its process (it exited). */
+	/* By pid: a removal may forget its process (it exited), and waits for
+	 * the process's holder.  (One that is putting ev in now looks at ev
+	 * again when done, and takes it out if it was disabled meanwhile:
+	 * install.c, execs.c.) */
 	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
 		n++;
 	pids = calloc(n ? n : 1, sizeof(*pids));
@@ -181,10 +184,27 @@ void dpd_remove_everywhere(struct dpd_event *ev, struct dp_client_report *rep)
 			pids[k++] = p->pid;
 	}
 	for (size_t i = 0; i < k; i++) {
-		struct dpd_proc *p = dpd_proc_find(pids[i]);
+		struct dpd_proc *p;
+		uint32_t nj, ni;
 
-		if (p)
+		if (dpd_hold(pids[i]))
+			continue;
+		p = dpd_proc_find(pids[i]);
+		if (p && dpd_proc_count_sites(p, ev, &nj, &ni))
 			dpd_remove(ev, p, rep ? dp_client_report_add_proc(rep) : NULL);
+		dpd_unhold(pids[i]);
 	}
 	free(pids);
+}
+
+void dpd_remove_if_gone(struct dpd_event *ev, pid_t pid)
+{
+	struct dpd_proc *p = dpd_proc_find(pid);
+	uint32_t nj, ni;
+
+	if ((ev->enabled && !ev->unlinked) || !p || !dpd_proc_count_sites(p, ev, &nj, &ni))
+		return;
+	dpd_info("process %d: %s was disabled while it went in: taken out", (int)pid,
+		 ev->names[0]);
+	dpd_remove(ev, p, NULL);
 }

@@ -732,8 +732,11 @@ static int prepare(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_
 	win = w->rec.owners[0].pl->win;
 	win.addr = ap->site;
 	dp_emit_init(&e, w->code, cap, ap->tramp);
+	/* zmm16-31 and k0-7 are left out where the object never names them
+	 * (tramp.h): the analysis that planned the site has the object. */
 	ret = dp_tramp_build(&e, &win, hooks, nhooks, (dp_handler_fn)(uintptr_t)p->probe_hit,
-			     vec, &tramp, &why);
+			     dp_vec_save_site(vec, dp_object_evex_free(w->rec.owners[0].ev->obj->obj)),
+			     &tramp, &why);
 	if (ret) {
 		free(w->code);
 		w->code = NULL;

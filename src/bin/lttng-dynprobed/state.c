@@ -54,23 +54,44 @@ const char *dpd_event_point_name(const struct dpd_event *ev, const struct dpd_po
 
 void dpd_event_unlink(struct dpd_event *ev)
 {
+	size_t n = 0, k = 0;
+	pid_t *pids;
+
 	for (struct dpd_event **pp = &dpd_events; *pp; pp = &(*pp)->next) {
 		if (*pp == ev) {
 			*pp = ev->next;
 			break;
 		}
 	}
+	ev->unlinked = true;
+	dpd_changed();
 	/* Patches it could not be taken out of still serve its probes (and
-	 * their semaphores stay raised: no event to lower them for). */
-	for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
-		for (uint32_t i = 0; i < p->nsites; i++)
-			dpd_site_disown(&p->sites[i], ev);
-		for (uint32_t i = 0; i < p->nholds;)
-			if (p->holds[i].ev == ev)
-				p->holds[i] = p->holds[--p->nholds];
-			else
-				i++;
+	 * their semaphores stay raised: no event to lower them for).  Each
+	 * process's record is its holder's: held in turn (a record that
+	 * cannot be listed is swept without: out of memory). */
+	for (struct dpd_proc *p = dpd_procs; p; p = p->next)
+		n++;
+	pids = calloc(n ? n : 1, sizeof(*pids));
+	for (struct dpd_proc *p = dpd_procs; p && pids; p = p->next)
+		pids[k++] = p->pid;
+	for (size_t i = 0; i < (pids ? k : 1); i++) {
+		bool held = pids && !dpd_hold(pids[i]);
+
+		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
+			if (pids && p->pid != pids[i])
+				continue;
+			for (uint32_t j = 0; j < p->nsites; j++)
+				dpd_site_disown(&p->sites[j], ev);
+			for (uint32_t j = 0; j < p->nholds;)
+				if (p->holds[j].ev == ev)
+					p->holds[j] = p->holds[--p->nholds];
+				else
+					j++;
+		}
+		if (held)
+			dpd_unhold(pids[i]);
 	}
+	free(pids);
 }
 
 void dpd_event_free(struct dpd_event *ev)
@@ -294,8 +315,10 @@ void dpd_proc_forget(struct dpd_proc *p)
 		}
 	}
 	dpd_info("process %d forgotten (%u sites)", (int)p->pid, p->nsites);
-	if (p->fd >= 0)
+	if (p->fd >= 0) {
+		dpd_watch_clear(p->pid, p->fd);
 		close(p->fd);
+	}
 	for (uint32_t i = 0; i < p->nprobes; i++)
 		free(p->probes[i].sig);
 	free(p->probes);

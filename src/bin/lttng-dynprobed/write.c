@@ -272,9 +272,7 @@ static bool dpd_write_same_image(struct dpd_proc *p, struct dpd_work *ws, size_t
 		p->sites[i].installed = false;
 	for (size_t i = 0; i < n; i++)
 		dpd_work_fail(p->pid, &ws[i], DP_REASON_NONE, msg->msg);
-	if (p->fd >= 0)
-		close(p->fd);
-	p->fd = -1;
+	dpd_agent_close(p);
 	return true;
 }
 

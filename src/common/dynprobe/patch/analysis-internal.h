@@ -77,6 +77,8 @@ struct dp_object {
 	/* Sections with file bytes, for readers that need a section's extent. */
 	struct an_scn *scns;
 	size_t nscns;
+
+	bool evex_known, evex_free;	/* dp_object_evex_free(), once asked */
 };
 
 struct an_scn {
@@ -84,8 +86,9 @@ struct an_scn {
 	const uint8_t *data;
 	bool exec;
 	bool meta;		/* the dynamic linker's tables (symbols, strings,
-				   hashes, versions, relocations, notes): no word
-				   of them is a pointer the program holds */
+				   hashes, versions, relocations, notes) and the
+				   unwinder's: no word of them is a pointer the
+				   program jumps through */
 };
 
 /* A resolved jump table's entries in the object's data. */

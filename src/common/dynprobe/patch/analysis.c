@@ -26,8 +26,12 @@ static int scn_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* The dynamic linker's tables: no pointer of the program's among them. */
-static bool sh_meta(uint32_t type)
+/*
+ * The dynamic linker's tables, and the unwinder's (whose code addresses are
+ * function ranges and landing pads, targets already): no pointer the
+ * program jumps through among them.
+ */
+static bool sh_meta(uint32_t type, const char *name)
 {
 	switch (type) {
 	case SHT_DYNSYM: case SHT_SYMTAB: case SHT_STRTAB: case SHT_HASH: case SHT_GNU_HASH:
@@ -35,7 +39,8 @@ static bool sh_meta(uint32_t type)
 	case SHT_REL: case SHT_NOTE:
 		return true;
 	default:
-		return false;
+		return name && (!strcmp(name, ".eh_frame") || !strcmp(name, ".eh_frame_hdr") ||
+				!strcmp(name, ".gcc_except_table"));
 	}
 }
 
@@ -44,7 +49,8 @@ static int scns_load(struct dp_object *obj)
 {
 	Elf *e = dp_elf_handle(obj->elf);
 	Elf_Scn *scn = NULL;
-	size_t cap = 0;
+	size_t cap = 0, shstrndx = 0;
+	bool names = !elf_getshdrstrndx(e, &shstrndx);
 
 	while ((scn = elf_nextscn(e, scn))) {
 		struct an_scn *s;
@@ -64,7 +70,7 @@ static int scns_load(struct dp_object *obj)
 		s->size = sh.sh_size;
 		s->data = data->d_buf;
 		s->exec = sh.sh_flags & SHF_EXECINSTR;
-		s->meta = sh_meta(sh.sh_type);
+		s->meta = sh_meta(sh.sh_type, names ? elf_strptr(e, shstrndx, sh.sh_name) : NULL);
 	}
 	if (obj->nscns)
 		qsort(obj->scns, obj->nscns, sizeof(*obj->scns), scn_cmp);

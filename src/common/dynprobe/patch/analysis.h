@@ -30,7 +30,8 @@
  *    the argument).  Such values are found in relocations and RIP-relative
  *    operands, and in a position-dependent executable also in immediates,
  *    absolute displacements and the 8-byte words at 4-byte aligned offsets
- *    of its data: a code address it stores in 4 bytes, or at another
+ *    of its data and of the code no decoded function holds (the unwinder's
+ *    tables aside): a code address it stores in 4 bytes, or at another
  *    offset, is not seen (no compiler stores a label so).
  *  - A .cold part (gcc's hot/cold splitting) is a function of its own; jumps
  *    from a function into its .cold part are listed as tail jumps.
@@ -116,6 +117,23 @@ struct dp_elf *dp_object_elf(struct dp_object *obj);
  * dp_elf_funcs' errors.
  */
 int dp_object_functions(struct dp_object *obj, const struct dp_function **fns, size_t *n);
+
+/*
+ * Whether no code of the object can read or write zmm16-31 or the mask
+ * registers k0-7: no EVEX instruction, no VEX mask instruction, no xsave or
+ * xrstor of any kind, in any executable byte (functions as analyzed, the
+ * bytes between them decoded linearly; anything that does not decode
+ * counts against).  1 if free, 0 if not, or -errno (the analysis failed).
+ * Computed once per object (evex.c).
+ *
+ * Why it matters: these registers are caller-saved in the x86-64 ABI, so
+ * a value in them is live only within code that names them, or across a
+ * call the compiler could see into (gcc's -fipa-ra), which only a caller in
+ * the same object can.  At a site in a free object nothing the program will
+ * run can read them before some code of another object writes them, and a
+ * probe's trampoline may leave them to the handler (tramp.h).
+ */
+int dp_object_evex_free(struct dp_object *obj);
 
 /* The function containing vaddr (the innermost when ranges nest), or NULL
  * (errno ENOENT, or the analysis' error). */

@@ -169,15 +169,24 @@ static bool in_table(const struct dp_object *obj, uint64_t a, unsigned n)
 	return k && a + n <= obj->tables[k - 1].hi;
 }
 
+/* Whether a function whose instructions all decoded holds addr. */
+static bool decoded_at(const struct dp_object *obj, uint64_t addr)
+{
+	const struct dp_function *fn = an_function_at(obj, addr);
+
+	return fn && !(fn->flags & DP_FN_UNDECODED);
+}
+
 /*
  * Code addresses held as plain words in the data of an executable that is
  * not position-independent: a link-time pointer needs no relocation there.
  * Every 8-byte word at every 4-byte aligned offset of every allocated
- * section that is not code is read (the ABI aligns pointers to 8; packed
- * structures to 4 are covered too), and each that lands in code counts: a
- * superset, since a number may look like an address.  Left out: the
- * dynamic linker's tables, and the entries of jump tables the resolver
- * read, whose every destination is a target already.  Not seen: a code
+ * section is read (the ABI aligns pointers to 8; packed structures to 4
+ * are covered too), in code only where no function that decoded whole
+ * lies, and each that lands in code counts: a superset, since a number may
+ * look like an address.  Left out: the
+ * dynamic linker's and the unwinder's tables, and the entries of jump
+ * tables the resolver read, whose every destination is a target already.  Not seen: a code
  * address stored in 4 bytes, or at an offset not a multiple of 4 (no
  * compiler emits either for a label; analysis.h says so).  In a position-
  * independent object such words need relocations, which are read instead.
@@ -202,13 +211,17 @@ static int data_words_scan(struct dp_object *obj)
 		const struct an_scn *s = &obj->scns[i];
 		uint64_t off = (4 - (s->addr & 3)) & 3;
 
-		if (s->exec || s->meta)
+		if (s->meta)
 			continue;
 		for (; off + 8 <= s->size && !err; off += 4) {
-			uint64_t w;
+			uint64_t w, a = s->addr + off;
 
+			/* In code, only bytes no decoded function holds: data
+			 * hand-written assembly keeps there. */
+			if (s->exec && (decoded_at(obj, a) || decoded_at(obj, a + 7)))
+				continue;
 			memcpy(&w, s->data + off, 8);
-			if (w - lo < hi - lo && !in_table(obj, s->addr + off, 8))
+			if (w - lo < hi - lo && !in_table(obj, a, 8))
 				err = an_code_ref_push(obj, w);
 		}
 	}

@@ -23,13 +23,25 @@ static const struct {
 	[DP_VEC_SSE] = { dp_emit_movups_store, dp_emit_movups_load },
 	[DP_VEC_AVX] = { dp_emit_vmovdqu_store, dp_emit_vmovdqu_load },
 	[DP_VEC_AVX512] = { dp_emit_vmovdqu64_store, dp_emit_vmovdqu64_load },
+	[DP_VEC_AVX512_LOW] = { dp_emit_vmovdqu64_store, dp_emit_vmovdqu64_load },
 };
+
+/* The registers a save moves (the layout may have room for more). */
+static unsigned saved_regs(enum dp_vec_save vec, const struct dp_vec_layout *l)
+{
+	return vec == DP_VEC_AVX512_LOW ? 16 : l->nregs;
+}
+
+static unsigned saved_masks(enum dp_vec_save vec, const struct dp_vec_layout *l)
+{
+	return vec == DP_VEC_AVX512_LOW ? 0 : l->nmask;
+}
 
 static void vec_save(struct dp_emit *e, enum dp_vec_save vec, const struct dp_vec_layout *l)
 {
-	for (unsigned i = 0; i < l->nregs; i++)
+	for (unsigned i = 0; i < saved_regs(vec, l); i++)
 		vec_moves[vec].store(e, i * l->regsize, i);
-	for (unsigned i = 0; i < l->nmask; i++)
+	for (unsigned i = 0; i < saved_masks(vec, l); i++)
 		dp_emit_kmovq_store(e, l->mask_off + i * 8, i);
 	dp_emit_stmxcsr(e, l->mxcsr_off);
 	dp_emit_fnstcw(e, l->fcw_off);
@@ -42,9 +54,9 @@ static void vec_restore(struct dp_emit *e, enum dp_vec_save vec, const struct dp
 {
 	dp_emit_fldcw(e, l->fcw_off);
 	dp_emit_ldmxcsr(e, l->mxcsr_off);
-	for (unsigned i = 0; i < l->nmask; i++)
+	for (unsigned i = 0; i < saved_masks(vec, l); i++)
 		dp_emit_kmovq_load(e, i, l->mask_off + i * 8);
-	for (unsigned i = 0; i < l->nregs; i++)
+	for (unsigned i = 0; i < saved_regs(vec, l); i++)
 		vec_moves[vec].load(e, i, i * l->regsize);
 }
 

@@ -23,9 +23,13 @@
  * dp_vec_layout(vec).size bytes below the regs pointer rounded down to 64,
  * register n at n * regsize (its low 16 bytes are xmm n), for the vec the
  * daemon chose, dp_vec_save_detect() on the same machine.  Every hook saves
- * every vector register: a trampoline that ever saves fewer (an entry or a
- * return site, where the ABI keeps only some live) must say so to the
- * hooks whose probes read them, or keep saving those.
+ * every vector register the probed code can read: DP_VEC_AVX512_LOW leaves
+ * out only zmm16-31 and k0-7, in objects that never name them (so no probe
+ * of theirs can have a value there to read), and keeps the layout.  Saving
+ * less at function entries and returns because the ABI keeps only some
+ * registers live there would not be safe: gcc's -fipa-ra lets a caller in
+ * the same object keep values in caller-saved registers across a call to a
+ * function it knows leaves them alone.
  */
 #ifndef DP_PATCH_TRAMP_H
 #define DP_PATCH_TRAMP_H
@@ -51,7 +55,27 @@ enum dp_vec_save {
 	DP_VEC_SSE,		/* xmm0-15 */
 	DP_VEC_AVX,		/* ymm0-15 */
 	DP_VEC_AVX512,		/* zmm0-31, k0-7 */
+	DP_VEC_AVX512_LOW,	/* zmm0-15: where nothing can read zmm16-31 or
+				   k0-7 (see dp_vec_save_site), which the
+				   handler may then change; the area is laid
+				   out as DP_VEC_AVX512's, slots 16-31 and the
+				   mask slots left unwritten */
 };
+
+/*
+ * The save for a site, from what the CPU has (dp_vec_save_detect) and
+ * whether the site's object is free of code that names zmm16-31 or k0-7
+ * (patch/analysis.h, dp_object_evex_free: 1 free, else not).  Those
+ * registers are caller-saved, so a live value in them is seen only by code
+ * naming them in the object that holds it (or by a caller of the same
+ * object that gcc's -fipa-ra let keep it across a call); in a free object
+ * none is live at any site.  Saving them is two thirds of an AVX-512
+ * trampoline's cost (~8 of 12 ns here).
+ */
+static inline enum dp_vec_save dp_vec_save_site(enum dp_vec_save vec, int evex_free)
+{
+	return vec == DP_VEC_AVX512 && evex_free == 1 ? DP_VEC_AVX512_LOW : vec;
+}
 
 /* What this CPU and kernel enable (CPUID and XCR0).  (vec.c, with the
  * layout: the agent links it.) */

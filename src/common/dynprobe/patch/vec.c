@@ -12,7 +12,8 @@ struct dp_vec_layout dp_vec_layout(enum dp_vec_save vec)
 	struct dp_vec_layout l = { 0 };
 
 	switch (vec) {
-	case DP_VEC_AVX512: l.nregs = 32; l.regsize = 64; l.nmask = 8; break;
+	case DP_VEC_AVX512:
+	case DP_VEC_AVX512_LOW: l.nregs = 32; l.regsize = 64; l.nmask = 8; break;
 	case DP_VEC_AVX: l.nregs = 16; l.regsize = 32; break;
 	default: l.nregs = 16; l.regsize = 16; break;
 	}
@@ -28,6 +29,8 @@ const uint8_t *dp_tramp_vec_reg(const struct dp_regs *regs, enum dp_vec_save vec
 	struct dp_vec_layout l = dp_vec_layout(vec);
 	uintptr_t area = ((uintptr_t)regs & ~(uintptr_t)63) - l.size;
 
+	if (vec == DP_VEC_AVX512_LOW && n >= 16)
+		return NULL;
 	return n < l.nregs ? (const uint8_t *)(area + (uintptr_t)n * l.regsize) : NULL;
 }
 
@@ -59,6 +62,7 @@ const char *dp_vec_save_str(enum dp_vec_save vec)
 {
 	switch (vec) {
 	case DP_VEC_AVX512: return "zmm0-31 k0-7";
+	case DP_VEC_AVX512_LOW: return "zmm0-15";
 	case DP_VEC_AVX: return "ymm0-15";
 	default: return "xmm0-15";
 	}
