@@ -24,7 +24,7 @@ check() {
 	tap_ok $? "lttng $cmd: one option or command a line, none twice"
 }
 
-check "enable-event --list-options" --copies --sdt --path --pid
+check "enable-event --list-options" --copies --sdt --path --pid --follow-exec
 check "disable-event --list-options"
 check "add-context --list-options" --event -e
 check "list --list-options" --path --sites --functions --sdt --lines --inlines --vars

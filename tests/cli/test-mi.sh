@@ -67,6 +67,8 @@ tap_ok $? "enable-event: a stock <event> dynprobe:zp, its filter, success" || ta
 	[ "$(xpath "$doc" "string(//*[namespace-uri()='$NS' and local-name()='pids']/*)")" = "$pid" ] &&
 	[ "$(xpath "$doc" "string(//*[namespace-uri()='$NS' and local-name()='process']/*[local-name()='jump'])")" -ge 1 ]
 tap_ok $? "enable-event: dp:location, dp:pids and the process's jump sites" || tap_diag "$doc"
+[ "$(xpath "$doc" "string(//*[namespace-uri()='$NS' and local-name()='follow_exec'])")" = false ]
+tap_ok $? "enable-event: dp:follow_exec false without --follow-exec" || tap_diag "$doc"
 
 doc=$("$LTTNG" -n --mi xml add-context -u -s s -e zp -t reg:edi -t vpid 2>"$DP_TMP/err")
 tap_ok $? "add-context --mi xml (dynamic and standard types) exits 0" || tap_diag_file "$DP_TMP/err"
@@ -90,6 +92,16 @@ ours=$(xsltproc "$top_srcdir/tests/cli/mi-strip.xsl" - <<<"$("$LTTNG" -n --mi xm
 stock=$("$STOCK" -n --mi xml list s 2>/dev/null | xmllint --c14n - 2>/dev/null)
 [ -n "$stock" ] && [ "$ours" = "$stock" ]
 tap_ok $? "list s: without our elements, the stock document"
+doc=$("$LTTNG" -n --mi xml enable-event -u -s s --path "$TARGET" --pid "$pid" --probe foo zf \
+	--follow-exec 2>"$DP_TMP/err")
+tap_ok $? "enable-event --follow-exec --mi xml exits 0" || tap_diag_file "$DP_TMP/err"
+mi_check "enable-event --follow-exec" "$doc"
+[ "$(xpath "$doc" "string(//*[namespace-uri()='$NS' and local-name()='follow_exec'])")" = true ]
+tap_ok $? "enable-event: dp:follow_exec true with --follow-exec" || tap_diag "$doc"
+doc=$("$LTTNG" -n --mi xml list s 2>/dev/null)
+[ "$(xpath "$doc" "string(//*[namespace-uri()='$NS' and local-name()='event'][*[local-name()='name']='zf']/*[local-name()='follow_exec'])")" = true ] &&
+	[ "$(xpath "$doc" "string(//*[namespace-uri()='$NS' and local-name()='event'][*[local-name()='name']='zp']/*[local-name()='follow_exec'])")" = false ]
+tap_ok $? "list s: dp:follow_exec true for zf, false for zp" || tap_diag "$doc"
 
 doc=$("$LTTNG" --mi xml list -u --path "$TARGET" --sites foo 2>"$DP_TMP/err")
 tap_ok $? "list --sites --mi xml exits 0" || tap_diag_file "$DP_TMP/err"

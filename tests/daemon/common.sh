@@ -14,6 +14,14 @@
 # DP_TEST_DAEMON: another build of the daemon to test (tools/check.sh runs
 # these tests again with one built with sanitizers).
 DPD=${DP_TEST_DAEMON:-$abs_top_builddir/src/bin/lttng-dynprobed/lttng-dynprobed}
+# Its sanitizer reports (log_path=PATH: PATH.PID) are named after the test
+# too (PATH.TEST.PID), to tell whose daemon a report is from.
+if [ -n "${DP_TEST_DAEMON:-}" ] && [ -z "${DP_SAN_NAMED:-}" ]; then
+	export DP_SAN_NAMED=1
+	ASAN_OPTIONS=$(sed -E "s#(^|:)log_path=([^:]*)#\1log_path=\2.${0##*/}#" <<<"${ASAN_OPTIONS:-}")
+	UBSAN_OPTIONS=$(sed -E "s#(^|:)log_path=([^:]*)#\1log_path=\2.${0##*/}#" <<<"${UBSAN_OPTIONS:-}")
+	export ASAN_OPTIONS UBSAN_OPTIONS
+fi
 AGENT=$abs_top_builddir/src/lib/lttng-ust-dynprobe/.libs/liblttng-ust-dynprobe.so
 DPCTL=$builddir/dpctl
 DPD_PID=

@@ -24,7 +24,8 @@
  *       enable-each
  *   dpctl cycles N SESSION CHANNEL PID PATH FUNCTION OFFSET SHM OUT
  *       N install/remove cycles of FUNCTION (--function) and FUNCTION+OFFSET
- *       (--probe) in PID, each window lasting a few milliseconds; SHM is
+ *       (--probe) in PID, each window lasting a few milliseconds (until a
+ *       thread made two calls, on a starved machine); SHM is
  *       the target's counter file: for each window, the calls each thread
  *       completed while every probe was in place go to OUT, one line
  *       "WINDOW THREAD FIRST LAST" (seqs FIRST..LAST must all be recorded)
@@ -418,6 +419,19 @@ static int cycles(char **argv, int argc)
 		for (unsigned t = 0; t < shm->nthreads; t++)
 			open_seq[t] = __atomic_load_n(&shm->done[t], __ATOMIC_ACQUIRE);
 		nap_ms(c == 0 ? 300 : 8);
+		/* A window in which no thread got a CPU checks nothing: on a
+		 * starved machine it stays open until one made two calls (at
+		 * most 2 s: a target that never runs again leaves none). */
+		for (int waited = 0; c > 0 && waited < 2000; waited += 2) {
+			bool ran = false;
+
+			for (unsigned t = 0; t < shm->nthreads && !ran; t++)
+				ran = __atomic_load_n(&shm->done[t], __ATOMIC_ACQUIRE) >=
+				      open_seq[t] + 2;
+			if (ran)
+				break;
+			nap_ms(2);
+		}
 		for (unsigned t = 0; t < shm->nthreads; t++) {
 			uint64_t close_seq = __atomic_load_n(&shm->done[t], __ATOMIC_ACQUIRE);
 

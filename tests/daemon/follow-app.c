@@ -4,7 +4,9 @@
  * at once.  Every count printed comes from the program's own counters.
  *
  *   follow-app work N           calls fw_work N times; prints
- *                               "pid P work N sum S"
+ *                               "pid P work N sum S", then "agent P yes"
+ *                               or "agent P no": whether the agent is
+ *                               loaded (/proc/self/maps)
  *   follow-app exec-clear N     clears its environment (clearenv), then
  *                               execve's "follow-app work N" with an
  *                               environment of its own ("FOLLOW_APP=1")
@@ -16,6 +18,13 @@
  *   follow-app dlopen LIB N     dlopen(LIB), then calls its fl_work N
  *                               times right away; prints "pid P dlopen N
  *                               sum S"
+ *   follow-app serve K N        a running process: prints "ready pid P",
+ *                               then for each line on stdin starts K
+ *                               children as spawn does, and one more by
+ *                               posix_spawn running "follow-app
+ *                               exec-clear N"; waits for them; prints
+ *                               "round R children C failed F"; exits at
+ *                               the end of stdin
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -52,6 +61,20 @@ static long number(const char *s)
 	return n;
 }
 
+/* Whether the agent is mapped in this process. */
+static int agent_loaded(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int found = 0;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, "liblttng-ust-dynprobe") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 static int work(long n)
 {
 	unsigned long sum = 0;
@@ -59,6 +82,7 @@ static int work(long n)
 	for (long i = 0; i < n; i++)
 		sum += (unsigned)fw_work((int)i);
 	printf("pid %d work %ld sum %lu\n", (int)getpid(), n, sum);
+	printf("agent %d %s\n", (int)getpid(), agent_loaded() ? "yes" : "no");
 	return 0;
 }
 
@@ -73,7 +97,7 @@ static int exec_clear(const char *n)
 	return 1;
 }
 
-static int spawn(long k, const char *n)
+static int spawn(long k, const char *n, int with_clear)
 {
 	char *argv[] = { "follow-app", "work", (char *)n, NULL };
 	char *envp[] = { "FOLLOW_APP=1", "PATH=/usr/bin:/bin", NULL };
@@ -106,6 +130,17 @@ static int spawn(long k, const char *n)
 		}
 		printf("child %d\n", (int)pid);
 	}
+	if (with_clear) {
+		char *cargv[] = { "follow-app", "exec-clear", (char *)n, NULL };
+		pid_t pid;
+
+		if (posix_spawn(&pid, self, NULL, NULL, cargv, envp)) {
+			perror("follow-app: posix_spawn");
+			return 1;
+		}
+		printf("child %d\n", (int)pid);
+		k++;
+	}
 	fflush(stdout);
 	for (long i = 0; i < k; i++) {
 		int st;
@@ -114,6 +149,20 @@ static int spawn(long k, const char *n)
 			failed = 1;
 	}
 	return failed;
+}
+
+static int serve(long k, const char *n)
+{
+	char line[64];
+	int round = 0;
+
+	printf("ready pid %d\n", (int)getpid());
+	while (fgets(line, sizeof(line), stdin)) {
+		int failed = spawn(k, n, 1);
+
+		printf("round %d children %ld failed %d\n", ++round, k + 1, failed);
+	}
+	return 0;
 }
 
 static int with_dlopen(const char *lib, long n)
@@ -150,9 +199,12 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "exec-clear"))
 		return exec_clear(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "spawn"))
-		return spawn(number(argv[2]), argv[3]);
+		return spawn(number(argv[2]), argv[3], 0);
+	if (argc == 4 && !strcmp(argv[1], "serve"))
+		return serve(number(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "dlopen"))
 		return with_dlopen(argv[2], number(argv[3]));
-	fprintf(stderr, "usage: follow-app work N | exec-clear N | spawn K N | dlopen LIB N\n");
+	fprintf(stderr, "usage: follow-app work N | exec-clear N | spawn K N | serve K N | "
+		"dlopen LIB N\n");
 	return 2;
 }

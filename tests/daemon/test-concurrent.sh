@@ -9,6 +9,8 @@
 #    process, many times at once: every request succeeds, and after the last
 #    disable the bytes are the file's; both events record when enabled again.
 #    Two clients on one event: the end state agrees with the code.
+#  - SIGTERM while an install is held in its middle: the request is
+#    answered, then every site restored, before the daemon exits.
 #  - Connections stalled in the middle of a frame on both sockets: PING
 #    answers (within a bound meant only to catch a hang), an ENABLE and a
 #    DISABLE work, and the daemon closes them itself.
@@ -80,6 +82,30 @@ dpctl ping && out_has "pid=$DPD_PID "
 tap_ok $? "the daemon serves on"
 stop_dynprobed
 tap_ok $? "SIGTERM: the daemon exits"
+
+# ---- SIGTERM while a request is in flight --------------------------------
+# The daemon waits for the request (paused 3 s in its middle), answers it,
+# then restores every site.
+start_dynprobed --test-pause-ms 3000 || tap_bail "lttng-dynprobed does not start again"
+"$DPCTL" enable c channel0 ct function dp_work "$PIE" -p "$b" >"$DP_TMP/out-t" 2>&1 &
+flight=$!
+for i in $(seq 600); do
+	grep -q "test pause: .* into process $b\$" "$DP_TMP/dynprobed.log" && break
+	sleep 0.1
+done
+kill -TERM "$DPD_PID"
+wait "$flight"
+st=$?
+for i in $(seq 300); do
+	kill -0 "$DPD_PID" 2>/dev/null || break
+	sleep 0.1
+done
+! kill -0 "$DPD_PID" 2>/dev/null && DPD_PID=
+tap_ok $? "SIGTERM during an install: the daemon exits once done"
+[ "$st" -eq 0 ] && grep -q "^proc pid=$b status=0" "$DP_TMP/out-t"
+tap_ok $? "the request in flight was answered: $(grep -m1 '^proc' "$DP_TMP/out-t")"
+same_as_file "$b" "$PIE" dp_work "$LEN"
+tap_ok $? "and what it installed was restored: dp_work's $LEN bytes are the file's"
 
 # ---- two clients on one process, many times at once --------------------
 start_dynprobed || tap_bail "lttng-dynprobed does not start again"

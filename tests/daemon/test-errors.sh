@@ -160,7 +160,15 @@ if dp_test_user; then
 	tap_ok $? "a process of another user is refused: $(head -n1 "$DP_TMP/out")"
 	same_as_file "$pid" "$PIE" dp_work
 	tap_ok $? "and left untouched"
+	# Gone before the cleanup's SIGKILL: a sanitized daemon checks for
+	# leaks as it exits, and a SIGKILL then cuts the check short.
 	kill -TERM "$upid"
+	for i in $(seq 200); do
+		kill -0 "$upid" 2>/dev/null || break
+		sleep 0.05
+	done
+	! kill -0 "$upid" 2>/dev/null
+	tap_ok $? "the user's daemon exits on SIGTERM"
 else
 	tap_diag "no test user: the user daemon's checks were not run"
 fi

@@ -13,11 +13,13 @@
  *            free of the C library
  *
  * It prints "ready pid=P" first, runs SECONDS (timed through the vdso, no
- * system call), then prints "done errors=0" and exits 0 when every result
- * and every block was right, "done errors=N" and exits 1 otherwise.
+ * system call) or until SIGUSR1 comes, whichever is first, then prints
+ * "done errors=0" and exits 0 when every result and every block was right,
+ * "done errors=N" and exits 1 otherwise.
  */
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,6 +31,7 @@
 
 static atomic_ulong errors;
 static atomic_bool stop;
+static volatile sig_atomic_t ended;	/* SIGUSR1 came */
 static uint64_t expected[64];
 
 static double now_s(void)
@@ -78,9 +81,14 @@ __attribute__((noinline)) static void allocate_once(void)
 
 static int compute_until(struct dl_phdr_info *info, size_t size, void *end)
 {
-	while (now_s() < *(double *)end)
+	while (now_s() < *(double *)end && !ended)
 		compute_once();
 	return 1;
+}
+
+static void on_usr1(int sig)
+{
+	ended = 1;
 }
 
 static void *worker(void *arg)
@@ -104,6 +112,7 @@ int main(int argc, char **argv)
 		return 2;
 	for (uint64_t i = 0; i < 64; i++)
 		expected[i] = busy_work(i);
+	signal(SIGUSR1, on_usr1);
 	printf("ready pid=%d\n", (int)getpid());
 	fflush(stdout);
 	if (!strcmp(mode, "threads"))
@@ -111,7 +120,7 @@ int main(int argc, char **argv)
 			pthread_create(&t[i], NULL, worker, NULL);
 	/* The main thread works too, and looks at the clock between batches. */
 	end = now_s() + seconds;
-	while (now_s() < end) {
+	while (now_s() < end && !ended) {
 		if (with_malloc)
 			allocate_once();
 		else if (with_lock)

@@ -121,11 +121,15 @@ static void app_sample(struct dp_app_msg *m, uint16_t type)
 	case DP_APP_MAPPED_REPLY:
 		m->mapped = 0x0102030405060708ull;
 		break;
+	case DP_APP_FOLLOW:
+		m->follow = DP_APP_FOLLOW_EXEC;
+		break;
 	case DP_APP_DEFINE_PROBE_REPLY:
 	case DP_APP_DEFINE_PROBE_EXT_REPLY:
 	case DP_APP_ALLOC_CODE_REPLY:
 	case DP_APP_NOTE_INSTALLED_REPLY:
 	case DP_APP_NOTE_REMOVED_REPLY:
+	case DP_APP_FOLLOW_REPLY:
 		m->result = (struct dp_app_result){ -ENOSPC, 0x7f1234567000ull, "no room" };
 		break;
 	case DP_APP_UNSUPPORTED:
@@ -166,6 +170,7 @@ static const uint16_t app_types[] = {
 	DP_APP_DEFINE_PROBES, DP_APP_DEFINE_PROBES_REPLY, DP_APP_NOTE_INSTALLED_MANY,
 	DP_APP_NOTE_INSTALLED_MANY_REPLY, DP_APP_NOTE_REMOVED_MANY,
 	DP_APP_NOTE_REMOVED_MANY_REPLY,
+	DP_APP_FOLLOW, DP_APP_FOLLOW_REPLY,
 };
 
 /* ---- the client protocol's samples ------------------------------------- */
@@ -195,6 +200,10 @@ static struct dp_client_event cl_events[2] = {
 	  cl_pids, 2, cl_ctx, 2, cl_names, 1, cl_procs + 1 },
 	{ "s2", "c", "g", DP_CLIENT_KIND_PROBE, "0x401000", "/bin/false", false, 0, NULL, 0,
 	  NULL, 1, cl_names, 0, NULL },
+};
+static struct dp_client_event_flags cl_flags[2] = {
+	{ "s1", "channel0", "f", DP_CLIENT_EVENT_FOLLOW_EXEC },
+	{ "s2", "c", "prov:g", 0 },
 };
 static struct dp_client_insn cl_insns[2] = {
 	{ 0, 1, { 0x55 }, "push", DP_CLIENT_METHOD_JUMP, "", "" },
@@ -235,6 +244,16 @@ static void client_sample(struct dp_client_msg *m, uint16_t type)
 		m->enable_many = (struct dp_client_enable_many){ "s", "channel0", "/bin/true", 2,
 								 cl_pids, 2, cl_ctx, 2, cl_specs };
 		break;
+	case DP_CLIENT_EVENT_FLAGS:
+		m->event_flags = cl_flags[0];
+		break;
+	case DP_CLIENT_LIST_FLAGS:
+		strcpy(m->list_flags, "s1");
+		break;
+	case DP_CLIENT_LIST_FLAGS_REPLY:
+		m->flags_reply = (struct dp_client_flags_reply){ -EPERM, "some hidden", 2, cl_flags };
+		break;
+	case DP_CLIENT_EVENT_FLAGS_REPLY:
 	case DP_CLIENT_ENABLE_REPLY:
 	case DP_CLIENT_DISABLE_REPLY:
 	case DP_CLIENT_ADD_CONTEXT_REPLY:
@@ -269,7 +288,8 @@ static const uint16_t client_types[] = {
 	DP_CLIENT_ENABLE_REPLY, DP_CLIENT_DISABLE_REPLY, DP_CLIENT_ADD_CONTEXT_REPLY,
 	DP_CLIENT_LIST_REPLY, DP_CLIENT_SITES_REPLY, DP_CLIENT_SESSION_DESTROYED_REPLY,
 	DP_CLIENT_PING_REPLY, DP_CLIENT_ENABLE_MANY_REPLY, DP_CLIENT_UNSUPPORTED,
-	DP_CLIENT_REFUSE,
+	DP_CLIENT_REFUSE, DP_CLIENT_EVENT_FLAGS, DP_CLIENT_EVENT_FLAGS_REPLY,
+	DP_CLIENT_LIST_FLAGS, DP_CLIENT_LIST_FLAGS_REPLY,
 };
 
 /* ---- one sample of a protocol, as bytes -------------------------------- */

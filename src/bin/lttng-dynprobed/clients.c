@@ -688,6 +688,61 @@ static void do_list(const struct dpd_client *c, const char *session,
 	l->nevents = (uint32_t)n;
 }
 
+/* EVENT_FLAGS: the event's flags replaced; follow mode follows (follow.c). */
+static void do_event_flags(const struct dpd_client *c, const struct dp_client_event_flags *f,
+			   struct dp_client_report *r)
+{
+	struct dp_err msg = DP_ERR_INIT;
+	struct dpd_event *ev;
+
+	while ((ev = find_event(c, f->session, f->channel, f->event)) && dpd_event_hold(ev) == -ENOENT)
+		;	/* unlinked while we waited: look again */
+	if (!ev) {
+		dp_err_set(&msg, -ENOENT, "no dynamic event '%s' in channel %s of session %s",
+			   f->event, f->channel, f->session);
+		set_report(r, -ENOENT, &msg);
+		return;
+	}
+	add_names(r, ev);
+	if (ev->flags != f->flags) {
+		ev->flags = f->flags;
+		dpd_state_save();
+		dpd_info("event %s of session %s: flags 0x%x", ev->names[0], ev->session,
+			 (unsigned)ev->flags);
+	}
+	set_report(r, 0, &msg);
+	dpd_event_unhold(ev);
+}
+
+/* LIST_FLAGS: the events with flags, named as LIST names them. */
+static void do_list_flags(const struct dpd_client *c, const char *session,
+			  struct dp_client_flags_reply *l)
+{
+	size_t n = 0;
+
+	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next)
+		n++;
+	l->flags = calloc(n ? n : 1, sizeof(*l->flags));
+	if (!l->flags) {
+		l->status = -ENOMEM;
+		snprintf(l->message, sizeof(l->message), "out of memory");
+		return;
+	}
+	n = 0;
+	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
+		struct dp_client_event_flags *out = &l->flags[n];
+
+		if (!ev->flags || !may_see(c, ev) || (session[0] && strcmp(ev->session, session)))
+			continue;
+		snprintf(out->session, sizeof(out->session), "%s", ev->session);
+		snprintf(out->channel, sizeof(out->channel), "%s", ev->channel);
+		snprintf(out->event, sizeof(out->event), "%s", ev->event);
+		out->flags = ev->flags;
+		n++;
+	}
+	l->nflags = (uint32_t)n;
+}
+
 void dpd_session_drop(const char *name, uid_t uid, struct dp_client_report *rep)
 {
 	char session[DP_CLIENT_NAME_MAX];
@@ -719,8 +774,10 @@ void dpd_session_drop(const char *name, uid_t uid, struct dp_client_report *rep)
 		dpd_event_drop(ev);
 		changed = true;
 	}
-	if (changed)
+	if (changed) {
 		dpd_state_save();
+		dpd_follow_sync();
+	}
 }
 
 /* ---- dispatch --------------------------------------------------------- */
@@ -767,6 +824,10 @@ int dpd_client_request(const struct dpd_client *c, const uint8_t *frame, size_t 
 		} else if (req.type == DP_CLIENT_LIST) {
 			rep->list_reply.status = -EBADMSG;
 			snprintf(rep->list_reply.message, sizeof(rep->list_reply.message), "%s",
+				 dp_proto_err_str(why));
+		} else if (req.type == DP_CLIENT_LIST_FLAGS) {
+			rep->flags_reply.status = -EBADMSG;
+			snprintf(rep->flags_reply.message, sizeof(rep->flags_reply.message), "%s",
 				 dp_proto_err_str(why));
 		} else if (req.type == DP_CLIENT_SITES) {
 			rep->sites_reply.status = -EBADMSG;
@@ -816,6 +877,12 @@ int dpd_client_request(const struct dpd_client *c, const uint8_t *frame, size_t 
 	case DP_CLIENT_SESSION_DESTROYED:
 		dpd_session_drop(req.session_destroyed, c->uid, &rep->report);
 		break;
+	case DP_CLIENT_EVENT_FLAGS:
+		do_event_flags(c, &req.event_flags, &rep->report);
+		break;
+	case DP_CLIENT_LIST_FLAGS:
+		do_list_flags(c, req.list_flags, &rep->flags_reply);
+		break;
 	case DP_CLIENT_PING:
 		rep->ping_reply.cookie = req.ping;
 		rep->ping_reply.daemon_pid = (uint32_t)getpid();
@@ -829,6 +896,11 @@ int dpd_client_request(const struct dpd_client *c, const uint8_t *frame, size_t 
 		rep->unsupported = req.type;
 		break;
 	}
+	/* What changed the events installed where may change follow mode. */
+	if (req.type == DP_CLIENT_ENABLE || req.type == DP_CLIENT_ENABLE_MANY ||
+	    req.type == DP_CLIENT_DISABLE || req.type == DP_CLIENT_EVENT_FLAGS ||
+	    req.type == DP_CLIENT_ADD_CONTEXT)
+		dpd_follow_sync();
 	if (rep->type == DP_CLIENT_ENABLE_REPLY || rep->type == DP_CLIENT_DISABLE_REPLY ||
 	    rep->type == DP_CLIENT_ADD_CONTEXT_REPLY)
 		dpd_dbg("client pid %d: %s: %d %s", (int)c->pid, dp_client_type_name(rep->type),

@@ -317,6 +317,7 @@ struct dpd_event {
 	uint32_t nnames;
 	char names[DP_CLIENT_MAX_NAMES][DP_CLIENT_EVENT_MAX];	/* lttng event names */
 	bool enabled;
+	uint32_t flags;			/* enum dp_client_event_flag (EVENT_FLAGS) */
 
 	/* Resolved at ENABLE (and when loaded from the state file). */
 	struct dpd_object *obj;
@@ -487,6 +488,10 @@ struct dpd_proc {
 	uint64_t tramp_bytes;		/* bytes of trampolines written in them */
 	uint32_t nholds;
 	struct dpd_sem_hold *holds;
+	/* follow.c: the FOLLOW flags its agent has from us, when known
+	 * (not since its last HELLO). */
+	bool follow_known;
+	uint32_t follow;
 };
 
 extern struct dpd_proc *dpd_procs;
@@ -586,6 +591,16 @@ struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms);
  * connection is dropped (and the process forgotten) when it fails. */
 int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg *rep,
 		   struct dp_err *msg);
+
+/* ---- follow.c: follow mode ---- */
+
+/* Tells each agent whose follow mode changed (an event with FOLLOW_EXEC
+ * enabled, disabled, installed, removed, its flags set): with the state
+ * lock, holding no pid; holds each process told in turn. */
+void dpd_follow_sync(void);
+/* The same for one process its caller holds (after a HELLO, before GO). */
+void dpd_follow_sync_held(struct dpd_proc *p);
+
 /* NOTE_INSTALLED and NOTE_REMOVED: 0 or -errno with a message. */
 int dpd_agent_note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dp_err *msg);
 int dpd_agent_note_removed(struct dpd_proc *p, uint64_t site, struct dp_err *msg);

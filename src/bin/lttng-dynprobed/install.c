@@ -627,6 +627,14 @@ static void run_pending(struct dpd_proc *p, bool go)
 	free(evs);
 	if (!p || p->fd < 0)
 		return;
+	/* Follow mode before the program runs: its children are followed
+	 * from its first exec. */
+	if (go) {
+		dpd_follow_sync_held(p);
+		p = dpd_proc_find(pid);
+		if (!p || p->fd < 0)
+			return;
+	}
 	/* An agent that does not know GO does not wait for it. */
 	if (go && p->minor >= 1) {
 		if (dpd_agent_call(p, &req, &rep, &msg))

@@ -534,6 +534,9 @@ void dpd_state_save(void)
 		fprintf(f, "\t%u", ev->nctx);
 		for (uint32_t i = 0; i < ev->nctx; i++)
 			put_field(f, ev->ctx[i]);
+		/* Added later: a daemon that does not know it skips it. */
+		if (ev->flags)
+			fprintf(f, "\tflags=%u", ev->flags);
 		fputc('\n', f);
 	}
 	if (fclose(f) || rename(tmp, dpd_cfg.state_path))
@@ -599,6 +602,8 @@ static struct dpd_event *parse_event(char **f, size_t n)
 		goto bad;
 	for (uint32_t i = 0; i < ev->nctx; i++)
 		snprintf(ev->ctx[i], sizeof(ev->ctx[i]), "%s", f[at++]);
+	if (at < n && !strncmp(f[at], "flags=", 6))
+		ev->flags = (uint32_t)strtoul(f[at] + 6, NULL, 10) & DP_CLIENT_EVENT_FLAGS_ALL;
 	return ev;
 bad:
 	dpd_event_free(ev);

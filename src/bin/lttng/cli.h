@@ -130,6 +130,14 @@ int dp_daemon_connect(const struct dp_cli *cli, bool spawn, struct dp_err *err);
  * the caller to check. */
 int dp_daemon_call(int fd, struct dp_client_msg *req, struct dp_client_msg *reply,
 		   struct dp_err *err);
+/* LIST of `session` ("": all) into reply->list_reply, each event's flags
+ * filled in from LIST_FLAGS (none from a daemon too old to know it); 0 or
+ * -errno as dp_daemon_call (the reply's status is the caller's). */
+int dp_daemon_list(int fd, const char *session, struct dp_client_msg *reply,
+		   struct dp_err *err);
+/* EVENT_FLAGS: the dynamic event's flags set; 0 or -errno with words. */
+int dp_daemon_event_flags(int fd, const char *session, const char *channel, const char *event,
+			  uint32_t flags, struct dp_err *err);
 /* Prints a report's per-process lines (sites by method, refusals, per
  * process errors); with `verbose`, every site. */
 void dp_report_print(const struct dp_cli *cli, const struct dp_client_report *r, bool verbose);

@@ -107,6 +107,61 @@ int dp_daemon_call(int fd, struct dp_client_msg *req, struct dp_client_msg *repl
 	return ret;
 }
 
+int dp_daemon_list(int fd, const char *session, struct dp_client_msg *reply,
+		   struct dp_err *err)
+{
+	struct dp_client_msg req = { .type = DP_CLIENT_LIST }, freq = { .type = DP_CLIENT_LIST_FLAGS };
+	struct dp_client_msg frep;
+	struct dp_err ferr;
+	struct dp_client_list_reply *l = &reply->list_reply;
+	int ret;
+
+	snprintf(req.list, sizeof(req.list), "%s", session);
+	ret = dp_daemon_call(fd, &req, reply, err);
+	if (ret || l->status || !l->nevents)
+		return ret;
+	snprintf(freq.list_flags, sizeof(freq.list_flags), "%s", session);
+	/* An older daemon: no flags (the connection goes on after UNSUPPORTED). */
+	if (dp_daemon_call(fd, &freq, &frep, &ferr))
+		return 0;
+	for (uint32_t i = 0; !frep.flags_reply.status && i < frep.flags_reply.nflags; i++) {
+		const struct dp_client_event_flags *f = &frep.flags_reply.flags[i];
+
+		for (uint32_t k = 0; k < l->nevents; k++)
+			if (!strcmp(l->events[k].session, f->session) &&
+			    !strcmp(l->events[k].channel, f->channel) &&
+			    !strcmp(l->events[k].event, f->event))
+				l->events[k].flags = f->flags;
+	}
+	dp_client_msg_release(&frep);
+	return 0;
+}
+
+int dp_daemon_event_flags(int fd, const char *session, const char *channel, const char *event,
+			  uint32_t flags, struct dp_err *err)
+{
+	struct dp_client_msg req = { .type = DP_CLIENT_EVENT_FLAGS }, rep;
+	struct dp_client_event_flags *f = &req.event_flags;
+	int ret;
+
+	snprintf(f->session, sizeof(f->session), "%s", session);
+	snprintf(f->channel, sizeof(f->channel), "%s", channel);
+	snprintf(f->event, sizeof(f->event), "%s", event);
+	f->flags = flags;
+	ret = dp_daemon_call(fd, &req, &rep, err);
+	if (ret == -EOPNOTSUPP)
+		return dp_err_set(err, ret, "the running lttng-dynprobed is older than this lttng "
+				  "and cannot follow executed programs (--follow-exec): stop it (kill "
+				  "the pid in its lttng-dynprobed.pid file), then enable again");
+	if (ret)
+		return ret;
+	ret = rep.report.status;
+	if (ret)
+		dp_err_set(err, ret, "%s", rep.report.message);
+	dp_client_msg_release(&rep);
+	return ret;
+}
+
 /* The distinct reasons of a process' sites of one method, as "text (n)". */
 static void print_reasons(const struct dp_client_proc *p, uint8_t method, const char *indent)
 {

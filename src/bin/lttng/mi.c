@@ -118,6 +118,8 @@ void dp_mi_dynamic_event(const struct dp_client_event *ev)
 	dp_mi_elem("dp:kind", "%s", dp_client_kind_str(ev->kind));
 	dp_mi_elem("dp:location", "%s", ev->location);
 	dp_mi_elem("dp:path", "%s", ev->path);
+	dp_mi_elem("dp:follow_exec", "%s",
+		   ev->flags & DP_CLIENT_EVENT_FOLLOW_EXEC ? "true" : "false");
 	printf("<dp:pids>");
 	for (uint32_t i = 0; i < ev->npids; i++)
 		dp_mi_elem("dp:pid", "%" PRIu32, ev->pids[i]);

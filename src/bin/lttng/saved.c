@@ -12,7 +12,7 @@
  *   <!-- lttng-dynprobe 1 session=NAME
  *   event channel=C name=N kind=K location=L path=P enabled=1
  *         (K: probe, function, function-out-of-line, function-inlined)
- *         [pids=1,2] [ctx=SPEC]...
+ *         [pids=1,2] [ctx=SPEC]... [follow-exec=1]
  *   -->
  *
  * Values are percent-encoded (every byte but letters, digits and
@@ -79,6 +79,9 @@ int dp_saved_append(const char *file, const char *session, const struct dp_clien
 		}
 		for (uint32_t c = 0; c < ev->nctx; c++)
 			put_pair(f, "ctx", ev->ctx[c]);
+		/* A key an older lttng skips: the probes load, not followed. */
+		if (ev->flags & DP_CLIENT_EVENT_FOLLOW_EXEC)
+			put_pair(f, "follow-exec", "1");
 		fputs("\n", f);
 	}
 	fputs("-->\n", f);
@@ -150,6 +153,9 @@ static int parse_event(const char *line, struct dp_client_event *ev)
 		} else if (KEY("pids")) {
 			if (dp_parse_pids(val, &ev->pids, &ev->npids, NULL))
 				return -EINVAL;
+		} else if (KEY("follow-exec")) {
+			if (!strcmp(val, "1"))
+				ev->flags |= DP_CLIENT_EVENT_FOLLOW_EXEC;
 		} else if (KEY("ctx")) {
 			char (*grown)[DP_CLIENT_CTX_MAX];
 

@@ -280,6 +280,39 @@ static bool put_string(const struct dpa_ctx_env *env, long ret, uint64_t addr, c
 	return ret < 0 && ret != -E2BIG;
 }
 
+void dpa_ctx_eval_regs(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ctx_env *env,
+		       struct dpa_value *values)
+{
+	const struct dp_regs *regs = env->regs;
+	size_t f = 0;
+
+	for (size_t i = 0; i < nctx; i++) {
+		const struct dp_ctx *c = &ctx[i];
+		uint64_t v;
+
+		switch (c->kind) {
+		case DP_CTX_REG:
+			v = ((const uint64_t *)regs)[c->reg] >> c->shift;
+			if (c->width < 8)
+				v &= (1ull << (c->width * 8)) - 1;
+			values[f++].u = v;
+			break;
+		case DP_CTX_RETVAL:
+			values[f++].u = regs->rax;
+			break;
+		case DP_CTX_VALUE:
+			/* Cannot fail: dpa_ctx_regs_only() said so. */
+			value_run(&c->value, &c->type, env, &v);
+			values[f++].u = c->value.flags & DP_VALUE_BOOL ? v != 0 : v;
+			break;
+		default:	/* DP_CTX_REGS */
+			for (unsigned r = 0; r < DP_CTX_REGS_FIELDS; r++)
+				values[f++].u = ((const uint64_t *)regs)[dp_ctx_regs_order[r]];
+			break;
+		}
+	}
+}
+
 unsigned dpa_ctx_eval(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ctx_env *env,
 		      struct dpa_value *values)
 {

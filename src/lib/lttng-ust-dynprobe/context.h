@@ -63,4 +63,11 @@ struct dpa_ctx_env {
 unsigned dpa_ctx_eval(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ctx_env *env,
 		      struct dpa_value *values);
 
+/*
+ * dpa_ctx_eval for contexts dpa_ctx_regs_only() accepts: the same values,
+ * none can fail, nothing read but the saved registers.
+ */
+void dpa_ctx_eval_regs(const struct dp_ctx *ctx, size_t nctx, const struct dpa_ctx_env *env,
+		       struct dpa_value *values);
+
 #endif /* DPA_CONTEXT_H */

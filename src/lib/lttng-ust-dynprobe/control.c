@@ -28,6 +28,7 @@
 
 #include "array.h"
 #include "control.h"
+#include "follow.h"
 #include "line.h"
 #include "patch/codemem.h"
 #include "probe.h"
@@ -703,6 +704,13 @@ static int serve_one(int fd, const struct dp_app_msg *req)
 		dbg("GO");
 		go_release();
 		return ret;
+	case DP_APP_FOLLOW:
+		ret = dpa_follow_set(req->follow);
+		if (ret)
+			set_error(&rep.result, ret, "the agent does not know its own path: it "
+				  "cannot follow the images the process executes");
+		dbg("FOLLOW 0x%x: %s", req->follow, ret ? rep.result.error : "ok");
+		break;
 	case DP_APP_MAPPED_REPLY:
 		/* Our own request's answer: nothing to send back. */
 		dbg("MAPPED_REPLY %llu", (unsigned long long)req->mapped);
@@ -739,6 +747,7 @@ static int serve_bad(int fd, const struct dp_app_msg *req, enum dp_proto_err why
 	case DP_APP_NOTE_REMOVED:
 	case DP_APP_NOTE_INSTALLED_MANY:
 	case DP_APP_NOTE_REMOVED_MANY:
+	case DP_APP_FOLLOW:
 		set_error(&rep.result, -EBADMSG, "%s", dp_proto_err_str(why));
 		return reply(fd, &rep);
 	case DP_APP_DEFINE_PROBES:

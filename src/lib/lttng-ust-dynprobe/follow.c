@@ -11,8 +11,10 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -40,7 +42,9 @@ typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *,
 typedef void *dlopen_fn(const char *, int);
 
 static struct {
-	bool exec;			/* follow executed images */
+	bool env_exec;			/* the environment asked to follow executed images */
+	bool daemon_exec;		/* the daemon asks it (FOLLOW; atomic) */
+	bool ready;			/* the agent's path and the kept variables are known */
 	char preload[PATH_MAX + PRELOAD_LEN];	/* "LD_PRELOAD=AGENT" */
 	size_t agent_len;		/* of AGENT */
 	char *keep[KEEP_MAX];		/* "NAME=VALUE" of the start */
@@ -64,6 +68,12 @@ static void *next(const char *name)
 }
 
 #define REAL(f, name) (fw.f ? fw.f : (fw.f = next(name)))
+
+/* Whether executed images get the agent, now. */
+static bool following(void)
+{
+	return fw.ready && (fw.env_exec || __atomic_load_n(&fw.daemon_exec, __ATOMIC_ACQUIRE));
+}
 
 /* ---- the environment handed on ----------------------------------------- */
 
@@ -162,8 +172,9 @@ static char **env_fix(char *const *envp, size_t n, char **out, char *buf)
 #define WITH_ENV(envp, CALL)                                                             \
 	do {                                                                             \
 		char *const *env_in_ = (envp);                                           \
-		size_t n_ = fw.exec ? env_count(env_in_) : 0;                            \
-		if (!fw.exec || n_ > ENTRIES_MAX) {                                      \
+		bool on_ = following();                                                  \
+		size_t n_ = on_ ? env_count(env_in_) : 0;                                \
+		if (!on_ || n_ > ENTRIES_MAX) {                                          \
 			char *const *env = env_in_;                                      \
 			return CALL;                                                     \
 		}                                                                        \
@@ -189,6 +200,16 @@ static void *no_dlopen(const char *file, int mode)
 
 /* ---- the exec family ---------------------------------------------------- */
 
+/*
+ * Our own functions by names that bind here whatever the lookup order: an
+ * injected agent comes last in it, so a call to "execve" from this file
+ * would reach glibc's.  Defined by the aliases after the functions.
+ */
+static int own_execve(const char *, char *const[], char *const[]);
+static int own_execvpe(const char *, char *const[], char *const[]);
+static int own_execv(const char *, char *const[]);
+static int own_execvp(const char *, char *const[]);
+
 DPA_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	execve_fn *f = REAL(execve, "execve");
@@ -209,22 +230,22 @@ DPA_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 
 DPA_EXPORT int execv(const char *path, char *const argv[])
 {
-	if (!fw.exec) {
+	if (!following()) {
 		execv_fn *f = REAL(execv, "execv");
 
 		return f ? f(path, argv) : no_function();
 	}
-	return execve(path, argv, environ);
+	return own_execve(path, argv, environ);
 }
 
 DPA_EXPORT int execvp(const char *file, char *const argv[])
 {
-	if (!fw.exec) {
+	if (!following()) {
 		execv_fn *f = REAL(execvp, "execvp");
 
 		return f ? f(file, argv) : no_function();
 	}
-	return execvpe(file, argv, environ);
+	return own_execvpe(file, argv, environ);
 }
 
 DPA_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
@@ -297,7 +318,7 @@ DPA_EXPORT int execl(const char *path, const char *arg, ...)
 	va_start(ap, arg);
 	ARGV_FROM_VA(arg, ap, argv, false, envp);
 	(void)envp;
-	return execv(path, argv);
+	return own_execv(path, argv);
 }
 
 DPA_EXPORT int execlp(const char *file, const char *arg, ...)
@@ -308,7 +329,7 @@ DPA_EXPORT int execlp(const char *file, const char *arg, ...)
 	va_start(ap, arg);
 	ARGV_FROM_VA(arg, ap, argv, false, envp);
 	(void)envp;
-	return execvp(file, argv);
+	return own_execvp(file, argv);
 }
 
 DPA_EXPORT int execle(const char *path, const char *arg, ...)
@@ -318,7 +339,134 @@ DPA_EXPORT int execle(const char *path, const char *arg, ...)
 
 	va_start(ap, arg);
 	ARGV_FROM_VA(arg, ap, argv, true, envp);
-	return execve(path, argv, envp);
+	return own_execve(path, argv, envp);
+}
+
+static int own_execve(const char *, char *const[], char *const[]) __attribute__((alias("execve"), copy(execve)));
+static int own_execvpe(const char *, char *const[], char *const[]) __attribute__((alias("execvpe"), copy(execvpe)));
+static int own_execv(const char *, char *const[]) __attribute__((alias("execv"), copy(execv)));
+static int own_execvp(const char *, char *const[]) __attribute__((alias("execvp"), copy(execvp)));
+
+/* ---- an injected agent: the program's calls led here ------------------- */
+
+/*
+ * A preloaded agent comes first in the lookup order: the program's calls to
+ * the exec family bind to it.  An injected one comes last, so once the
+ * daemon asks it to follow, the slots through which the loaded objects
+ * call those functions (their GOT entries: R_X86_64_JUMP_SLOT and
+ * R_X86_64_GLOB_DAT relocations naming them) are set to ours, once; ours
+ * pass every call to glibc's when not following.  A slot in a read-only
+ * (RELRO) page is made writable for the write and read-only again.
+ * Objects loaded later, and calls glibc makes inside itself (system,
+ * popen), are not led here.
+ */
+static int own_fexecve(int, char *const[], char *const[]) __attribute__((alias("fexecve"), copy(fexecve)));
+static int own_execveat(int, const char *, char *const[], char *const[], int)
+	__attribute__((alias("execveat"), copy(execveat)));
+static int own_spawn(pid_t *, const char *, const posix_spawn_file_actions_t *,
+		     const posix_spawnattr_t *, char *const[], char *const[])
+	__attribute__((alias("posix_spawn"), copy(posix_spawn)));
+static int own_spawnp(pid_t *, const char *, const posix_spawn_file_actions_t *,
+		      const posix_spawnattr_t *, char *const[], char *const[])
+	__attribute__((alias("posix_spawnp"), copy(posix_spawnp)));
+static int own_execl(const char *, const char *, ...) __attribute__((alias("execl"), copy(execl)));
+static int own_execlp(const char *, const char *, ...) __attribute__((alias("execlp"), copy(execlp)));
+static int own_execle(const char *, const char *, ...) __attribute__((alias("execle"), copy(execle)));
+
+static const struct {
+	const char *name;
+	void *fn;
+} led[] = {
+	{ "execve", (void *)own_execve }, { "execvpe", (void *)own_execvpe },
+	{ "execv", (void *)own_execv }, { "execvp", (void *)own_execvp },
+	{ "execl", (void *)own_execl }, { "execlp", (void *)own_execlp },
+	{ "execle", (void *)own_execle }, { "fexecve", (void *)own_fexecve },
+	{ "execveat", (void *)own_execveat }, { "posix_spawn", (void *)own_spawn },
+	{ "posix_spawnp", (void *)own_spawnp },
+};
+
+static void *led_to(const char *name)
+{
+	for (size_t i = 0; i < sizeof(led) / sizeof(led[0]); i++)
+		if (!strcmp(led[i].name, name))
+			return led[i].fn;
+	return NULL;
+}
+
+/* A dynamic entry's address: relocated by the loader, or not (base added). */
+static uintptr_t dyn_addr(uintptr_t base, ElfW(Addr) v)
+{
+	return v < base ? base + v : v;
+}
+
+static void slot_set(void **slot, void *fn, uintptr_t relro, size_t relro_len)
+{
+	uintptr_t a = (uintptr_t)slot, page = a & ~(uintptr_t)4095;
+	bool ro = relro_len && a >= relro && a < relro + relro_len;
+
+	if (*slot == fn)
+		return;
+	if (ro && mprotect((void *)page, 4096, PROT_READ | PROT_WRITE))
+		return;
+	__atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+	if (ro)
+		mprotect((void *)page, 4096, PROT_READ);
+}
+
+static void lead_relocs(uintptr_t base, const ElfW(Rela) *r, size_t size, const ElfW(Sym) *sym,
+			const char *str, uintptr_t relro, size_t relro_len)
+{
+	for (size_t i = 0; r && i < size / sizeof(*r); i++) {
+		unsigned long type = ELF64_R_TYPE(r[i].r_info);
+		void *fn;
+
+		if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+			continue;
+		fn = led_to(str + sym[ELF64_R_SYM(r[i].r_info)].st_name);
+		if (fn)
+			slot_set((void **)(base + r[i].r_offset), fn, relro, relro_len);
+	}
+}
+
+static int lead_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const ElfW(Rela) *jmprel = NULL, *rela = NULL;
+	const ElfW(Sym) *sym = NULL;
+	const char *str = NULL;
+	size_t jmpsz = 0, relasz = 0, relro_len = 0;
+	uintptr_t base = info->dlpi_addr, relro = 0;
+	const ElfW(Dyn) *d = NULL;
+
+	(void)size;
+	(void)arg;
+	if (base == (uintptr_t)fw.self_base || !info->dlpi_name ||
+	    strstr(info->dlpi_name, "linux-vdso"))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_DYNAMIC)
+			d = (const ElfW(Dyn) *)(base + ph->p_vaddr);
+		else if (ph->p_type == PT_GNU_RELRO) {
+			relro = base + ph->p_vaddr;
+			relro_len = ph->p_memsz;
+		}
+	}
+	for (; d && d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_JMPREL: jmprel = (const void *)dyn_addr(base, d->d_un.d_ptr); break;
+		case DT_PLTRELSZ: jmpsz = d->d_un.d_val; break;
+		case DT_RELA: rela = (const void *)dyn_addr(base, d->d_un.d_ptr); break;
+		case DT_RELASZ: relasz = d->d_un.d_val; break;
+		case DT_SYMTAB: sym = (const void *)dyn_addr(base, d->d_un.d_ptr); break;
+		case DT_STRTAB: str = (const void *)dyn_addr(base, d->d_un.d_ptr); break;
+		}
+	}
+	if (!sym || !str)
+		return 0;
+	lead_relocs(base, jmprel, jmpsz, sym, str, relro, relro_len);
+	lead_relocs(base, rela, relasz, sym, str, relro, relro_len);
+	return 0;
 }
 
 /* ---- dlopen ------------------------------------------------------------ */
@@ -497,9 +645,10 @@ void dpa_follow_setup(void)
 	if (!dladdr((void *)dpa_follow_setup, &info))
 		return;
 	fw.self_base = info.dli_fbase;
-	if (!v || !*v || !strcmp(v, "0"))
-		return;
-	/* The agent by its full path: the new image may run elsewhere. */
+	fw.env_exec = v && *v && strcmp(v, "0");
+	/* What an image needs to find the agent and its daemon, known here
+	 * whether or not the environment asks to follow: the daemon may ask
+	 * later (FOLLOW), when the environment may be changing. */
 	if (!info.dli_fname || !realpath(info.dli_fname, path))
 		return;
 	fw.agent_len = strlen(path);
@@ -517,5 +666,24 @@ void dpa_follow_setup(void)
 	 * else HOME: handed on as LTTNG_HOME, which nothing else reads. */
 	if (geteuid() != 0 && !secure_getenv("LTTNG_HOME") && secure_getenv("HOME"))
 		keep("LTTNG_HOME", secure_getenv("HOME"));
-	fw.exec = true;
+	/* The socket this agent talks to, so that the new image's agent talks
+	 * to the same daemon. */
+	if (!secure_getenv(DP_APP_ENV_SOCKET) && !dp_app_socket_path(path, sizeof(path)))
+		keep(DP_APP_ENV_SOCKET, path);
+	fw.ready = true;
+}
+
+int dpa_follow_set(uint32_t flags)
+{
+	static bool led_here;
+
+	if (flags & DP_APP_FOLLOW_EXEC && !fw.ready)
+		return -ENOENT;
+	/* Only the control thread calls this. */
+	if (flags & DP_APP_FOLLOW_EXEC && !led_here) {
+		dl_iterate_phdr(lead_one, NULL);
+		led_here = true;
+	}
+	__atomic_store_n(&fw.daemon_exec, (flags & DP_APP_FOLLOW_EXEC) != 0, __ATOMIC_RELEASE);
+	return 0;
 }

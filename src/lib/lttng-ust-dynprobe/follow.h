@@ -4,7 +4,9 @@
  *
  * Exec.  With DPA_FOLLOW_ENV_EXEC set (to anything but "" or "0") in the
  * environment the process started with (`lttng trace --follow-exec` sets
- * it), the agent keeps itself in the environment of every image the process
+ * it), or while the daemon asks it (FOLLOW, proto/app.h: an enabled event
+ * of `lttng enable-event --follow-exec` is installed in the process, which
+ * may have been running long before; dpa_follow_set), the agent keeps itself in the environment of every image the process
  * executes: execve, execv, execvp, execvpe, execl, execlp, execle, fexecve,
  * execveat, posix_spawn and posix_spawnp are wrapped (the agent defines them
  * at glibc's symbol versions, agent.map), and the environment they pass on
@@ -12,7 +14,16 @@
  *  - LD_PRELOAD naming the agent (first; the program's own preloads after);
  *  - the variables the agent and lttng-ust read, as the process had them
  *    when it started: LTTNG_DYNPROBE_*, LTTNG_UST_*, LTTNG_HOME (LTTNG_HOME
- *    is made from HOME for a user whose sockets live there).
+ *    is made from HOME for a user whose sockets live there), and
+ *    LTTNG_DYNPROBE_APP_SOCKET naming the socket this agent talks to.
+ * The daemon's ask is not handed on as a variable: the new image's agent
+ * says HELLO, and the daemon tells it to follow when an event asking for
+ * it is installed there (by pid, the event reaches the process's
+ * descendants), so that turning it off reaches the whole family.  An
+ * injected agent comes last in the loader's lookup order, so the program's
+ * calls do not bind to its wrappers: told to follow, it sets the GOT slots
+ * through which the objects loaded then call the exec family to its own
+ * (follow.c); objects loaded later call glibc's.
  * A program that clears or rebuilds its environment before it executes
  * another still hands the agent on.  The wrappers take no lock and allocate
  * nothing (the new environment is built on the stack): they stay
@@ -38,6 +49,8 @@
 #ifndef DPA_FOLLOW_H
 #define DPA_FOLLOW_H
 
+#include <stdint.h>
+
 #include "proto/app.h"
 
 #define DPA_FOLLOW_ENV_EXEC DP_APP_ENV_FOLLOW_EXEC
@@ -45,5 +58,10 @@
 /* Reads the environment and resolves glibc's functions: once, from the
  * constructor, while the environment is the one the process started with. */
 void dpa_follow_setup(void);
+
+/* The daemon's FOLLOW: its flags (DP_APP_FOLLOW_*) in place of the ones it
+ * gave before; the environment's ask stays.  0, or -ENOENT when the agent
+ * could not find its own path at setup (it cannot follow). */
+int dpa_follow_set(uint32_t flags);
 
 #endif /* DPA_FOLLOW_H */

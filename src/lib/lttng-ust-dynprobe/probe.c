@@ -241,7 +241,7 @@ static void record(struct dpa_probe *p, struct dpa_thread *t, const struct dp_re
 		struct dpa_value regs_values[REGS_ONLY_MAX_FIELDS];
 
 		env.flags |= DPA_CTX_REGS_ONLY;
-		dpa_ctx_eval(p->ctx, p->nctx, &env, regs_values);
+		dpa_ctx_eval_regs(p->ctx, p->nctx, &env, regs_values);
 		bump(&p->recorded);
 		dpa_class_record(p->cls, p->site, regs_values);
 		return;

@@ -7,6 +7,10 @@
  * each PROVIDER:NAME; they are enabled one after the other, and a failure
  * takes back the ones enabled before it.
  *
+ * --follow-exec sets the event's FOLLOW_EXEC flag (EVENT_FLAGS, right after
+ * the install): the agents of the processes it reaches keep themselves in
+ * the programs those execute (proto/client.h).
+ *
  * Order, so that a failure leaves nothing behind: every argument is checked
  * first (the location against the ELF file too), then lttng-dynprobed
  * installs the probes (it refuses as a whole, leaving no patch), then the
@@ -42,6 +46,7 @@ enum {
 	OPT_LOGLEVEL,
 	OPT_LOGLEVEL_ONLY,
 	OPT_COPIES,
+	OPT_FOLLOW_EXEC,
 };
 
 static struct poptOption options[] = {
@@ -58,6 +63,7 @@ static struct poptOption options[] = {
 	{ "sdt", 0, POPT_ARG_STRING, NULL, OPT_SDT, NULL, NULL },
 	DP_OPT_INCLUDE(dp_opt_path),
 	{ "pid", 0, POPT_ARG_STRING, NULL, OPT_PID, NULL, NULL },
+	{ "follow-exec", 0, POPT_ARG_NONE, NULL, OPT_FOLLOW_EXEC, NULL, NULL },
 	{ "filter", 'f', POPT_ARG_STRING, NULL, OPT_FILTER, NULL, NULL },
 	{ "exclude", 'x', POPT_ARG_STRING, NULL, OPT_EXCLUDE, NULL, NULL },
 	{ "loglevel", 0, POPT_ARG_STRING, NULL, OPT_LOGLEVEL, NULL, NULL },
@@ -80,6 +86,7 @@ struct enable_args {
 	const char *location;			/* as typed */
 	char *path;				/* absolute */
 	uint32_t *pids, npids;
+	uint32_t flags;				/* enum dp_client_event_flag */
 };
 
 /* Enables the lttng event names in the session; on failure, disables those
@@ -128,7 +135,7 @@ static void mi_print(const struct enable_args *a, const struct dp_client_report 
 {
 	struct dp_client_event ev = {
 		.kind = (uint8_t)a->kind, .enabled = ok, .npids = a->npids,
-		.pids = (uint32_t *)a->pids,
+		.pids = (uint32_t *)a->pids, .flags = a->flags,
 	};
 
 	dp_mi_begin("enable-event");
@@ -216,6 +223,13 @@ static int run(struct dp_cli *cli, const struct enable_args *a)
 	}
 	if (!r->nevents) {
 		dp_err("lttng-dynprobed named no event for %s", a->event);
+		goto out_disable;
+	}
+	/* Before the names: the event records nothing yet, and a daemon
+	 * that cannot follow leaves nothing behind. */
+	if (a->flags && dp_daemon_event_flags(fd, a->session, a->channel, a->event, a->flags,
+					      &err)) {
+		dp_err_print(&err);
 		goto out_disable;
 	}
 	if (enable_names(a, r->events, r->nevents))
@@ -420,7 +434,8 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 	sdt = o.arg[OPT_SDT];
 	u = o.set[DP_OPT_USERSPACE];
 	other = o.set[DP_OPT_OTHER_DOMAIN];
-	ours = path || has_pid || (u && (probe || function || uprobe || sdt));
+	ours = path || has_pid || o.set[OPT_FOLLOW_EXEC] ||
+	       (u && (probe || function || uprobe || sdt));
 	if (opt < -1) {
 		/* An option the stock lttng may know better: its message, unless
 		 * the line is ours. */
@@ -439,10 +454,11 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		ret = dp_opts_list(cli, "enable-event", options);
 		goto out;
 	}
-	if (!u && !other && (probe || function || path || has_pid)) {
+	if (!u && !other && (probe || function || path || has_pid || o.set[OPT_FOLLOW_EXEC])) {
 		dp_err("%s needs a domain: -u (--userspace) for a dynamic userspace probe (with "
 		       "--path), or -k (--kernel) for a kernel probe",
-		       path ? "--path" : has_pid ? "--pid" : probe ? "--probe" : "--function");
+		       path ? "--path" : has_pid ? "--pid" : probe ? "--probe" : function ?
+		       "--function" : "--follow-exec");
 		goto out;
 	}
 	if ((path || has_pid) && !u) {
@@ -569,6 +585,7 @@ int dp_cmd_enable_event(struct dp_cli *cli, int argc, const char **argv)
 		dp_err_print(&err);
 		goto out;
 	}
+	a.flags = o.set[OPT_FOLLOW_EXEC] ? DP_CLIENT_EVENT_FOLLOW_EXEC : 0;
 	a.lttng_channel = o.arg[DP_OPT_CHANNEL];
 	a.channel = a.lttng_channel ? a.lttng_channel : "channel0";
 	a.filter = o.arg[OPT_FILTER];

@@ -464,6 +464,8 @@ static void print_event(const struct dp_client_event *ev, bool with_session)
 		for (uint32_t i = 0; i < ev->npids; i++)
 			printf("%s%" PRIu32, i ? "," : " ", ev->pids[i]);
 	}
+	if (ev->flags & DP_CLIENT_EVENT_FOLLOW_EXEC)
+		printf(", following executed programs");
 	printf("\n    events:");
 	for (uint32_t i = 0; i < ev->nnames; i++)
 		printf(" %s", ev->names[i]);
@@ -504,7 +506,7 @@ static void mi_events(void *arg)
 static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int argc,
 			const char **argv)
 {
-	struct dp_client_msg req = { .type = DP_CLIENT_LIST }, reply;
+	struct dp_client_msg reply;
 	const char **args = calloc(argc + 1, sizeof(*args));
 	char *doc = NULL;
 	struct dp_err err;
@@ -520,8 +522,7 @@ static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int arg
 		int lret;
 
 		memset(&reply, 0, sizeof(reply));
-		snprintf(req.list, sizeof(req.list), "%s", session);
-		lret = dp_daemon_call(fd, &req, &reply, &err);
+		lret = dp_daemon_list(fd, session, &reply, &err);
 		if (lret) {
 			dp_err_print(&err);
 		} else if (reply.list_reply.status) {
@@ -537,8 +538,7 @@ static int list_dynamic(struct dp_cli *cli, int fd, const char *session, int arg
 		free(doc);
 		return ret ? ret : lret ? DP_CMD_ERROR : DP_CMD_SUCCESS;
 	}
-	snprintf(req.list, sizeof(req.list), "%s", session);
-	if (dp_daemon_call(fd, &req, &reply, &err)) {
+	if (dp_daemon_list(fd, session, &reply, &err)) {
 		dp_err_print(&err);
 		return ret ? ret : DP_CMD_ERROR;
 	}

@@ -3,8 +3,9 @@
  * kept in the loaded session files (saved.c) are enabled again through
  * lttng-dynprobed, with their contexts: their probes go in at load time,
  * as with enable-event, into the processes that map their path (or their
- * pids) now and those that start later with the agent.  The event names
- * themselves are the stock load's.
+ * pids) now and those that start later with the agent, and with
+ * --follow-exec as saved (EVENT_FLAGS).  The event names themselves are the
+ * stock load's.
  */
 #include <dirent.h>
 #include <popt.h>
@@ -57,6 +58,7 @@ static int load_event(struct load *l, struct dp_client_event *ev, const char *se
 	struct dp_client_enable *e = &req.enable;
 	struct lttng_handle *h;
 	struct dp_err err;
+	bool unfollowed = false;
 	int ret = -1;
 
 	if (l->fd < 0) {
@@ -86,6 +88,13 @@ static int load_event(struct load *l, struct dp_client_event *ev, const char *se
 		       ev->path, reply.report.message);
 		goto out;
 	}
+	if (ev->flags && dp_daemon_event_flags(l->fd, session, ev->channel, ev->event, ev->flags,
+					       &err)) {
+		dp_err_prefix(&err, "dynamic event %s of session '%s' is loaded, but does not "
+			      "follow executed programs: ", ev->event, session);
+		dp_err_print(&err);
+		unfollowed = true;
+	}
 	h = dp_ust_handle(session);
 	for (uint32_t i = 0; h && i < reply.report.nevents; i++) {
 		int r = dp_ust_event_enable(h, reply.report.events[i], ev->channel, NULL);
@@ -99,7 +108,7 @@ static int load_event(struct load *l, struct dp_client_event *ev, const char *se
 		dp_msg(l->cli, "Dynamic UST event %s loaded in session %s, channel %s",
 		       reply.report.events[i], session, ev->channel);
 	dp_report_print(l->cli, &reply.report, l->cli->verbose > 0);
-	ret = 0;
+	ret = unfollowed ? -1 : 0;
 out:
 	dp_client_msg_release(&reply);
 	return ret;

@@ -81,7 +81,7 @@ int dp_cmd_save(struct dp_cli *cli, int argc, const char **argv)
 	struct dp_opts o = { .set = { false } };
 	poptContext pc = poptGetContext(NULL, argc, argv, options, 0);
 	int opt = dp_opts_parse(&o, pc), ret = DP_CMD_PASS, fd = -1;
-	struct dp_client_msg req = { .type = DP_CLIENT_LIST }, reply;
+	struct dp_client_msg reply;
 	const char *session;
 	char dir[DP_CLIENT_PATH_MAX];
 	unsigned n = 0;
@@ -110,8 +110,7 @@ int dp_cmd_save(struct dp_cli *cli, int argc, const char **argv)
 		ret = DP_CMD_ERROR;
 		goto out;
 	}
-	snprintf(req.list, sizeof(req.list), "%s", session ? session : "");
-	if (dp_daemon_call(fd, &req, &reply, &err)) {
+	if (dp_daemon_list(fd, session ? session : "", &reply, &err)) {
 		dp_err_print(&err);
 		ret = DP_CMD_ERROR;
 		goto out;

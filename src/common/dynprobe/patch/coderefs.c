@@ -169,12 +169,13 @@ static bool in_table(const struct dp_object *obj, uint64_t a, unsigned n)
 	return k && a + n <= obj->tables[k - 1].hi;
 }
 
-/* Whether a function whose instructions all decoded holds addr. */
-static bool decoded_at(const struct dp_object *obj, uint64_t addr)
+/* The end of the function whose instructions all decoded that holds addr,
+ * or 0 when none does. */
+static uint64_t decoded_end(const struct dp_object *obj, uint64_t addr)
 {
 	const struct dp_function *fn = an_function_at(obj, addr);
 
-	return fn && !(fn->flags & DP_FN_UNDECODED);
+	return fn && !(fn->flags & DP_FN_UNDECODED) ? fn->start + fn->size : 0;
 }
 
 /*
@@ -214,12 +215,16 @@ static int data_words_scan(struct dp_object *obj)
 		if (s->meta)
 			continue;
 		for (; off + 8 <= s->size && !err; off += 4) {
-			uint64_t w, a = s->addr + off;
+			uint64_t w, a = s->addr + off, end;
 
 			/* In code, only bytes no decoded function holds: data
-			 * hand-written assembly keeps there. */
-			if (s->exec && (decoded_at(obj, a) || decoded_at(obj, a + 7)))
+			 * hand-written assembly keeps there.  A function is
+			 * skipped whole, to the word straddling its end. */
+			if (s->exec && ((end = decoded_end(obj, a)) || decoded_end(obj, a + 7))) {
+				if (end > a + 8)
+					off += (end - a - 8) & ~(uint64_t)3;
 				continue;
+			}
 			memcpy(&w, s->data + off, 8);
 			if (w - lo < hi - lo && !in_table(obj, a, 8))
 				err = an_code_ref_push(obj, w);

@@ -449,6 +449,12 @@ DP_STRUCT_DESC(result_desc, T, result_fields);
 
 DP_REFUSE_DESC(refuse_desc, struct dp_app_refuse);
 
+/* FOLLOW: its flags, none unknown. */
+static const struct dp_field follow_fields[] = {
+	DP_ELEM_U32_IN(0, DP_APP_FOLLOW_ALL, 0),
+};
+DP_STRUCT_DESC(follow_desc, uint32_t, follow_fields);
+
 
 /* Every message type: its payload (the union member of struct dp_app_msg)
  * and the checks of the whole message. */
@@ -466,6 +472,7 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_DEFINE_PROBES, "DEFINE_PROBES", &define_probes_desc, check_define_probes },
 	{ DP_APP_NOTE_INSTALLED_MANY, "NOTE_INSTALLED_MANY", &patches_desc, check_patches },
 	{ DP_APP_NOTE_REMOVED_MANY, "NOTE_REMOVED_MANY", &sites_desc, check_sites },
+	{ DP_APP_FOLLOW, "FOLLOW", &follow_desc, NULL },
 	{ DP_APP_HELLO_REPLY, "HELLO_REPLY", &hello_reply_desc, NULL },
 	{ DP_APP_DEFINE_PROBE_REPLY, "DEFINE_PROBE_REPLY", &result_value_desc, NULL },
 	{ DP_APP_ALLOC_CODE_REPLY, "ALLOC_CODE_REPLY", &result_value_desc, NULL },
@@ -480,6 +487,7 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_NOTE_INSTALLED_MANY_REPLY, "NOTE_INSTALLED_MANY_REPLY", &result_value_desc,
 	  NULL },
 	{ DP_APP_NOTE_REMOVED_MANY_REPLY, "NOTE_REMOVED_MANY_REPLY", &result_desc, NULL },
+	{ DP_APP_FOLLOW_REPLY, "FOLLOW_REPLY", &result_desc, NULL },
 	{ DP_APP_UNSUPPORTED, "UNSUPPORTED", &dp_codec_u16, NULL },
 	{ DP_APP_REFUSE, "REFUSE", &refuse_desc, NULL },
 };

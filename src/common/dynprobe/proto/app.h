@@ -39,6 +39,8 @@
  *   0x800C    reply          status i32, noted u64, error str
  *   0x000D  NOTE_REMOVED_MANY    nsites u32, site u64[nsites]  (minor 3)
  *   0x800D    reply          status i32, error str
+ *   0x000E  FOLLOW           flags u32                        (minor 3)
+ *   0x800E    reply          status i32, error str
  *   0xfffe  UNSUPPORTED      type u16 (the request's)
  *   0xffff  REFUSE           major u8, minor u8, reason str
  *
@@ -127,7 +129,18 @@
  *    after the others are forgotten.  Each batch holds at most
  *    DP_APP_MAX_BATCH elements: the daemon sends more in several messages.
  *    Their rules are the single messages' (what comes before the write,
- *    what after).
+ *    what after);
+ *  - FOLLOW sets what the agent follows, for the daemon's part
+ *    (DP_APP_FOLLOW_EXEC: it keeps itself in the environment of every image
+ *    the process executes, as with DP_APP_ENV_FOLLOW_EXEC; the agent's
+ *    follow.h); 0 turns that part off (what the environment asked for at
+ *    the start stays).  The daemon sends it, only to an agent of minor 3 or
+ *    later (an older one simply does not follow), whenever the set of
+ *    enabled events asking to follow children (EVENT_FLAGS FOLLOW_EXEC,
+ *    client.h) that are installed in the process changes, and after every
+ *    HELLO, before GO, so that a forked child or a new image has the mode
+ *    the events installed there ask for before its program goes on.
+ *    Unknown flag bits are refused (-EBADMSG).
  */
 #ifndef DP_PROTO_APP_H
 #define DP_PROTO_APP_H
@@ -188,6 +201,7 @@ enum dp_app_type {
 	DP_APP_DEFINE_PROBES = 0x000B,	/* minor 3 */
 	DP_APP_NOTE_INSTALLED_MANY = 0x000C,	/* minor 3 */
 	DP_APP_NOTE_REMOVED_MANY = 0x000D,	/* minor 3 */
+	DP_APP_FOLLOW = 0x000E,		/* minor 3 */
 
 	DP_APP_HELLO_REPLY = DP_APP_HELLO | DP_FRAME_REPLY,
 	DP_APP_DEFINE_PROBE_REPLY = DP_APP_DEFINE_PROBE | DP_FRAME_REPLY,
@@ -202,6 +216,7 @@ enum dp_app_type {
 	DP_APP_DEFINE_PROBES_REPLY = DP_APP_DEFINE_PROBES | DP_FRAME_REPLY,
 	DP_APP_NOTE_INSTALLED_MANY_REPLY = DP_APP_NOTE_INSTALLED_MANY | DP_FRAME_REPLY,
 	DP_APP_NOTE_REMOVED_MANY_REPLY = DP_APP_NOTE_REMOVED_MANY | DP_FRAME_REPLY,
+	DP_APP_FOLLOW_REPLY = DP_APP_FOLLOW | DP_FRAME_REPLY,
 
 	/* The same in every protocol (frame.h): the reply to a request of an
 	 * unknown type, and "I will not talk to you" (the sender closes). */
@@ -239,6 +254,14 @@ enum dp_app_probe_flag {
 /* The first minor version whose agents take the batches (DEFINE_PROBES,
  * NOTE_INSTALLED_MANY, NOTE_REMOVED_MANY). */
 #define DP_APP_MINOR_BATCH 3
+
+/* FOLLOW flags: what the agent follows for the daemon. */
+enum dp_app_follow_flag {
+	DP_APP_FOLLOW_EXEC = 1u << 0,	/* the images the process executes */
+};
+#define DP_APP_FOLLOW_ALL DP_APP_FOLLOW_EXEC
+/* The first minor version whose agents take FOLLOW. */
+#define DP_APP_MINOR_FOLLOW 3
 
 /* Whether a probe with these contexts needs DEFINE_PROBE_EXT. */
 bool dp_app_ctx_need_ext(const struct dp_ctx *ctx, size_t nctx);
@@ -382,8 +405,9 @@ struct dp_app_msg {
 		struct dp_app_patch note_installed;
 		uint64_t note_removed;		/* the site */
 		struct dp_app_result result;	/* the replies of the four above,
-						   and of NOTE_*_MANY (NOTE_INSTALLED_MANY:
-						   value is how many were noted) */
+						   of NOTE_*_MANY (NOTE_INSTALLED_MANY:
+						   value is how many were noted) and
+						   FOLLOW's */
 		struct dp_app_state list_reply;
 		uint64_t ping;			/* PING and its reply: the cookie */
 		uint64_t mapped;		/* MAPPED and its reply: the cookie */
@@ -391,6 +415,7 @@ struct dp_app_msg {
 		struct dp_app_define_probes_reply define_probes_reply;
 		struct dp_app_patches note_many;	/* NOTE_INSTALLED_MANY */
 		struct dp_app_sites removed_many;	/* NOTE_REMOVED_MANY */
+		uint32_t follow;		/* FOLLOW: enum dp_app_follow_flag */
 		uint16_t unsupported;		/* the type that was not understood */
 		struct dp_app_refuse refuse;
 	};

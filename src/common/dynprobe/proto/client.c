@@ -192,6 +192,26 @@ static const struct dp_field event_ref_fields[] = {
 DP_STRUCT_DESC(event_ref_desc, T, event_ref_fields);
 #undef T
 
+/* EVENT_FLAGS, and LIST_FLAGS's elements: no unknown flag. */
+#define T struct dp_client_event_flags
+static const struct dp_field event_flags_fields[] = {
+	DP_FIELD_STR(T, session, NAME),
+	DP_FIELD_STR(T, channel, NAME),
+	DP_FIELD_STR(T, event, NAME),
+	DP_FIELD_U32_IN(T, flags, 0, DP_CLIENT_EVENT_FLAGS_ALL, 0),
+};
+DP_STRUCT_DESC(event_flags_desc, T, event_flags_fields);
+#undef T
+
+#define T struct dp_client_flags_reply
+static const struct dp_field flags_reply_fields[] = {
+	DP_FIELD_STATUS(T, status),
+	DP_FIELD_STR(T, message, 0),
+	DP_FIELD_ARRAY(T, flags, nflags, DP_CLIENT_MAX_EVENTS, event_flags_desc),
+};
+DP_STRUCT_DESC(flags_reply_desc, T, flags_reply_fields);
+#undef T
+
 #define T struct dp_client_add_context
 static const struct dp_field add_context_fields[] = {
 	DP_FIELD_STR(T, session, NAME),
@@ -289,6 +309,8 @@ static const struct dp_msg_desc client_msgs[] = {
 	{ DP_CLIENT_SESSION_DESTROYED, "SESSION_DESTROYED", &session_desc, NULL },
 	{ DP_CLIENT_PING, "PING", &dp_codec_u64, NULL },
 	{ DP_CLIENT_ENABLE_MANY, "ENABLE_MANY", &enable_many_desc, NULL },
+	{ DP_CLIENT_EVENT_FLAGS, "EVENT_FLAGS", &event_flags_desc, NULL },
+	{ DP_CLIENT_LIST_FLAGS, "LIST_FLAGS", &list_desc, NULL },
 	{ DP_CLIENT_ENABLE_REPLY, "ENABLE_REPLY", &report_desc, NULL },
 	{ DP_CLIENT_DISABLE_REPLY, "DISABLE_REPLY", &report_desc, NULL },
 	{ DP_CLIENT_ADD_CONTEXT_REPLY, "ADD_CONTEXT_REPLY", &report_desc, NULL },
@@ -297,6 +319,8 @@ static const struct dp_msg_desc client_msgs[] = {
 	{ DP_CLIENT_SESSION_DESTROYED_REPLY, "SESSION_DESTROYED_REPLY", &report_desc, NULL },
 	{ DP_CLIENT_PING_REPLY, "PING_REPLY", &ping_reply_desc, NULL },
 	{ DP_CLIENT_ENABLE_MANY_REPLY, "ENABLE_MANY_REPLY", &reports_desc, NULL },
+	{ DP_CLIENT_EVENT_FLAGS_REPLY, "EVENT_FLAGS_REPLY", &report_desc, NULL },
+	{ DP_CLIENT_LIST_FLAGS_REPLY, "LIST_FLAGS_REPLY", &flags_reply_desc, NULL },
 	{ DP_CLIENT_UNSUPPORTED, "UNSUPPORTED", &dp_codec_u16, NULL },
 	{ DP_CLIENT_REFUSE, "REFUSE", &refuse_desc, NULL },
 };

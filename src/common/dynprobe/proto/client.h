@@ -35,6 +35,12 @@
  *                              pid u32[], nctx u32, ctx str[], nspecs u32,
  *                              spec[nspecs]   (since 1.1)
  *   0x8008    reply            nreports u32, report[nreports]
+ *   0x0009  EVENT_FLAGS        session str, channel str, event str,
+ *                              flags u32      (since 1.2)
+ *   0x8009    reply            report
+ *   0x000A  LIST_FLAGS         session str ("": every session)  (since 1.2)
+ *   0x800A    reply            status i32, message str, nflags u32,
+ *                              eflags[nflags]
  *   0xfffe  UNSUPPORTED        type u16 (the request's)
  *   0xffff  REFUSE             major u8, minor u8, reason str
  *
@@ -47,6 +53,7 @@
  *   event  = session str, channel str, event str, kind u8, location str,
  *            path str, enabled u8, npids u32, pid u32[], nctx u32, ctx str[],
  *            nnames u32, name str[], nprocs u32, proc[nprocs]
+ *   eflags = session str, channel str, event str, flags u32
  *   insn   = offset u32, len u8, bytes u8[len], mnemonic str, method u8,
  *            reason str, text str
  *   str    = len u16, bytes (no NUL), len < the receiving array's size
@@ -130,6 +137,24 @@
  *   there would be installed (method, reason name and text).  Needs no
  *   process; the CLI may also compute it alone with patch/plan.h.
  *
+ *  EVENT_FLAGS sets the flags of a dynamic event (enum
+ *   dp_client_event_flag; unknown bits refused as a bad value), in place
+ *   of those it had; -ENOENT for an unknown event.  The CLI sends it after
+ *   ENABLE (or ENABLE_MANY) for `lttng enable-event --follow-exec`.
+ *   FOLLOW_EXEC: every agent of a process where the event is installed,
+ *   while it is enabled, keeps itself in the environment of the images that
+ *   process executes (the app protocol's FOLLOW, app.h): its children
+ *   start with the agent preloaded, and, by pid, the event reaches them as
+ *   the process's descendants.  Follow mode in a process stays on while
+ *   any enabled event with FOLLOW_EXEC is installed there; DISABLE, a
+ *   destroyed session or the flag cleared turns it off where no other
+ *   such event remains.  Children already started keep their agent.
+ *   A flag is not on ENABLE, whose layout a minor version may not change.
+ *
+ *  LIST_FLAGS lists the flags of the dynamic events of one session (or
+ *   all) that have any, for `lttng save` and `--mi xml`; the events as LIST
+ *   names them.
+ *
  *  SESSION_DESTROYED: the CLI destroyed the session; the daemon removes its
  *   dynamic events (it also notices destroyed sessions itself, within about
  *   a second).  Not an error when the session had none.
@@ -150,7 +175,7 @@
 
 #define DP_CLIENT_MAGIC 0x4c435044u	/* "DPCL" in byte order */
 #define DP_CLIENT_MAJOR 1
-#define DP_CLIENT_MINOR 1		/* 1: ENABLE_MANY */
+#define DP_CLIENT_MINOR 2		/* 1: ENABLE_MANY; 2: EVENT_FLAGS, LIST_FLAGS */
 
 /* Bounds every receiver enforces.  String sizes include the NUL. */
 #define DP_CLIENT_MAX_PAYLOAD (16u << 20)
@@ -190,6 +215,8 @@ enum dp_client_type {
 	DP_CLIENT_SESSION_DESTROYED = 0x0006,
 	DP_CLIENT_PING = 0x0007,
 	DP_CLIENT_ENABLE_MANY = 0x0008,
+	DP_CLIENT_EVENT_FLAGS = 0x0009,		/* since 1.2 */
+	DP_CLIENT_LIST_FLAGS = 0x000A,		/* since 1.2 */
 
 	DP_CLIENT_ENABLE_REPLY = DP_CLIENT_ENABLE | DP_FRAME_REPLY,
 	DP_CLIENT_DISABLE_REPLY = DP_CLIENT_DISABLE | DP_FRAME_REPLY,
@@ -199,6 +226,8 @@ enum dp_client_type {
 	DP_CLIENT_SESSION_DESTROYED_REPLY = DP_CLIENT_SESSION_DESTROYED | DP_FRAME_REPLY,
 	DP_CLIENT_PING_REPLY = DP_CLIENT_PING | DP_FRAME_REPLY,
 	DP_CLIENT_ENABLE_MANY_REPLY = DP_CLIENT_ENABLE_MANY | DP_FRAME_REPLY,
+	DP_CLIENT_EVENT_FLAGS_REPLY = DP_CLIENT_EVENT_FLAGS | DP_FRAME_REPLY,
+	DP_CLIENT_LIST_FLAGS_REPLY = DP_CLIENT_LIST_FLAGS | DP_FRAME_REPLY,
 
 	DP_CLIENT_UNSUPPORTED = DP_FRAME_UNSUPPORTED,
 	DP_CLIENT_REFUSE = DP_FRAME_REFUSE,
@@ -230,6 +259,12 @@ bool dp_client_kind_function(uint8_t kind);
 const char *dp_client_kind_str(uint8_t kind);
 /* The kind a name gives (as dp_client_kind_str), 0 when none. */
 uint8_t dp_client_kind_parse(const char *name);
+
+/* A dynamic event's flags (EVENT_FLAGS). */
+enum dp_client_event_flag {
+	DP_CLIENT_EVENT_FOLLOW_EXEC = 1u << 0,	/* follow the images its processes execute */
+};
+#define DP_CLIENT_EVENT_FLAGS_ALL DP_CLIENT_EVENT_FOLLOW_EXEC
 
 /* How a site is (or would be) installed. */
 enum dp_client_method {
@@ -344,6 +379,24 @@ struct dp_client_event {
 	char (*names)[DP_CLIENT_EVENT_MAX];
 	uint32_t nprocs;			/* processes where it is installed */
 	struct dp_client_proc *procs;		/* counts only (nsites 0) */
+	/* Not in LIST's reply: LIST_FLAGS's, filled in by the CLI
+	 * (dp_daemon_list) for save and --mi. */
+	uint32_t flags;				/* enum dp_client_event_flag */
+};
+
+/* EVENT_FLAGS, and one event of LIST_FLAGS's reply. */
+struct dp_client_event_flags {
+	char session[DP_CLIENT_NAME_MAX];
+	char channel[DP_CLIENT_NAME_MAX];
+	char event[DP_CLIENT_EVENT_MAX];	/* as given to ENABLE */
+	uint32_t flags;				/* enum dp_client_event_flag */
+};
+
+struct dp_client_flags_reply {
+	int32_t status;
+	char message[DP_CLIENT_MSG_MAX];
+	uint32_t nflags;
+	struct dp_client_event_flags *flags;
 };
 
 struct dp_client_list_reply {
@@ -400,9 +453,12 @@ struct dp_client_msg {
 		struct dp_client_sites sites;
 		char session_destroyed[DP_CLIENT_NAME_MAX];
 		uint64_t ping;				/* PING: the cookie */
-		struct dp_client_report report;		/* the four report replies */
+		struct dp_client_report report;		/* the five report replies */
 		struct dp_client_enable_many enable_many;
 		struct dp_client_reports reports;	/* ENABLE_MANY's reply */
+		struct dp_client_event_flags event_flags;	/* EVENT_FLAGS */
+		char list_flags[DP_CLIENT_NAME_MAX];	/* LIST_FLAGS: the session, or "" */
+		struct dp_client_flags_reply flags_reply;	/* LIST_FLAGS's reply */
 		struct dp_client_list_reply list_reply;
 		struct dp_client_sites_reply sites_reply;
 		struct dp_client_ping_reply ping_reply;
