@@ -224,8 +224,10 @@ static __attribute__((noinline)) void thread_first_record(struct dpa_thread *t)
 	t->errnop = &errno;
 }
 
-/* The enabled part of a hit: evaluate and record. */
-static void record(struct dpa_probe *p, struct dpa_thread *t, const struct dp_regs *regs)
+/* The enabled part of a hit for probes with memory, strings or
+ * backtraces: evaluate into the thread's scratch, and record. */
+static __attribute__((noinline)) void record(struct dpa_probe *p, struct dpa_thread *t,
+					     const struct dp_regs *regs)
 {
 	struct dpa_ctx_env env = {
 		.regs = regs,
@@ -236,16 +238,6 @@ static void record(struct dpa_probe *p, struct dpa_thread *t, const struct dp_re
 	uint8_t *scratch;
 	unsigned errors;
 
-	if (p->regs_only) {
-		/* Registers alone: no scratch, no memory read, no error. */
-		struct dpa_value regs_values[REGS_ONLY_MAX_FIELDS];
-
-		env.flags |= DPA_CTX_REGS_ONLY;
-		dpa_ctx_eval_regs(p->ctx, p->nctx, &env, regs_values);
-		bump(&p->recorded);
-		dpa_class_record(p->cls, p->site, regs_values);
-		return;
-	}
 	scratch = dpa_thread_scratch(t);
 	if (!scratch)
 		return;
@@ -254,6 +246,18 @@ static void record(struct dpa_probe *p, struct dpa_thread *t, const struct dp_re
 	errors = dpa_ctx_eval(p->ctx, p->nctx, &env, values);
 	if (errors)
 		atomic_fetch_add_explicit(&p->mem_errors, errors, memory_order_relaxed);
+	bump(&p->recorded);
+	dpa_class_record(p->cls, p->site, values);
+}
+
+/* The same for probes whose fields all come from the saved registers: on
+ * the stack, no scratch, nothing that can fail. */
+static inline void record_regs(struct dpa_probe *p, const struct dp_regs *regs)
+{
+	struct dpa_ctx_env env = { .regs = regs, .flags = DPA_CTX_REGS_ONLY };
+	struct dpa_value values[REGS_ONLY_MAX_FIELDS];
+
+	dpa_ctx_eval_regs(p->ctx, p->nctx, &env, values);
 	bump(&p->recorded);
 	dpa_class_record(p->cls, p->site, values);
 }
@@ -281,7 +285,10 @@ DPA_EXPORT void dp_probe_hit(void *probe, struct dp_regs *regs)
 	if (__builtin_expect(!t->errnop, 0))
 		thread_first_record(t);
 	saved_errno = *t->errnop;
-	record(p, t, regs);
+	if (p->regs_only)
+		record_regs(p, regs);
+	else
+		record(p, t, regs);
 	*t->errnop = saved_errno;
 	t->guard = 0;
 }
