@@ -7,12 +7,27 @@
 # the wall time the client waited, how many times the target's threads were
 # all stopped, for how long in all, and the longest single stop (the
 # daemon's log says so for every batch it writes).  The goal is 1,000 probes
-# with the target stopped less than 20 ms in all.  Not pass/fail: prints a
-# table; exits non-zero only if the benchmark could not run or the target
-# computed a wrong result.
+# with the target stopped less than 20 ms in all.
+#
+# Then whole programs, each in one request: --function '*' in a running
+# python3.11 (every function its symbols name, entries and returns), and
+# --function 'dp_w_*' in tests/daemon/wide-fns (10,000 functions, 70,000
+# sites), installed then removed; the trampolines' memory as the daemon
+# reports it.  python3.11, and 1,000 of wide-fns' functions, are measured
+# twice in the same run: with the agent speaking the protocol's batches
+# (1.3), and announcing 1.2 (LTTNG_DYNPROBE_PROTO_MINOR=2), which the daemon
+# serves one message per probe and patch, as before the batches (every
+# message waits for the target's agent thread to run: on a loaded machine,
+# milliseconds each).  The goal is the whole program
+# with the target stopped less than 20 ms in all, and under 2 s of wall
+# time.  Not pass/fail: prints tables; exits non-zero only if the benchmark
+# could not run or a target computed a wrong result.
 #
 #   tests/perf/install-cost.sh [THREADS]       from the build tree, after
-#                                              make (tests/daemon's dpctl too)
+#                                              make (tests/daemon's dpctl and
+#                                              wide-fns too)
+#   PYTHON=/usr/bin/python3.11 ...             the python to probe (skipped
+#                                              when absent)
 #   DP_KEEP=1 ...                              keeps the daemon's log
 
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -23,7 +38,9 @@
 abs_top_builddir=$(cd "$top_builddir" && pwd)
 builddir=$abs_top_builddir/tests/daemon
 TARGET=$abs_top_builddir/tests/perf/many-fns
-for f in "$TARGET" "$builddir/dpctl"; do
+WIDE=$builddir/wide-fns
+PYTHON=${PYTHON:-/usr/bin/python3.11}
+for f in "$TARGET" "$builddir/dpctl" "$WIDE"; do
 	[ -x "$f" ] || { echo "install-cost.sh: build $f first" >&2; exit 1; }
 done
 THREADS=${1:-4}
@@ -51,7 +68,8 @@ fns() {
 }
 
 # step LABEL COUNT DPCTL-ARGS...: runs one dpctl command that enables COUNT
-# probes (or functions), prints a row of the table.
+# probes (or functions; "-": the sites its report counts), prints a row of
+# the table.
 step() {
 	local label=$1 n=$2 from t0 wall
 	shift 2
@@ -60,6 +78,9 @@ step() {
 	dpctl "$@" ||
 		{ echo "install-cost.sh: $label: $(tail -n 3 "$DP_TMP/out")" >&2; exit 1; }
 	wall=$(($(date +%s%N) - t0))
+	[ "$n" = - ] && n=$(awk '/^proc / { for (i = 1; i <= NF; i++)
+		if ($i ~ /^(jump|int3)=/) { split($i, kv, "="); s += kv[2] } } END { print s + 0 }' \
+		"$DP_TMP/out")
 	# The daemon's lines for this step: "... N stops, T ms in all, threads
 	# held M ms" for the injection and for each batch it wrote.
 	tail -n +"$from" "$DP_TMP/dynprobed.log" | gawk -v label="$label" -v n="$n" -v wall="$wall" '
@@ -68,9 +89,13 @@ step() {
 			if (m[3] + 0 > longest)
 				longest = m[3] + 0
 		}
+		match($0, /: ([0-9]+) trampolines?, ([0-9.]+ [KM]?i?B) \(/, m) {
+			mem = m[2]
+		}
 		END {
-			printf "| %-28s | %6d | %9.1f | %7d | %5d | %12.3f | %12.3f | %7.2f |\n",
-				label, n, wall / 1e6, batches, stops, total, longest, total / 20
+			printf "| %-28s | %6d | %9.1f | %7d | %5d | %12.3f | %12.3f | %7.2f | %10s |\n",
+				label, n, wall / 1e6, batches, stops, total, longest, total / 20,
+				mem == "" ? "-" : mem
 		}'
 }
 
@@ -88,8 +113,8 @@ next_target() {
 
 echo "target: $TARGET, $THREADS threads calling 2,000 functions, pid $tpid"
 echo
-echo "| step                         | probes | wall (ms) | batches | stops | stopped (ms) | longest (ms) | / 20 ms |"
-echo "|------------------------------|-------:|----------:|--------:|------:|-------------:|-------------:|--------:|"
+echo "| step                         | probes | wall (ms) | batches | stops | stopped (ms) | longest (ms) | / 20 ms | trampolines |"
+echo "|------------------------------|-------:|----------:|--------:|------:|-------------:|-------------:|--------:|------------:|"
 step "attach + inject + 1" 1 enable-each "$session" chan "$tpid" "$TARGET" $(fns 1000 1)
 step "1 probe" 1 enable-each "$session" chan "$tpid" "$TARGET" $(fns 1001 1)
 step "100 probes" 100 enable-each "$session" chan "$tpid" "$TARGET" $(fns 1002 100)
@@ -107,6 +132,71 @@ step "--function 'dp_fn_1???'" 1000 enable "$session" chan fns function 'dp_fn_1
 echo
 grep -m1 'agent injected' "$DP_TMP/dynprobed.log" | sed 's/^.*agent injected/agent injected:/'
 
+# ---- whole programs, each in one request ----
+# whole LABEL SESSION TARGET-NAME PATTERN PATH [ENV...] -- CMD...: a new
+# target (its agent injected first, with a 1-function event), the pattern
+# installed, then removed, in one request each.
+whole() {
+	local label=$1 s=$2 name=$3 pattern=$4 path=$5 envs=()
+	shift 5
+	while [ "$1" != -- ]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	session=$s
+	dp_lttng create "$s" --output="$DP_TMP/trace-$s" >/dev/null &&
+		dp_lttng enable-channel -u -s "$s" chan >/dev/null ||
+		{ cat "$DP_TMP/lttng.log" >&2; exit 1; }
+	start_target "$name" env "${envs[@]}" "$@" ||
+		{ echo "install-cost.sh: $name does not start" >&2; exit 1; }
+	tpid=$TARGET_PID
+	tpids="$tpids $tpid"
+	# The agent in first, with one function: the rows are the pattern's.
+	dpctl enable "$s" chan first function "$(first_fn "$path")" "$path" -p "$tpid" ||
+		{ echo "install-cost.sh: $label: $(tail -n 3 "$DP_TMP/out")" >&2; exit 1; }
+	step "$label" - enable "$s" chan all function "$pattern" "$path" -p "$tpid"
+	step "$label: removal" - disable "$s" chan all
+	sessions="$sessions $s"
+}
+
+# first_fn PATH: a global function of PATH that its symbols name.
+first_fn() {
+	{ nm --defined-only "$1"; nm -D --defined-only "$1"; } 2>/dev/null |
+		awk '$2 == "T" && $3 !~ /^_/ && $3 !~ /@/ { print $3; exit }'
+}
+
+PYCODE='
+import threading, time
+def work():
+    n = 0
+    while True:
+        n += sum(range(200)) + len(str(n))
+        time.sleep(0.0005)
+for _ in range(2):
+    threading.Thread(target=work, daemon=True).start()
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+'
+sessions=
+echo
+echo "Whole programs, one request each (1.3: the batches; 1.2: one message a probe and a patch):"
+echo
+echo "| step                         |  sites | wall (ms) | batches | stops | stopped (ms) | longest (ms) | / 20 ms | trampolines |"
+echo "|------------------------------|-------:|----------:|--------:|------:|-------------:|-------------:|--------:|------------:|"
+if [ -x "$PYTHON" ]; then
+	whole "python3.11 '*' (1.3)" py3 py3 '*' "$PYTHON" -- "$PYTHON" -c "$PYCODE"
+	whole "python3.11 '*' (1.2)" py2 py2 '*' "$PYTHON" LTTNG_DYNPROBE_PROTO_MINOR=2 -- \
+		"$PYTHON" -c "$PYCODE"
+fi
+whole "wide-fns 'dp_w_*' (1.3)" wide3 wide3 'dp_w_*' "$WIDE" -- "$WIDE" spin 2
+# One message a probe and a patch is too slow for 70,000 sites: 1,000
+# functions (7,000 sites) of them, and the same with the batches.
+whole "wide-fns 'dp_w_10*' (1.3)" wide13 wide13 'dp_w_10*' "$WIDE" -- "$WIDE" spin 2
+whole "wide-fns 'dp_w_10*' (1.2)" wide12 wide12 'dp_w_10*' "$WIDE" \
+	LTTNG_DYNPROBE_PROTO_MINOR=2 -- "$WIDE" spin 2
+
 # A target that exited stays a zombie of ours: kill -0 would not tell.
 sleep 0.2
 for p in $tpids; do
@@ -114,7 +204,7 @@ for p in $tpids; do
 		{ echo "install-cost.sh: target $p died" >&2; exit 1; }
 done
 echo "the targets run on, every result right"
-for s in cost cost2 cost3; do
+for s in cost cost2 cost3 $sessions; do
 	dp_lttng destroy "$s" >/dev/null
 done
 exit 0

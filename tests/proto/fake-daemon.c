@@ -16,6 +16,15 @@
  *   installed SITE jump|int3 ORIGHEX TRAMP TRAMPLEN RESUME ID[,ID...]
  *                                 NOTE_INSTALLED (records only: nothing is written)
  *   removed SITE                  NOTE_REMOVED
+ *   define-many FIRST N SITE STEP DEFINE_PROBES of N probes, ids FIRST..., sites
+ *                                 SITE + k * STEP, of two classes in turn
+ *                                 (batch_entry, flags 1; batch_return, retval)
+ *   installed-many FIRST N SITE STEP [BAD]
+ *                                 NOTE_INSTALLED_MANY of N jump patches (records
+ *                                 only) at SITE + k * STEP, patch k serving probe
+ *                                 FIRST + k; patch BAD (from 0) names no probe
+ *   removed-many N SITE STEP [EXTRA]
+ *                                 NOTE_REMOVED_MANY of those N sites (and EXTRA)
  *   list                          LIST
  *   ping COOKIE                   PING
  *   unknown TYPE                  a request of a type the agent cannot know
@@ -332,6 +341,92 @@ static void cmd_removed(uint64_t site)
 	req.note_removed = site;
 	if (!call(&req, &rep, "removed"))
 		print_result("removed", &rep.result);
+	dp_app_msg_release(&rep);
+}
+
+static void cmd_define_many(const char *args)
+{
+	struct dp_app_msg req = { .type = DP_APP_DEFINE_PROBES }, rep;
+	struct dp_app_define_probes *d = &req.define_probes;
+	struct dp_app_probe_class cls[2] = {
+		{ DP_APP_PROBE_AT_ENTRY, "dynprobe:batch_entry", 0, NULL },
+		{ 0, "dynprobe:batch_return", 1, NULL },
+	};
+	struct dp_ctx ret;
+	uint64_t first, n, site, step;
+
+	if (sscanf(args, "%" SCNi64 " %" SCNi64 " %" SCNi64 " %" SCNi64, &first, &n, &site,
+		   &step) != 4 || !n || n > DP_APP_MAX_BATCH) {
+		printf("error op=define-many ret=%d why=usage\n", -EINVAL);
+		return;
+	}
+	parse_ctx("retval", &ret);
+	cls[1].ctx = &ret;
+	d->nclasses = 2;
+	d->classes = cls;
+	d->nprobes = (uint32_t)n;
+	d->probes = calloc(n, sizeof(*d->probes));
+	for (uint32_t k = 0; d->probes && k < n; k++)
+		d->probes[k] = (struct dp_app_probe_def){ (uint32_t)(first + k), site + k * step,
+							  k % 2 };
+	if (d->probes && !call(&req, &rep, "define-many"))
+		printf("define-many status=%d defined=%u error=%s\n", rep.define_probes_reply.status,
+		       rep.define_probes_reply.nhandles, rep.define_probes_reply.error);
+	free(d->probes);
+	dp_app_msg_release(&rep);
+}
+
+static void cmd_installed_many(const char *args)
+{
+	struct dp_app_msg req = { .type = DP_APP_NOTE_INSTALLED_MANY }, rep;
+	uint64_t first, n, site, step, bad = UINT64_MAX;
+	struct dp_app_patch *v;
+
+	if (sscanf(args, "%" SCNi64 " %" SCNi64 " %" SCNi64 " %" SCNi64 " %" SCNi64, &first, &n,
+		   &site, &step, &bad) < 4 || !n || n > DP_APP_MAX_BATCH) {
+		printf("error op=installed-many ret=%d why=usage\n", -EINVAL);
+		return;
+	}
+	v = calloc(n, sizeof(*v));
+	for (uint32_t k = 0; v && k < n; k++) {
+		v[k].site = site + k * step;
+		v[k].method = DP_APP_METHOD_JUMP;
+		v[k].len = 5;
+		memset(v[k].orig, 0x90, 5);
+		v[k].tramp = 0x10000;
+		v[k].tramp_len = 16;
+		v[k].nprobes = 1;
+		v[k].probes[0] = k == bad ? 0x7fffffff : (uint32_t)(first + k);
+	}
+	req.note_many.npatches = (uint32_t)n;
+	req.note_many.patches = v;
+	if (v && !call(&req, &rep, "installed-many"))
+		print_result("installed-many", &rep.result);
+	free(v);
+	dp_app_msg_release(&rep);
+}
+
+static void cmd_removed_many(const char *args)
+{
+	struct dp_app_msg req = { .type = DP_APP_NOTE_REMOVED_MANY }, rep;
+	uint64_t n, site, step, extra = 0, *v;
+	uint32_t k;
+
+	if (sscanf(args, "%" SCNi64 " %" SCNi64 " %" SCNi64 " %" SCNi64, &n, &site, &step,
+		   &extra) < 3 || !n || n >= DP_APP_MAX_BATCH) {
+		printf("error op=removed-many ret=%d why=usage\n", -EINVAL);
+		return;
+	}
+	v = calloc(n + 1, sizeof(*v));
+	for (k = 0; v && k < n; k++)
+		v[k] = site + k * step;
+	if (v && extra)
+		v[k++] = extra;
+	req.removed_many.nsites = k;
+	req.removed_many.sites = v;
+	if (v && !call(&req, &rep, "removed-many"))
+		print_result("removed-many", &rep.result);
+	free(v);
 	dp_app_msg_release(&rep);
 }
 
@@ -652,6 +747,12 @@ int main(int argc, char **argv)
 			cmd_installed(line + off);
 		else if (!strcmp(cmd, "removed"))
 			cmd_removed(a);
+		else if (!strcmp(cmd, "define-many"))
+			cmd_define_many(line + off);
+		else if (!strcmp(cmd, "installed-many"))
+			cmd_installed_many(line + off);
+		else if (!strcmp(cmd, "removed-many"))
+			cmd_removed_many(line + off);
 		else if (!strcmp(cmd, "list"))
 			cmd_list();
 		else if (!strcmp(cmd, "ping"))

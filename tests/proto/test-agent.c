@@ -15,6 +15,10 @@
  *  - fork: the child connects as its own pid, the parent stays connected;
  *  - a daemon of another major version, and a refusal: a clear message on
  *    both sides;
+ *  - the batches of minor 3: thousands of probes defined and patches noted
+ *    and forgotten in one message each, a batch stopping at its first bad
+ *    element (the reply says how far it went), the state the agent
+ *    reports after each;
  *  - no daemon at all: the target runs as without the agent, silently.
  */
 #include <dirent.h>
@@ -447,7 +451,7 @@ static bool accept_agent(struct proc *d, char *hello, size_t size, struct state 
 
 int main(void)
 {
-	struct proc d1, d2, t, t2;
+	struct proc d1, d2, d3, t, t2, t3;
 	struct state s;
 	char line[1024], hello[512], perms[5], errlog[128];
 	uint64_t func = 0, func2 = 0, probe1, probe2, code, resume = 0;
@@ -713,6 +717,60 @@ int main(void)
 	}
 	proc_send(&d2, "quit");
 	proc_wait(&d2, WAIT_MS);
+
+	/* --- batches (minor 3) --- */
+	if (!tap_ok(!start_daemon(&d3), "a fake daemon for the batches"))
+		goto no_batches;
+	if (start_target(&t3, env_socket, false, errlog, &func, &func2) ||
+	    !accept_agent(&d3, hello, sizeof(hello), &s)) {
+		tap_ok(false, "a target for the batches connects");
+		proc_kill(&t3);
+		proc_kill(&d3);
+		goto no_batches;
+	}
+	/* Sites far from any code: these patches are records only. */
+	ask(&d3, line, sizeof(line), "define-many 1000 3000 0x10000000 16");
+	tap_ok(sfield(line, "status") == 0 && field(line, "defined") == 3000,
+	       "DEFINE_PROBES of 3000 probes of two classes: %s", line);
+	ask(&d3, line, sizeof(line), "define-many 5000 10 0x20000000 16");
+	ask(&d3, line, sizeof(line), "define-many 4995 10 0x20001000 16");
+	tap_ok(sfield(line, "status") == -EEXIST && field(line, "defined") == 5 &&
+	       strstr(line, "probe 5000"),
+	       "a batch naming a probe defined already stops there, saying which and how many "
+	       "went in: %s", line);
+	proc_send(&d3, "list");
+	read_state(&d3, &s);
+	tap_ok(field(s.head, "probes") == 3015,
+	       "the agent holds the 3000 + 10 + 5 probes: %s", s.head);
+	ask(&d3, line, sizeof(line), "installed-many 1000 3000 0x10000000 16");
+	tap_ok(sfield(line, "status") == 0 && field(line, "value") == 3000,
+	       "NOTE_INSTALLED_MANY of 3000 patches: %s", line);
+	ask(&d3, line, sizeof(line), "installed-many 5000 10 0x20000000 16 5");
+	tap_ok(sfield(line, "status") == -ENOENT && field(line, "value") == 5 &&
+	       strstr(line, "6 of 10"),
+	       "a batch naming an unknown probe notes the patches before it and says where it "
+	       "stopped: %s", line);
+	proc_send(&d3, "list");
+	read_state(&d3, &s);
+	tap_ok(field(s.head, "patches") == 3005 && field(s.head, "probes") == 3015,
+	       "the agent reports 3005 patches: %s", s.head);
+	ask(&d3, line, sizeof(line), "removed-many 3000 0x10000000 16 0x30000000");
+	tap_ok(sfield(line, "status") == -ENOENT && strstr(line, "1 of the 3001") &&
+	       strstr(line, "0x30000000"),
+	       "NOTE_REMOVED_MANY with a site never noted: the others are forgotten, the reply "
+	       "names it: %s", line);
+	ask(&d3, line, sizeof(line), "removed-many 5 0x20000000 16");
+	tap_ok(sfield(line, "status") == 0, "the last five forgotten: %s", line);
+	proc_send(&d3, "list");
+	read_state(&d3, &s);
+	tap_ok(field(s.head, "patches") == 0, "no patch is left: %s", s.head);
+	ask(&t3, line, sizeof(line), "call 5");
+	tap_ok(!strcmp(line, "called ret=15"), "the target runs on: %s", line);
+	proc_send(&t3, "exit");
+	tap_ok(proc_wait(&t3, WAIT_MS) == 0, "and exits 0");
+	proc_send(&d3, "quit");
+	proc_wait(&d3, WAIT_MS);
+no_batches:
 
 	/* --- no daemon at all --- */
 	{

@@ -122,8 +122,36 @@ static const uint16_t all_types[] = {
 	DP_APP_LIST, DP_APP_LIST_REPLY, DP_APP_PING, DP_APP_PING_REPLY, DP_APP_GO,
 	DP_APP_GO_REPLY, DP_APP_DEFINE_PROBE_EXT, DP_APP_DEFINE_PROBE_EXT_REPLY,
 	DP_APP_MAPPED, DP_APP_MAPPED_REPLY, DP_APP_UNSUPPORTED, DP_APP_REFUSE,
+	DP_APP_DEFINE_PROBES, DP_APP_DEFINE_PROBES_REPLY, DP_APP_NOTE_INSTALLED_MANY,
+	DP_APP_NOTE_INSTALLED_MANY_REPLY, DP_APP_NOTE_REMOVED_MANY, DP_APP_NOTE_REMOVED_MANY_REPLY,
 };
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
+
+/* A DEFINE_PROBES of nprobes probes over nclasses classes, one with every
+ * context bound reached. */
+static void sample_define_probes(struct dp_app_define_probes *d, uint32_t nclasses,
+				 uint32_t nprobes)
+{
+	d->nclasses = nclasses;
+	d->classes = calloc(nclasses, sizeof(*d->classes));
+	for (uint32_t c = 0; c < nclasses; c++) {
+		struct dp_app_probe_class *k = &d->classes[c];
+
+		k->flags = c % 2 ? DP_APP_PROBE_AT_ENTRY : 0;
+		if (c == 0)
+			fill_str(k->event, sizeof(k->event), 'x');
+		else
+			snprintf(k->event, sizeof(k->event), "prov:ev%" PRIu32, c);
+		k->nctx = c == 0 ? DP_APP_MAX_CTX : c - 1;
+		k->ctx = k->nctx ? calloc(k->nctx, sizeof(*k->ctx)) : NULL;
+		for (uint32_t i = 0; i < k->nctx; i++)
+			sample_ctx(&k->ctx[i], i, true);
+	}
+	d->nprobes = nprobes;
+	d->probes = calloc(nprobes, sizeof(*d->probes));
+	for (uint32_t i = 0; i < nprobes; i++)
+		d->probes[i] = (struct dp_app_probe_def){ 1 + i, 0x401000 + 7 * i, i % nclasses };
+}
 
 static void sample_msg(struct dp_app_msg *m, uint16_t type)
 {
@@ -197,6 +225,38 @@ static void sample_msg(struct dp_app_msg *m, uint16_t type)
 		m->refuse.minor = DP_APP_MINOR;
 		snprintf(m->refuse.reason, sizeof(m->refuse.reason), "protocol 9.0 is not 1.0");
 		break;
+	case DP_APP_DEFINE_PROBES:
+		sample_define_probes(&m->define_probes, 3, 100);
+		break;
+	case DP_APP_DEFINE_PROBES_REPLY:
+		m->define_probes_reply.status = -ENOSPC;
+		fill_str(m->define_probes_reply.error, sizeof(m->define_probes_reply.error), 'e');
+		m->define_probes_reply.nhandles = 77;
+		m->define_probes_reply.handles = calloc(77, sizeof(uint64_t));
+		for (uint32_t i = 0; i < 77; i++)
+			m->define_probes_reply.handles[i] = 0x7f0000000000ull + i * 0x40;
+		break;
+	case DP_APP_NOTE_INSTALLED_MANY:
+		m->note_many.npatches = 40;
+		m->note_many.patches = calloc(40, sizeof(struct dp_app_patch));
+		for (uint32_t i = 0; i < 40; i++)
+			sample_patch(&m->note_many.patches[i], i);
+		break;
+	case DP_APP_NOTE_INSTALLED_MANY_REPLY:
+		m->result.status = -ENOENT;
+		m->result.value = 39;
+		snprintf(m->result.error, sizeof(m->result.error), "no probe %d", 12);
+		break;
+	case DP_APP_NOTE_REMOVED_MANY:
+		m->removed_many.nsites = 33;
+		m->removed_many.sites = calloc(33, sizeof(uint64_t));
+		for (uint32_t i = 0; i < 33; i++)
+			m->removed_many.sites[i] = 0x401000 + i * 0x11;
+		break;
+	case DP_APP_NOTE_REMOVED_MANY_REPLY:
+		m->result.status = -ENOENT;
+		snprintf(m->result.error, sizeof(m->result.error), "2 of the 33 sites");
+		break;
 	}
 }
 
@@ -266,6 +326,27 @@ static bool eq_result(const struct dp_app_result *a, const struct dp_app_result 
 	       !strcmp(a->error, b->error);
 }
 
+static bool eq_define_probes(const struct dp_app_define_probes *a,
+			     const struct dp_app_define_probes *b)
+{
+	if (a->nclasses != b->nclasses || a->nprobes != b->nprobes)
+		return false;
+	for (uint32_t c = 0; c < a->nclasses; c++) {
+		const struct dp_app_probe_class *x = &a->classes[c], *y = &b->classes[c];
+
+		if (x->flags != y->flags || strcmp(x->event, y->event) || x->nctx != y->nctx)
+			return false;
+		for (uint32_t i = 0; i < x->nctx; i++)
+			if (!eq_ctx(&x->ctx[i], &y->ctx[i]))
+				return false;
+	}
+	for (uint32_t i = 0; i < a->nprobes; i++)
+		if (a->probes[i].id != b->probes[i].id || a->probes[i].site != b->probes[i].site ||
+		    a->probes[i].cls != b->probes[i].cls)
+			return false;
+	return true;
+}
+
 static bool eq_msg(const struct dp_app_msg *a, const struct dp_app_msg *b)
 {
 	if (a->type != b->type || a->seq != b->seq)
@@ -320,6 +401,29 @@ static bool eq_msg(const struct dp_app_msg *a, const struct dp_app_msg *b)
 		return a->mapped == b->mapped;
 	case DP_APP_UNSUPPORTED:
 		return a->unsupported == b->unsupported;
+	case DP_APP_DEFINE_PROBES:
+		return eq_define_probes(&a->define_probes, &b->define_probes);
+	case DP_APP_DEFINE_PROBES_REPLY:
+		return a->define_probes_reply.status == b->define_probes_reply.status &&
+		       !strcmp(a->define_probes_reply.error, b->define_probes_reply.error) &&
+		       a->define_probes_reply.nhandles == b->define_probes_reply.nhandles &&
+		       !memcmp(a->define_probes_reply.handles, b->define_probes_reply.handles,
+			       a->define_probes_reply.nhandles * sizeof(uint64_t));
+	case DP_APP_NOTE_INSTALLED_MANY:
+		if (a->note_many.npatches != b->note_many.npatches)
+			return false;
+		for (uint32_t i = 0; i < a->note_many.npatches; i++)
+			if (!eq_patch(&a->note_many.patches[i], &b->note_many.patches[i]))
+				return false;
+		return true;
+	case DP_APP_NOTE_INSTALLED_MANY_REPLY:
+		return eq_result(&a->result, &b->result, true);
+	case DP_APP_NOTE_REMOVED_MANY:
+		return a->removed_many.nsites == b->removed_many.nsites &&
+		       !memcmp(a->removed_many.sites, b->removed_many.sites,
+			       a->removed_many.nsites * sizeof(uint64_t));
+	case DP_APP_NOTE_REMOVED_MANY_REPLY:
+		return eq_result(&a->result, &b->result, false);
 	case DP_APP_REFUSE:
 		return a->refuse.major == b->refuse.major && a->refuse.minor == b->refuse.minor &&
 		       !strcmp(a->refuse.reason, b->refuse.reason);
@@ -714,6 +818,167 @@ static void test_bounds(void)
 	tap_ok(e == DP_PROTO_ERR_VALUE, "a positive status is refused: %s", dp_proto_err_str(e));
 }
 
+/* The payload length of a sample frame. */
+static size_t sample_payload_len(uint16_t type)
+{
+	size_t len = 0;
+	uint8_t *frame = sample_frame(type, &len);
+
+	free(frame);
+	return len - DP_FRAME_HDR_LEN;
+}
+
+/* Whether a message is sent (0) or refused (-EINVAL), released after. */
+static int encode_release(struct dp_app_msg *m)
+{
+	struct dp_wbuf w;
+	int ret = dp_app_encode(m, &w);
+
+	dp_wbuf_release(&w);
+	dp_app_msg_release(m);
+	return ret;
+}
+
+/* The batches (minor 3): their counts, class indexes and patches are
+ * checked as their single messages' are. */
+static void test_batches(void)
+{
+	struct dp_app_msg m;
+	uint8_t u32[4];
+	enum dp_proto_err e;
+	size_t end;
+
+	/* DEFINE_PROBES ends with the last probe: id(4) site(8) class(4). */
+	end = sample_payload_len(DP_APP_DEFINE_PROBES);
+	put_u32(u32, 3);
+	e = patch_at(DP_APP_DEFINE_PROBES, end - 4, u32, 4, &m);
+	tap_ok(e == DP_PROTO_ERR_VALUE, "DEFINE_PROBES: a probe of class 3 of 3 is refused: %s",
+	       dp_proto_err_str(e));
+	put_u32(u32, 0);
+	e = patch_at(DP_APP_DEFINE_PROBES, end - 16, u32, 4, &m);
+	tap_ok(e == DP_PROTO_ERR_VALUE, "DEFINE_PROBES: probe id 0 is refused: %s",
+	       dp_proto_err_str(e));
+	put_u32(u32, DP_APP_MAX_BATCH + 1);
+	e = patch_at(DP_APP_DEFINE_PROBES, 0, u32, 4, &m);
+	tap_ok(e == DP_PROTO_ERR_BOUNDS, "DEFINE_PROBES: %u classes are refused: %s",
+	       DP_APP_MAX_BATCH + 1, dp_proto_err_str(e));
+	{
+		uint32_t nc;
+		struct dp_wbuf w;
+
+		sample_msg(&m, DP_APP_DEFINE_PROBES);
+		nc = m.define_probes.nclasses;
+		m.define_probes.nclasses = 0;
+		tap_ok(dp_app_encode(&m, &w) == -EINVAL, "DEFINE_PROBES: no class is refused");
+		dp_wbuf_release(&w);
+		m.define_probes.nclasses = nc;
+		dp_app_msg_release(&m);
+	}
+	/* The first class: flags(4) at 4, a flag no probe has. */
+	put_u32(u32, 2);
+	e = patch_at(DP_APP_DEFINE_PROBES, 4, u32, 4, &m);
+	tap_ok(e == DP_PROTO_ERR_VALUE, "DEFINE_PROBES: an unknown probe flag is refused: %s",
+	       dp_proto_err_str(e));
+	sample_msg(&m, DP_APP_DEFINE_PROBES);
+	m.define_probes.probes[5].cls = 7;
+	tap_ok(encode_release(&m) == -EINVAL, "DEFINE_PROBES: the sender refuses a class "
+	       "out of range too");
+	sample_msg(&m, DP_APP_DEFINE_PROBES);
+	m.define_probes.classes[2].ctx[0].kind = DP_CTX_KIND_LAST + 1;
+	tap_ok(encode_release(&m) == -EINVAL, "DEFINE_PROBES: the sender refuses an unknown "
+	       "context kind in a class");
+
+	/* The reply: status first, then the handles. */
+	put_u32(u32, 5);
+	e = patch_at(DP_APP_DEFINE_PROBES_REPLY, 0, u32, 4, &m);
+	tap_ok(e == DP_PROTO_ERR_VALUE, "DEFINE_PROBES_REPLY: a positive status is refused: %s",
+	       dp_proto_err_str(e));
+	end = sample_payload_len(DP_APP_DEFINE_PROBES_REPLY);
+	put_u32(u32, DP_APP_MAX_BATCH + 1);
+	e = patch_at(DP_APP_DEFINE_PROBES_REPLY, end - 77 * 8 - 4, u32, 4, &m);
+	tap_ok(e == DP_PROTO_ERR_BOUNDS, "DEFINE_PROBES_REPLY: %u handles are refused: %s",
+	       DP_APP_MAX_BATCH + 1, dp_proto_err_str(e));
+
+	/* NOTE_INSTALLED_MANY: npatches(4), then each patch as NOTE_INSTALLED's:
+	 * site(8) method(1). */
+	{
+		uint8_t b = 3;
+
+		e = patch_at(DP_APP_NOTE_INSTALLED_MANY, 4 + 8, &b, 1, &m);
+		tap_ok(e == DP_PROTO_ERR_VALUE, "NOTE_INSTALLED_MANY: an unknown patch method is "
+		       "refused: %s", dp_proto_err_str(e));
+	}
+	sample_msg(&m, DP_APP_NOTE_INSTALLED_MANY);
+	m.note_many.npatches = 0;
+	tap_ok(encode_release(&m) == -EINVAL, "NOTE_INSTALLED_MANY: no patch is refused");
+	put_u32(u32, DP_APP_MAX_BATCH + 1);
+	e = patch_at(DP_APP_NOTE_INSTALLED_MANY, 0, u32, 4, &m);
+	tap_ok(e == DP_PROTO_ERR_BOUNDS, "NOTE_INSTALLED_MANY: %u patches are refused: %s",
+	       DP_APP_MAX_BATCH + 1, dp_proto_err_str(e));
+	sample_msg(&m, DP_APP_NOTE_INSTALLED_MANY);
+	m.note_many.patches[39].nprobes = 0;
+	tap_ok(encode_release(&m) == -EINVAL, "NOTE_INSTALLED_MANY: the sender refuses a "
+	       "patch with no probe, even the last");
+
+	/* NOTE_REMOVED_MANY: nsites(4), sites. */
+	sample_msg(&m, DP_APP_NOTE_REMOVED_MANY);
+	m.removed_many.nsites = 0;
+	tap_ok(encode_release(&m) == -EINVAL, "NOTE_REMOVED_MANY: no site is refused");
+	/* ... and a receiver refuses it as well: a frame of just the count. */
+	{
+		uint8_t frame[DP_FRAME_HDR_LEN + 4] = { 0 };
+		struct dp_frame_hdr h = {
+			.magic = DP_APP_MAGIC, .major = DP_APP_MAJOR, .minor = DP_APP_MINOR,
+			.type = DP_APP_NOTE_REMOVED_MANY, .len = 4, .seq = 1,
+		};
+
+		dp_frame_hdr_encode(&h, frame);
+		e = decode_err(frame, sizeof(frame), &m);
+		tap_ok(e == DP_PROTO_ERR_BOUNDS, "NOTE_REMOVED_MANY of 0 sites is refused by a "
+		       "receiver: %s", dp_proto_err_str(e));
+		dp_app_msg_release(&m);
+	}
+	put_u32(u32, 34);
+	e = patch_at(DP_APP_NOTE_REMOVED_MANY, 0, u32, 4, &m);
+	tap_ok(e == DP_PROTO_ERR_TRUNCATED, "NOTE_REMOVED_MANY: 34 sites in the bytes of 33 "
+	       "are refused: %s", dp_proto_err_str(e));
+
+	/* The largest batches fit in a frame. */
+	memset(&m, 0, sizeof(m));
+	m.type = DP_APP_DEFINE_PROBES;
+	sample_define_probes(&m.define_probes, 1, DP_APP_MAX_BATCH);
+	{
+		struct dp_wbuf w;
+		int ret = dp_app_encode(&m, &w);
+
+		tap_ok(!ret && w.len <= DP_FRAME_HDR_LEN + DP_APP_MAX_PAYLOAD,
+		       "DEFINE_PROBES of %u probes fits in a frame: %zu bytes", DP_APP_MAX_BATCH,
+		       w.len);
+		dp_wbuf_release(&w);
+	}
+	dp_app_msg_release(&m);
+	memset(&m, 0, sizeof(m));
+	m.type = DP_APP_NOTE_INSTALLED_MANY;
+	m.note_many.npatches = DP_APP_MAX_BATCH;
+	m.note_many.patches = calloc(DP_APP_MAX_BATCH, sizeof(struct dp_app_patch));
+	for (uint32_t i = 0; i < DP_APP_MAX_BATCH; i++) {
+		sample_patch(&m.note_many.patches[i], i);
+		m.note_many.patches[i].nprobes = DP_APP_MAX_PATCH_PROBES;
+		for (uint32_t k = 0; k < DP_APP_MAX_PATCH_PROBES; k++)
+			m.note_many.patches[i].probes[k] = 1 + k;
+	}
+	{
+		struct dp_wbuf w;
+		int ret = dp_app_encode(&m, &w);
+
+		tap_ok(!ret && w.len <= DP_FRAME_HDR_LEN + DP_APP_MAX_PAYLOAD,
+		       "NOTE_INSTALLED_MANY of %u patches of %u probes fits in a frame: %zu bytes",
+		       DP_APP_MAX_BATCH, DP_APP_MAX_PATCH_PROBES, w.len);
+		dp_wbuf_release(&w);
+	}
+	dp_app_msg_release(&m);
+}
+
 /* Whether the NOTE_INSTALLED in m is sent (0) or refused (-EINVAL). */
 static int encode_patch(const struct dp_app_msg *m)
 {
@@ -938,6 +1203,7 @@ int main(void)
 	test_truncations();
 	test_headers();
 	test_bounds();
+	test_batches();
 	test_encoder_refuses();
 	test_fuzz();
 	return tap_done();

@@ -67,6 +67,17 @@ static struct dp_ctx app_ctx_ext[2] = {
 		{ DP_VOP_REG, DP_VALUE_XMM0 + 3, 0 }, { DP_VOP_PIECE, 4, 4 } } } },
 };
 
+/* DEFINE_PROBES's sample: two classes (one with a context), three probes. */
+static struct dp_app_probe_class app_classes[2] = {
+	{ DP_APP_PROBE_AT_ENTRY, "prov:ev_entry", 0, NULL },
+	{ 0, "prov:ev_return", 1, &app_ctx_ext[1] },
+};
+static struct dp_app_probe_def app_defs[3] = {
+	{ 11, 0x401126, 0 }, { 12, 0x401140, 1 }, { 13, 0x401151, 1 },
+};
+static uint64_t app_handles[2] = { 0x7f1234567000ull, 0x7f1234567040ull };
+static uint64_t app_sites[2] = { 0x401126, 0x401140 };
+
 static void app_sample(struct dp_app_msg *m, uint16_t type)
 {
 	struct dp_app_state state = { 2, app_probes, 2, app_patches, 11, 0xffffffffffffffffull,
@@ -127,6 +138,25 @@ static void app_sample(struct dp_app_msg *m, uint16_t type)
 	case DP_APP_REFUSE:
 		m->refuse = (struct dp_app_refuse){ 2, 3, "protocol 2.3 is not 1.1" };
 		break;
+	case DP_APP_DEFINE_PROBES:
+		m->define_probes = (struct dp_app_define_probes){ 2, app_classes, 3, app_defs };
+		break;
+	case DP_APP_DEFINE_PROBES_REPLY:
+		m->define_probes_reply = (struct dp_app_define_probes_reply){ -ENOSPC, "full", 2,
+									      app_handles };
+		break;
+	case DP_APP_NOTE_INSTALLED_MANY:
+		m->note_many = (struct dp_app_patches){ 2, app_patches };
+		break;
+	case DP_APP_NOTE_INSTALLED_MANY_REPLY:
+		m->result = (struct dp_app_result){ -ENOENT, 1, "no probe 7" };
+		break;
+	case DP_APP_NOTE_REMOVED_MANY:
+		m->removed_many = (struct dp_app_sites){ 2, app_sites };
+		break;
+	case DP_APP_NOTE_REMOVED_MANY_REPLY:
+		m->result = (struct dp_app_result){ -ENOENT, 0, "no patch" };
+		break;
 	}
 }
 
@@ -136,8 +166,11 @@ static const uint16_t app_types[] = {
 	DP_APP_NOTE_INSTALLED_REPLY, DP_APP_NOTE_REMOVED, DP_APP_NOTE_REMOVED_REPLY,
 	DP_APP_LIST, DP_APP_LIST_REPLY, DP_APP_PING, DP_APP_PING_REPLY, DP_APP_GO,
 	DP_APP_GO_REPLY, DP_APP_UNSUPPORTED, DP_APP_REFUSE, DP_APP_DEFINE_PROBE_EXT,
-	DP_APP_DEFINE_PROBE_EXT_REPLY, DP_APP_MAPPED, DP_APP_MAPPED_REPLY, DP_APP_FOLLOW,
-	DP_APP_FOLLOW_REPLY,
+	DP_APP_DEFINE_PROBE_EXT_REPLY, DP_APP_MAPPED, DP_APP_MAPPED_REPLY,
+	DP_APP_DEFINE_PROBES, DP_APP_DEFINE_PROBES_REPLY, DP_APP_NOTE_INSTALLED_MANY,
+	DP_APP_NOTE_INSTALLED_MANY_REPLY, DP_APP_NOTE_REMOVED_MANY,
+	DP_APP_NOTE_REMOVED_MANY_REPLY,
+	DP_APP_FOLLOW, DP_APP_FOLLOW_REPLY,
 };
 
 /* ---- the client protocol's samples ------------------------------------- */

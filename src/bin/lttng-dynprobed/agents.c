@@ -109,15 +109,10 @@ static void claim_sites(struct dpd_proc *p)
 static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 {
 	struct dp_maps maps = { 0 };
-	struct dpd_probe *probes;
 	uint32_t nbad = 0;
 
-	if (s->nprobes) {
-		probes = realloc(p->probes, (p->nprobes + s->nprobes) * sizeof(*probes));
-		if (!probes)
-			return -ENOMEM;
-		p->probes = probes;
-	}
+	if (dpd_proc_reserve(p, s->nprobes, 0))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < s->nprobes; i++) {
 		const struct dp_app_probe *ap = &s->probes[i];
 		struct dpd_probe *dp;
@@ -130,9 +125,8 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 		dp->site = ap->site;
 		dp->flags = ap->flags;
 		snprintf(dp->event, sizeof(dp->event), "%s", ap->event);
-		/* Its contexts are unknown: it is never reused for a new patch,
-		 * only recognised in the patches that name it. */
-		snprintf(dp->sig, sizeof(dp->sig), "?recovered");
+		/* Its contexts are unknown (sig NULL): it is never reused for a
+		 * new patch, only recognised in the patches that name it. */
 		if (ap->id >= p->next_id)
 			p->next_id = ap->id + 1;
 	}
@@ -160,12 +154,11 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 			if (p->sites[k].patch.site == ap->site && p->sites[k].patch.tramp == ap->tramp)
 				at = k;
 		if (at == p->nsites) {
-			v = realloc(p->sites, (p->nsites + 1) * sizeof(*v));
-			if (!v) {
+			if (dpd_proc_reserve(p, 0, 1)) {
 				dp_maps_free(&maps);
 				return -ENOMEM;
 			}
-			p->sites = v;
+			v = p->sites;
 			memset(&v[p->nsites++], 0, sizeof(*v));
 			v[at].entry = ap->tramp;
 		}
@@ -266,7 +259,11 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 		memcpy(p->image, image, sizeof(image));
 	p->seq = 1;
 	p->probe_hit = hello.hello.probe_hit;
-	p->minor = hello.minor;
+	/* The version the agent says it speaks, in the header and in HELLO
+	 * (when HELLO's major is ours): the lower one (an agent may announce
+	 * less than it knows). */
+	p->minor = hello.hello.major == DP_APP_MAJOR && hello.hello.minor < hello.minor ?
+		   hello.hello.minor : hello.minor;
 	/* A forked child's agent has its parent's mode, a new image's none. */
 	p->follow_known = false;
 	if (adopt_state(p, &hello.hello.state))
@@ -415,6 +412,8 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 	case DP_APP_ALLOC_CODE_REPLY:
 	case DP_APP_NOTE_INSTALLED_REPLY:
 	case DP_APP_NOTE_REMOVED_REPLY:
+	case DP_APP_NOTE_INSTALLED_MANY_REPLY:
+	case DP_APP_NOTE_REMOVED_MANY_REPLY:
 		if (rep->result.status)
 			return dp_err_set(msg, rep->result.status, "process %d: %s", (int)p->pid,
 					  rep->result.error);

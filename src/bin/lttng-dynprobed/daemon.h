@@ -75,6 +75,7 @@
 #include "proto/app.h"
 #include "proto/client.h"
 #include "spec/sdt.h"
+#include "u64map.h"
 
 /* ---- log.c ---- */
 
@@ -404,8 +405,17 @@ struct dpd_probe {
 	uint64_t site;
 	uint32_t flags;
 	char event[DP_CLIENT_EVENT_MAX];
-	char sig[DP_CLIENT_CTX_MAX * 4];	/* its contexts, canonical, to reuse it */
+	char *sig;				/* its contexts, canonical, to reuse it
+						   (NULL when recovered: never reused) */
 	uint64_t handle;			/* the agent's probe (0 when recovered) */
+	uint32_t prev;				/* index + 1 of the previous probe defined
+						   at the same site (probe_ix), 0: none */
+};
+
+/* Code memory the agent mapped (ALLOC_CODE), trampolines carved from it. */
+struct dpd_code_block {
+	uint64_t start;
+	uint32_t size, used;			/* bytes */
 };
 
 /* An event whose probes a patch serves, and its plan entry for that window. */
@@ -467,8 +477,15 @@ struct dpd_proc {
 	uint32_t next_id;
 	uint32_t nprobes;
 	struct dpd_probe *probes;
+	size_t probes_cap;
+	struct dp_u64map probe_ix;	/* site -> index of the latest probe defined
+					   there (stage.c; recovered ones are not) */
 	uint32_t nsites;
 	struct dpd_site *sites;
+	size_t sites_cap;
+	uint32_t ncode;			/* code blocks (stage.c) */
+	struct dpd_code_block *code;
+	uint64_t tramp_bytes;		/* bytes of trampolines written in them */
 	uint32_t nholds;
 	struct dpd_sem_hold *holds;
 	/* follow.c: the FOLLOW flags its agent has from us, when known
@@ -484,6 +501,8 @@ struct dpd_proc *dpd_proc_find(pid_t pid);
 struct dpd_proc *dpd_proc_add(pid_t pid);
 /* Forgets a process (its agent closed, or it exited). */
 void dpd_proc_forget(struct dpd_proc *p);
+/* Room for `probes` more probes and `sites` more sites in p: 0 or -ENOMEM. */
+int dpd_proc_reserve(struct dpd_proc *p, uint32_t probes, uint32_t sites);
 /* The probe of p with that id, or NULL. */
 const struct dpd_probe *dpd_proc_probe(const struct dpd_proc *p, uint32_t id);
 /* Whether ev is among the owners of s. */
@@ -501,6 +520,24 @@ void dpd_patch_window(const struct dp_patch *pl, uint64_t bias, struct dp_app_pa
 bool dpd_same_window(const struct dp_app_patch *a, const struct dp_app_patch *b);
 /* Whether two patches write some byte in common, hops included. */
 bool dpd_patches_meet(const struct dp_app_patch *a, const struct dp_app_patch *b);
+/* How far from its site a patch writes at most (its window, and its hop
+ * within a rel8's reach of the site's first 2 bytes): patches whose sites
+ * are further apart than twice this never meet. */
+#define DPD_PATCH_REACH 256
+/*
+ * p's site records sorted by site, for the lookups of a request that meets
+ * tens of thousands of installed patches: valid until p->sites changes.
+ * dpd_site_ix_build: 0 or -ENOMEM.  dpd_site_ix_range: the records whose
+ * site lies in [lo, hi] are p->sites[ix->idx[i]] for i in [*from, *to).
+ */
+struct dpd_site_ix {
+	uint32_t *idx;
+	size_t n;
+};
+int dpd_site_ix_build(const struct dpd_proc *p, struct dpd_site_ix *ix);
+void dpd_site_ix_free(struct dpd_site_ix *ix);
+void dpd_site_ix_range(const struct dpd_proc *p, const struct dpd_site_ix *ix, uint64_t lo,
+		       uint64_t hi, size_t *from, size_t *to);
 /* ev's plan entry whose window, at load bias `bias`, is ap's, or NULL. */
 const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,
 					const struct dp_app_patch *ap);
@@ -607,6 +644,11 @@ struct dpd_work {
 	bool regroup;			/* a new window over bytes of patches it replaces
 					   (combine.c): those bytes are not checked */
 	bool noted;			/* noted to the agent already */
+	/* Its hooks (stage.c): the probes (indexes in p->probes) and where
+	 * each runs. */
+	uint32_t nhooks;
+	uint32_t hook_probe[DP_APP_MAX_PATCH_PROBES];
+	uint64_t hook_addr[DP_APP_MAX_PATCH_PROBES];
 };
 
 /* Reports every point of an owner's patch as refused, with a reason or a
@@ -630,6 +672,15 @@ int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *
 /* Takes back w's note: the agent's record of the site is again what the
  * code holds (the patch w would have replaced, or none). */
 void dpd_work_unnote(struct dpd_proc *p, struct dpd_work *w);
+/* The same for every work noted (only the failed ones, failed_only), the
+ * new sites forgotten in batches (NOTE_REMOVED_MANY). */
+void dpd_works_unnote(struct dpd_proc *p, struct dpd_work *ws, size_t n, bool failed_only);
+/* NOTE_REMOVED of each site, in batches when the agent takes them: 0, or
+ * the first error (with msg). */
+int dpd_notes_removed(struct dpd_proc *p, const uint64_t *sites, size_t n, struct dp_err *msg);
+/* Trampoline memory in p: bytes of trampolines written, bytes of code
+ * blocks mapped for them. */
+void dpd_code_usage(const struct dpd_proc *p, uint64_t *used, uint64_t *mapped);
 /* Records a written patch in p (-ENOMEM); the patch it replaced is kept, not
  * installed. */
 int dpd_work_record(struct dpd_proc *p, const struct dpd_work *w);

@@ -9,15 +9,19 @@
  *      event has installed, or takes in the same request: the events share
  *      it, and its trampoline calls the probes of them all.  A window that
  *      only overlaps another's is refused (DP_REASON_OVERLAP);
- *   3. per patch, while the program runs: a new patch's bytes checked
- *      against the file, the probes of every event it serves defined
- *      (DEFINE_PROBE, reused when the same probe exists), a trampoline built
- *      locally for its remote address in ALLOC_CODE memory (or one built
- *      before reused: memory a thread may run in is never freed or
- *      rewritten);
+ *   3. for the whole batch, while the program runs: the new patches' bytes
+ *      checked against the file (read in runs of adjacent pages), the
+ *      probes of every event they serve defined (reused when the same probe
+ *      exists; the new ones in DEFINE_PROBES messages of thousands each, or
+ *      one DEFINE_PROBE each for an agent older than protocol 1.3), each
+ *      trampoline built locally for its remote address, carved from code
+ *      blocks of 256 KiB the agent maps (ALLOC_CODE), taking only the bytes
+ *      it needs (or one built before reused: memory a thread may run in is
+ *      never freed or rewritten);
  *   4. the new trampolines written, still while the program runs (nothing
- *      reaches them yet);
- *   5. each patch noted to the agent (NOTE_INSTALLED) before it can exist:
+ *      reaches them yet), those carved one after another in one write;
+ *   5. the patches noted to the agent (NOTE_INSTALLED_MANY in batches, or
+ *      NOTE_INSTALLED each for an older agent) before they can exist:
  *      an int3 must never reach the program unknown, and a daemon killed at
  *      any point leaves the agent knowing every patch that may be in the
  *      code (a new daemon forgets the noted ones whose site still holds its
@@ -25,12 +29,14 @@
  *      of the site, for an int3 its trap entry too: its trampoline, which a
  *      trapped thread resumes in at once, is written already;
  *   6. one stop of every thread for the whole batch: threads inside a new
- *      window moved to the matching relocated instruction, hops then jumps
- *      (or int3s) written; a rebuilt patch's jump retargeted to its new
- *      trampoline (threads inside the old one finish there); resume and
- *      detach;
- *   7. patches that could not be written taken back (NOTE_REMOVED, or the
- *      note of the patch still in place).
+ *      window moved to the matching relocated instruction, then the bytes
+ *      of every patch (hops, jumps or int3s) written in runs of adjacent
+ *      pages; a rebuilt patch's jump retargeted to its new trampoline
+ *      (threads inside the old one finish there); resume and detach;
+ *   7. patches that could not be written taken back (NOTE_REMOVED_MANY, or
+ *      the note of the patch still in place).
+ * The reply says, with the sites' counts, what the new trampolines take
+ * and what the process's trampolines and code blocks take in all.
  * Steps 1, 2 and 7 are here; steps 3 to 5 are stage.c's, step 6 write.c's
  * (remove.c uses them too).  The target is never left with a half-written
  * patch: a patch is written whole while every thread is held, or not at all.
@@ -151,12 +157,18 @@ static const struct dp_client_site *required_refused(const struct dpd_event *ev,
 }
 
 /* Whether ev owns the patch installed at `site` in p. */
-static bool has_site(const struct dpd_proc *p, const struct dpd_event *ev, uint64_t site)
+static bool has_site(const struct dpd_proc *p, const struct dpd_site_ix *ix,
+		     const struct dpd_event *ev, uint64_t site)
 {
-	for (uint32_t i = 0; i < p->nsites; i++)
-		if (p->sites[i].installed && p->sites[i].patch.site == site &&
-		    dpd_site_owned(&p->sites[i], ev))
+	size_t from, to;
+
+	dpd_site_ix_range(p, ix, site, site, &from, &to);
+	for (size_t k = from; k < to; k++) {
+		const struct dpd_site *s = &p->sites[ix->idx[k]];
+
+		if (s->installed && dpd_site_owned(s, ev))
 			return true;
+	}
 	return false;
 }
 
@@ -168,8 +180,8 @@ static bool has_site(const struct dpd_proc *p, const struct dpd_event *ev, uint6
  * works from `others` on are the event's own: its plan's patches never
  * meet.
  */
-static void place(struct dpd_proc *p, struct dpd_work *ws, size_t *n, size_t others,
-		  const struct dpd_owner *o, struct dp_client_proc *rp,
+static void place(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_work *ws,
+		  size_t *n, size_t others, const struct dpd_owner *o, struct dp_client_proc *rp,
 		  const struct dp_app_patch *ap)
 {
 	const struct dpd_site *in_place = NULL;
@@ -178,6 +190,7 @@ static void place(struct dpd_proc *p, struct dpd_work *ws, size_t *n, size_t oth
 	char text[DP_CLIENT_TEXT_MAX];
 	uint32_t old = 0, nowners;
 	uint64_t at = 0;
+	size_t from, to;
 
 	for (size_t i = 0; i < others && !w && !holder; i++) {
 		if (!dpd_patches_meet(&ws[i].rec.patch, ap))
@@ -189,7 +202,11 @@ static void place(struct dpd_proc *p, struct dpd_work *ws, size_t *n, size_t oth
 			at = ws[i].rec.patch.site;
 		}
 	}
-	for (uint32_t i = 0; i < p->nsites && !w && !in_place && !holder; i++) {
+	/* The installed patches near it (the only ones it may meet). */
+	dpd_site_ix_range(p, ix, ap->site > DPD_PATCH_REACH * 2 ? ap->site - DPD_PATCH_REACH * 2 : 0,
+			  ap->site + DPD_PATCH_REACH * 2, &from, &to);
+	for (size_t k = from; k < to && !w && !in_place && !holder; k++) {
+		uint32_t i = ix->idx[k];
 		const struct dpd_site *s = &p->sites[i];
 
 		if (!s->installed || !dpd_patches_meet(&s->patch, ap))
@@ -233,8 +250,8 @@ static void place(struct dpd_proc *p, struct dpd_work *ws, size_t *n, size_t oth
  * are planned together (combine.c).  -1 when it does but evs are not all of
  * one object (the windows are refused, as before).
  */
-static int needs_combine(const struct dpd_proc *p, struct dpd_event *const *evs, size_t nev,
-			 const uint64_t *bias)
+static int needs_combine(const struct dpd_proc *p, const struct dpd_site_ix *ix,
+			 struct dpd_event *const *evs, size_t nev, const uint64_t *bias)
 {
 	bool meet = false, one_obj = true;
 
@@ -242,14 +259,20 @@ static int needs_combine(const struct dpd_proc *p, struct dpd_event *const *evs,
 		one_obj &= evs[e]->obj == evs[0]->obj;
 		for (size_t i = 0; i < evs[e]->nplan; i++) {
 			struct dp_app_patch ap, bp;
+			size_t from, to;
 
 			if (evs[e]->plan[i].method == DP_SITE_REFUSED)
 				continue;
 			dpd_patch_window(&evs[e]->plan[i], bias[e], &ap);
-			for (uint32_t k = 0; k < p->nsites; k++)
-				meet |= p->sites[k].installed &&
-					dpd_patches_meet(&p->sites[k].patch, &ap) &&
-					!dpd_same_window(&p->sites[k].patch, &ap);
+			dpd_site_ix_range(p, ix, ap.site > DPD_PATCH_REACH * 2 ?
+					  ap.site - DPD_PATCH_REACH * 2 : 0,
+					  ap.site + DPD_PATCH_REACH * 2, &from, &to);
+			for (size_t k = from; k < to; k++) {
+				const struct dpd_site *s = &p->sites[ix->idx[k]];
+
+				meet |= s->installed && dpd_patches_meet(&s->patch, &ap) &&
+					!dpd_same_window(&s->patch, &ap);
+			}
 			for (size_t f = e + 1; f < nev; f++)
 				for (size_t j = 0; j < evs[f]->nplan; j++) {
 					if (evs[f]->plan[j].method == DP_SITE_REFUSED)
@@ -265,6 +288,18 @@ static int needs_combine(const struct dpd_proc *p, struct dpd_event *const *evs,
 
 static bool installed_in(const struct dpd_proc *p, const struct dpd_event *ev);
 
+/* Bytes as people read them: "812 B", "37.5 KiB", "9.3 MiB". */
+static const char *human_bytes(uint64_t n, char *buf, size_t size)
+{
+	if (n < 1024)
+		snprintf(buf, size, "%" PRIu64 " B", n);
+	else if (n < 1024 * 1024)
+		snprintf(buf, size, "%.1f KiB", n / 1024.0);
+	else
+		snprintf(buf, size, "%.1f MiB", n / (1024.0 * 1024.0));
+	return buf;
+}
+
 int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
 {
 	return dpd_install_many(&ev, 1, pid, &rp);
@@ -277,8 +312,10 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	struct dpd_proc *p;
 	struct dpd_work *ws = NULL;
 	uint64_t *bias;
-	size_t n = 0, nplan = 0;
+	size_t n = 0, nplan = 0, ntramp = 0;
+	uint64_t tramp_bytes = 0;
 	char blocker_comm[64] = "";
+	struct dpd_site_ix ix = { 0 };
 	pid_t blocker = 0;
 	bool held = false;
 	int ret = 0;
@@ -326,7 +363,12 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	}
 	dpd_fault("agent");
 	blocker = dpd_sigtrap_blocker(pid, blocker_comm, sizeof(blocker_comm));
-	if (needs_combine(p, evs, nev, bias) > 0) {
+	if (dpd_site_ix_build(p, &ix)) {
+		ret = -ENOMEM;
+		dp_err_set(&msg, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (needs_combine(p, &ix, evs, nev, bias) > 0) {
 		ret = dpd_combine_install(p, evs, nev, bias[0], rps, &msg);
 		if (!ret)
 			msg.msg[0] = '\0';
@@ -372,11 +414,11 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 				continue;
 			}
 			dpd_patch_window(o.pl, o.bias, &ap);
-			if (has_site(p, ev, ap.site)) {
+			if (has_site(p, &ix, ev, ap.site)) {
 				dpd_report_installed(&o, rps[e]);
 				continue;
 			}
-			place(p, ws, &n, others, &o, rps[e], &ap);
+			place(p, &ix, ws, &n, others, &o, rps[e], &ap);
 		}
 	}
 	ret = dpd_stage(p, ws, n, &msg);
@@ -413,12 +455,15 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 	if (ret)
 		goto undo;
 	dpd_fault("detached");
+	dpd_works_unnote(p, ws, n, true);
 	for (size_t i = 0; i < n; i++) {
 		struct dpd_work *w = &ws[i];
 
-		if (w->fail) {
-			dpd_work_unnote(p, w);
+		if (w->fail)
 			continue;
+		if (w->code) {
+			ntramp++;
+			tramp_bytes += (w->rec.patch.tramp_len + 15) & ~15u;
 		}
 		if (dpd_work_record(p, w))
 			dpd_err("process %d: out of memory recording a patch", (int)pid);
@@ -426,15 +471,27 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 			if (w->rps[k])
 				dpd_report_installed(&w->rec.owners[k], w->rps[k]);
 	}
+	/* Said with the sites' counts: what the trampolines take. */
 	msg.msg[0] = '\0';
+	if (ntramp) {
+		uint64_t used, mapped;
+		char a[32], b[32], c[32];
+
+		dpd_code_usage(p, &used, &mapped);
+		dp_err_set(&msg, 0, "%zu trampoline%s, %s (in all in the process: %s, in %s of "
+			   "code memory)", ntramp, ntramp == 1 ? "" : "s",
+			   human_bytes(tramp_bytes, a, sizeof(a)),
+			   human_bytes(used, b, sizeof(b)), human_bytes(mapped, c, sizeof(c)));
+		dpd_info("process %d: %s", (int)pid, msg.msg);
+	}
 	goto out;
 
 undo:
 	/* Nothing was written, or hold_and_write put back what it wrote: only
 	 * the agent's notes are to take back. */
 	p = dpd_proc_find(pid);
-	for (size_t i = 0; i < n && p; i++)
-		dpd_work_unnote(p, &ws[i]);
+	if (p)
+		dpd_works_unnote(p, ws, n, false);
 	if (p && p->fd < 0 && kill(pid, 0)) {
 		dp_err_set(&msg, -ESRCH, "process %d exited during the operation", (int)pid);
 		dpd_proc_forget(p);
@@ -450,6 +507,7 @@ out:
 		free(ws[i].code);
 	free(ws);
 	free(bias);
+	dpd_site_ix_free(&ix);
 	/* One outcome for the whole request in this process: a failure
 	 * wrote nothing of any event. */
 	for (size_t e = 0; e < nev; e++) {

@@ -63,7 +63,8 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 	struct dp_err msg = DP_ERR_INIT;
 	struct dpd_work *ws;
 	uint32_t *gone, ngone = 0, nstay = 0;
-	size_t n = 0;
+	uint64_t *sites;
+	size_t n = 0, nsites = 0;
 	pid_t pid = p->pid;
 	int ret;
 
@@ -74,9 +75,11 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 		return remove_combined(ev, p, rp);
 	ws = calloc(p->nsites ? p->nsites : 1, sizeof(*ws));
 	gone = calloc(p->nsites ? p->nsites : 1, sizeof(*gone));
-	if (!ws || !gone) {
+	sites = calloc(p->nsites ? p->nsites : 1, sizeof(*sites));
+	if (!ws || !gone || !sites) {
 		free(ws);
 		free(gone);
+		free(sites);
 		return -ENOMEM;
 	}
 	/* A patch ev shares is rebuilt for the others; one it holds alone
@@ -112,6 +115,7 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 		goto out;
 	}
 	dpd_fault("restored");
+	/* The agent told of every site restored, in batches. */
 	for (uint32_t k = 0; k < ngone; k++) {
 		const struct dpd_site *s = &p->sites[gone[k]];
 
@@ -120,14 +124,15 @@ int dpd_remove(struct dpd_event *ev, struct dpd_proc *p, struct dp_client_proc *
 			continue;
 		}
 		report_left(rp, &s->patch);
-		if (p->fd >= 0 && dpd_agent_note_removed(p, s->patch.site, &msg))
-			dpd_info("process %d: %s", (int)pid, msg.msg);
+		sites[nsites++] = s->patch.site;
 	}
+	if (nsites && p->fd >= 0 && dpd_notes_removed(p, sites, nsites, &msg))
+		dpd_info("process %d: %s", (int)pid, msg.msg);
+	dpd_works_unnote(p, ws, n, true);
 	for (size_t i = 0; i < n; i++) {
 		struct dpd_work *w = &ws[i];
 
 		if (w->fail) {
-			dpd_work_unnote(p, w);
 			nstay++;
 			continue;
 		}
@@ -152,6 +157,7 @@ out:
 		free(ws[i].code);
 	free(ws);
 	free(gone);
+	free(sites);
 	return ret;
 }
 

@@ -1,11 +1,21 @@
 /*
- * Steps 3 to 5 of patching (install.c's comment tells them all): for each
- * patch of a batch, the probes of the events it serves defined in the agent,
- * its trampoline built (or one built before reused) and written while the
- * program runs, then the patch noted to the agent; and the reports of what
- * became of each point.  install.c and remove.c (which rebuilds the patches
- * an event shared) stage their batches here; write.c then writes them in
- * one stop.
+ * Steps 3 to 5 of patching (install.c's comment tells them all): for a
+ * batch of patches, the probes of the events they serve defined in the
+ * agent, their trampolines built (or ones built before reused) and written
+ * while the program runs, then the patches noted to the agent; and the
+ * reports of what became of each point.  install.c and remove.c (which
+ * rebuilds the patches an event shared) stage their batches here; write.c
+ * then writes them in one stop.
+ *
+ * Nothing here costs a round trip to the agent per patch when the agent
+ * speaks protocol 1.3: the new probes go in DEFINE_PROBES messages (their
+ * shared event, flags and contexts once per class), the notes in
+ * NOTE_INSTALLED_MANY and NOTE_REMOVED_MANY, and trampolines are carved
+ * from code blocks of DP_APP_MAX_CODE bytes (one ALLOC_CODE each), each
+ * taking the bytes it needs.  An older agent gets one message per probe and
+ * per patch, as before.  Lookups are by hash (a process's probes by site)
+ * and the code is read and written in runs of adjacent pages, so that a
+ * batch of tens of thousands of patches costs time in proportion.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "array.h"
 #include "daemon.h"
 #include "proc/proc-status.h"
 #include "x86/emit.h"
@@ -92,17 +104,118 @@ static void ctx_sig(const struct dp_ctx *ctx, uint32_t n, uint32_t flags, char *
 	}
 }
 
-/* A probe of the event at `site` in p: an existing one, or a new one. */
-static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_point *pt,
-		     uint64_t bias, uint32_t *id, uint64_t *handle, struct dp_err *msg)
+/* ---- probes: found again, or defined in one batch ------------------------ */
+
+/* What new probes share (DEFINE_PROBES's classes): one per lttng name,
+ * flags and contexts. */
+struct dclass {
+	uint32_t flags;
+	const char *event;		/* the event's own storage */
+	char *sig;
+	uint32_t nctx;
+	struct dp_ctx *ctx;
+};
+
+/* The probes a stage defines: p->probes[first...], each of class pcls[i]. */
+struct defs {
+	uint32_t first;
+	struct dclass *cls;
+	size_t ncls, cls_cap;
+	uint32_t *pcls;
+	size_t pcls_cap;
+	struct dp_u64map cls_ix;	/* hash of (event, sig) -> class index + 1 */
+};
+
+static void defs_free(struct defs *d)
+{
+	for (size_t i = 0; i < d->ncls; i++) {
+		free(d->cls[i].sig);
+		free(d->cls[i].ctx);
+	}
+	free(d->cls);
+	free(d->pcls);
+	dp_u64map_free(&d->cls_ix);
+}
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* The class of (event, flags, contexts as sig), added when new: its index,
+ * or -ENOMEM. */
+static int64_t class_get(struct defs *d, const char *event, uint32_t flags, const char *sig,
+			 const struct dp_ctx *ctx, uint32_t n)
+{
+	uint64_t key = fnv(fnv(0xcbf29ce484222325ull, event), sig) | 1;
+	struct dclass *c;
+	uint32_t v;
+
+	if (dp_u64map_get(&d->cls_ix, key, &v)) {
+		c = &d->cls[v - 1];
+		if (!strcmp(c->event, event) && !strcmp(c->sig, sig))
+			return v - 1;
+		/* Two texts of one hash: look at every class. */
+		for (size_t i = 0; i < d->ncls; i++)
+			if (!strcmp(d->cls[i].event, event) && !strcmp(d->cls[i].sig, sig))
+				return (int64_t)i;
+	}
+	if (dp_array_reserve(&d->cls, &d->cls_cap, d->ncls, sizeof(*d->cls), 8))
+		return -ENOMEM;
+	c = &d->cls[d->ncls];
+	*c = (struct dclass){ flags, event, strdup(sig), n, calloc(n ? n : 1, sizeof(*ctx)) };
+	if (!c->sig || !c->ctx || dp_u64map_put(&d->cls_ix, key, (uint32_t)d->ncls + 1)) {
+		free(c->sig);
+		free(c->ctx);
+		return -ENOMEM;
+	}
+	if (n)
+		memcpy(c->ctx, ctx, n * sizeof(*ctx));
+	return (int64_t)d->ncls++;
+}
+
+/* Forgets the new probes from first + keep on (the agent did not define
+ * them): from the last, so that each site's chain is as it was. */
+static void defs_drop(struct dpd_proc *p, const struct defs *d, uint32_t keep)
+{
+	while (p->nprobes > d->first + keep) {
+		struct dpd_probe *pr = &p->probes[--p->nprobes];
+
+		dp_u64map_put(&p->probe_ix, pr->site, pr->prev);
+		free(pr->sig);
+	}
+}
+
+/* The probe of p at `site` recording `name` with these contexts, or -1. */
+static int64_t probe_at(const struct dpd_proc *p, uint64_t site, const char *name,
+			const char *sig)
+{
+	uint32_t v = 0;
+
+	dp_u64map_get(&p->probe_ix, site, &v);
+	for (; v; v = p->probes[v - 1].prev) {
+		const struct dpd_probe *pr = &p->probes[v - 1];
+
+		if (pr->sig && !strcmp(pr->event, name) && !strcmp(pr->sig, sig))
+			return v - 1;
+	}
+	return -1;
+}
+
+/* A probe of the event at `site` in p: an existing one, or a new one to
+ * define with the batch (its handle 0 until then).  Its index in *idx. */
+static int get_probe(struct dpd_event *ev, struct dpd_proc *p, struct defs *d,
+		     const struct dpd_point *pt, uint64_t bias, uint32_t *idx, struct dp_err *msg)
 {
 	struct dp_ctx ctx[DP_APP_MAX_CTX];
-	struct dp_app_msg req = { .type = DP_APP_DEFINE_PROBE }, rep;
 	const char *name = dpd_event_point_name(ev, pt);
 	uint64_t site = pt->vaddr + bias;
-	uint32_t n = 0, flags = pt->role == DPD_ROLE_ENTRY ? DP_APP_PROBE_AT_ENTRY : 0;
-	char sig[sizeof(p->probes[0].sig)];
+	uint32_t n = 0, flags = pt->role == DPD_ROLE_ENTRY ? DP_APP_PROBE_AT_ENTRY : 0, prev = 0;
+	char sig[DP_CLIENT_CTX_MAX * 4];
 	struct dpd_probe *pr;
+	int64_t found, cls;
 	int ret;
 
 	/* An SDT site records its own arguments first, as its spec says. */
@@ -126,50 +239,148 @@ static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_
 	    dpd_resolve_ret(ev, p->minor >= DP_APP_MINOR_DEFINE_EXT, &ctx[n]) == 0)
 		n++;
 	ctx_sig(ctx, n, flags, sig, sizeof(sig));
-	for (uint32_t i = 0; i < p->nprobes; i++) {
-		pr = &p->probes[i];
-		if (pr->site == site && pr->handle && !strcmp(pr->event, name) &&
-		    !strcmp(pr->sig, sig)) {
-			*id = pr->id;
-			*handle = pr->handle;
-			return 0;
+	found = probe_at(p, site, name, sig);
+	if (found >= 0) {
+		*idx = (uint32_t)found;
+		return 0;
+	}
+	/* Recipes travel in DEFINE_PROBE_EXT (or DEFINE_PROBES), which older
+	 * agents lack. */
+	if (dp_app_ctx_need_ext(ctx, n) && p->minor < DP_APP_MINOR_DEFINE_EXT)
+		return dp_err_set(msg, -EPROTONOSUPPORT, "process %d: its agent (protocol "
+				  "1.%u) is older than this daemon and cannot compute "
+				  "typed values; restart the process with this version's "
+				  "agent", (int)p->pid, (unsigned)p->minor);
+	cls = class_get(d, name, flags, sig, ctx, n);
+	if (cls < 0 || dpd_proc_reserve(p, 1, 0) ||
+	    dp_array_reserve(&d->pcls, &d->pcls_cap, p->nprobes - d->first, sizeof(*d->pcls), 64))
+		return dp_err_set(msg, -ENOMEM, "out of memory");
+	pr = &p->probes[p->nprobes];
+	memset(pr, 0, sizeof(*pr));
+	pr->sig = strdup(sig);
+	dp_u64map_get(&p->probe_ix, site, &prev);
+	if (!pr->sig || dp_u64map_put(&p->probe_ix, site, p->nprobes + 1)) {
+		free(pr->sig);
+		return dp_err_set(msg, -ENOMEM, "out of memory");
+	}
+	pr->prev = prev;
+	pr->id = p->next_id++;
+	pr->site = site;
+	pr->flags = flags;
+	snprintf(pr->event, sizeof(pr->event), "%s", name);
+	d->pcls[p->nprobes - d->first] = (uint32_t)cls;
+	*idx = p->nprobes++;
+	return 0;
+}
+
+/* Bytes of DEFINE_PROBES one message carries at most (well under the
+ * frame's maximum), counting a class's contexts generously. */
+#define DEFS_MSG_BYTES (12u << 20)
+#define DEFS_CLASS_BYTES(c) (64 + (size_t)(c)->nctx * 512)
+
+/* One probe at a time, for an agent older than the batches. */
+static int defs_send_each(struct dpd_proc *p, struct defs *d, struct dp_err *msg)
+{
+	for (uint32_t i = d->first; i < p->nprobes; i++) {
+		struct dpd_probe *pr = &p->probes[i];
+		const struct dclass *c = &d->cls[d->pcls[i - d->first]];
+		struct dp_app_msg req = { .type = DP_APP_DEFINE_PROBE }, rep;
+		int ret;
+
+		if (dp_app_ctx_need_ext(c->ctx, c->nctx))
+			req.type = DP_APP_DEFINE_PROBE_EXT;
+		req.define_probe.id = pr->id;
+		req.define_probe.site = pr->site;
+		req.define_probe.flags = pr->flags;
+		snprintf(req.define_probe.event, sizeof(req.define_probe.event), "%s", pr->event);
+		req.define_probe.nctx = c->nctx;
+		req.define_probe.ctx = c->ctx;
+		ret = dpd_agent_call(p, &req, &rep, msg);
+		pr->handle = rep.result.value;
+		dp_app_msg_release(&rep);
+		if (ret) {
+			defs_drop(p, d, i - d->first);
+			return ret;
 		}
 	}
-	pr = realloc(p->probes, (p->nprobes + 1) * sizeof(*pr));
-	if (!pr) {
-		dp_err_set(msg, -ENOMEM, "out of memory");
-		return -ENOMEM;
+	return 0;
+}
+
+/*
+ * Defines the new probes in the agent: DEFINE_PROBES of at most
+ * DP_APP_MAX_BATCH probes (and DEFS_MSG_BYTES) each, every message carrying
+ * the classes its probes name.  0, or -errno with msg: the probes the agent
+ * did not define are forgotten (those it did stay, as probes always do).
+ */
+static int defs_send(struct dpd_proc *p, struct defs *d, struct dp_err *msg)
+{
+	uint32_t n = p->nprobes - d->first, done = 0, *map;
+	int ret = 0;
+
+	if (!n)
+		return 0;
+	if (p->minor < DP_APP_MINOR_BATCH)
+		return defs_send_each(p, d, msg);
+	map = malloc(d->ncls * sizeof(*map));
+	if (!map) {
+		defs_drop(p, d, 0);
+		return dp_err_set(msg, -ENOMEM, "out of memory");
 	}
-	p->probes = pr;
-	if (dp_app_ctx_need_ext(ctx, n)) {
-		/* Recipes travel in DEFINE_PROBE_EXT, which older agents lack. */
-		if (p->minor < DP_APP_MINOR_DEFINE_EXT)
-			return dp_err_set(msg, -EPROTONOSUPPORT, "process %d: its agent (protocol "
-					  "1.%u) is older than this daemon and cannot compute "
-					  "typed values; restart the process with this version's "
-					  "agent", (int)p->pid, (unsigned)p->minor);
-		req.type = DP_APP_DEFINE_PROBE_EXT;
+	while (!ret && done < n) {
+		struct dp_app_msg req = { .type = DP_APP_DEFINE_PROBES }, rep;
+		struct dp_app_define_probes *m = &req.define_probes;
+		uint32_t max = n - done < DP_APP_MAX_BATCH ? n - done : DP_APP_MAX_BATCH, got;
+		size_t bytes = 0;
+
+		m->classes = calloc(max, sizeof(*m->classes));
+		m->probes = calloc(max, sizeof(*m->probes));
+		if (!m->classes || !m->probes) {
+			free(m->classes);
+			free(m->probes);
+			ret = dp_err_set(msg, -ENOMEM, "out of memory");
+			break;
+		}
+		memset(map, 0xff, d->ncls * sizeof(*map));
+		while (m->nprobes < max) {
+			const struct dpd_probe *pr = &p->probes[d->first + done + m->nprobes];
+			uint32_t c = d->pcls[done + m->nprobes];
+
+			if (map[c] == UINT32_MAX) {
+				struct dp_app_probe_class *mc = &m->classes[m->nclasses];
+
+				if (m->nprobes && bytes + DEFS_CLASS_BYTES(&d->cls[c]) > DEFS_MSG_BYTES)
+					break;
+				bytes += DEFS_CLASS_BYTES(&d->cls[c]);
+				mc->flags = d->cls[c].flags;
+				snprintf(mc->event, sizeof(mc->event), "%s", d->cls[c].event);
+				mc->nctx = d->cls[c].nctx;
+				mc->ctx = d->cls[c].ctx;
+				map[c] = m->nclasses++;
+			}
+			m->probes[m->nprobes++] = (struct dp_app_probe_def){ pr->id, pr->site, map[c] };
+			bytes += 16;
+		}
+		ret = dpd_agent_call(p, &req, &rep, msg);
+		got = ret ? 0 : rep.define_probes_reply.nhandles;
+		if (got > m->nprobes)
+			got = 0;
+		for (uint32_t k = 0; k < got; k++)
+			p->probes[d->first + done + k].handle = rep.define_probes_reply.handles[k];
+		if (!ret && rep.define_probes_reply.status)
+			ret = dp_err_set(msg, rep.define_probes_reply.status, "process %d: %s",
+					 (int)p->pid, rep.define_probes_reply.error);
+		else if (!ret && got != m->nprobes)
+			ret = dp_err_set(msg, -EPROTO, "process %d: its agent defined %u of %u "
+					 "probes and did not say why", (int)p->pid, got, m->nprobes);
+		done += got;
+		/* The classes' contexts are d's. */
+		free(m->classes);
+		free(m->probes);
+		dp_app_msg_release(&rep);
 	}
-	req.define_probe.id = p->next_id++;
-	req.define_probe.site = site;
-	req.define_probe.flags = flags;
-	snprintf(req.define_probe.event, sizeof(req.define_probe.event), "%s", name);
-	req.define_probe.nctx = n;
-	req.define_probe.ctx = ctx;
-	ret = dpd_agent_call(p, &req, &rep, msg);
-	if (!ret) {
-		pr = &p->probes[p->nprobes++];
-		memset(pr, 0, sizeof(*pr));
-		pr->id = req.define_probe.id;
-		pr->site = site;
-		pr->flags = flags;
-		snprintf(pr->event, sizeof(pr->event), "%s", name);
-		snprintf(pr->sig, sizeof(pr->sig), "%s", sig);
-		pr->handle = rep.result.value;
-		*id = pr->id;
-		*handle = pr->handle;
-	}
-	dp_app_msg_release(&rep);
+	free(map);
+	if (ret)
+		defs_drop(p, d, done);
 	return ret;
 }
 
@@ -180,10 +391,14 @@ static int get_probe(struct dpd_event *ev, struct dpd_proc *p, const struct dpd_
  * place alike: trampoline code is never rewritten.
  */
 static const struct dpd_site *reusable_tramp(const struct dpd_proc *p,
+					     const struct dpd_site_ix *ix,
 					     const struct dp_app_patch *ap)
 {
-	for (uint32_t i = 0; i < p->nsites; i++) {
-		const struct dpd_site *s = &p->sites[i];
+	size_t from, to;
+
+	dpd_site_ix_range(p, ix, ap->site, ap->site, &from, &to);
+	for (size_t k = from; k < to; k++) {
+		const struct dpd_site *s = &p->sites[ix->idx[k]];
 
 		if (!s->ninsns || !dpd_same_window(&s->patch, ap))
 			continue;
@@ -195,43 +410,39 @@ static const struct dpd_site *reusable_tramp(const struct dpd_proc *p,
 	return NULL;
 }
 
-/* The probes of every owner of w, and their hooks: 0, or -errno with msg
- * (w->fail, with the reports, when there are too many). */
-static int owner_probes(struct dpd_proc *p, struct dpd_work *w, struct dp_tramp_hook *hooks,
+/* The probes of every owner of w (found, or queued in d), as w's hooks: 0,
+ * or -errno with msg (w->fail, with the reports, when there are too many). */
+static int owner_probes(struct dpd_proc *p, struct defs *d, struct dpd_work *w,
 			struct dp_err *msg)
 {
-	struct dp_app_patch *ap = &w->rec.patch;
-
-	ap->nprobes = 0;
+	w->nhooks = 0;
 	for (uint32_t i = 0; i < w->rec.nowners; i++) {
 		const struct dpd_owner *o = &w->rec.owners[i];
 
 		for (unsigned k = 0; k < o->pl->npoints; k++) {
 			const struct dpd_point *pt = &o->ev->points[o->pl->point_ids[k]];
-			uint64_t handle;
-			uint32_t id, j;
-			int ret = get_probe(o->ev, p, pt, o->bias, &id, &handle, msg);
+			uint32_t idx, j;
+			int ret = get_probe(o->ev, p, d, pt, o->bias, &idx, msg);
 
 			if (ret)
 				return ret;
 			/* Events of one name with the same contexts (in two
 			 * sessions) record through one probe. */
-			for (j = 0; j < ap->nprobes && ap->probes[j] != id; j++)
+			for (j = 0; j < w->nhooks && w->hook_probe[j] != idx; j++)
 				;
-			if (j < ap->nprobes)
+			if (j < w->nhooks)
 				continue;
-			if (ap->nprobes == DP_APP_MAX_PATCH_PROBES) {
+			if (w->nhooks == DP_APP_MAX_PATCH_PROBES) {
 				char text[DP_CLIENT_TEXT_MAX];
 
 				snprintf(text, sizeof(text), "the patch at 0x%" PRIx64
-					 " would serve more than %d probes", ap->site,
+					 " would serve more than %d probes", w->rec.patch.site,
 					 DP_APP_MAX_PATCH_PROBES);
 				dpd_work_fail(p->pid, w, DP_REASON_NONE, text);
 				return 0;
 			}
-			hooks[ap->nprobes].addr = o->pl->points[k] + o->bias;
-			hooks[ap->nprobes].arg = (void *)(uintptr_t)handle;
-			ap->probes[ap->nprobes++] = id;
+			w->hook_probe[w->nhooks] = idx;
+			w->hook_addr[w->nhooks++] = o->pl->points[k] + o->bias;
 		}
 	}
 	return 0;
@@ -266,11 +477,214 @@ static int check_orig(const struct dpd_proc *p, const struct dpd_work *w, uint64
 	return ret;
 }
 
-/* Step 3 for one patch: 0, or -errno with msg when the agent failed us;
- * otherwise a patch that cannot be made is dropped (w->fail). */
-static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
+/* Whether a new patch's bytes are still the file's: 0, or w dropped (with
+ * its reports), or -errno when the process cannot be read. */
+static int check_work(struct dpd_proc *p, struct dpd_work *w)
+{
+	struct dp_app_patch *ap = &w->rec.patch;
+	char text[DP_CLIENT_TEXT_MAX];
+	int ret;
+
+	/* Another tool's patch, or code the program rewrote, is not ours to
+	 * displace.  (A rebuilt patch is ours, in place.) */
+	if (w->replaces)
+		return 0;
+	ret = check_orig(p, w, ap->site, ap->orig, ap->len);
+	if (!ret && ap->hop_len)
+		ret = check_orig(p, w, ap->hop, ap->hop_orig, ap->hop_len);
+	if (!ret)
+		return 0;
+	if (ret == -ESTALE)
+		snprintf(text, sizeof(text), "the code at 0x%" PRIx64 " differs from the "
+			 "file (another tool patched it, or the program rewrote it)", ap->site);
+	else
+		snprintf(text, sizeof(text), "cannot read the code at 0x%" PRIx64 ": %s",
+			 ap->site, strerror(-ret));
+	dpd_work_fail(p->pid, w, DP_REASON_NONE, text);
+	return ret == -ESTALE ? 0 : ret;
+}
+
+/* Bytes of a new patch (its site's, its hop's) the code must hold. */
+struct expect {
+	uint64_t addr;
+	const uint8_t *orig;
+	uint32_t work;
+	uint8_t len;
+};
+
+static int expect_cmp(const void *a, const void *b)
+{
+	const struct expect *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The longest read of check_works. */
+#define CHECK_RUN_MAX (1u << 20)
+
+/*
+ * check_work for every new work, the code read in runs (bytes on pages
+ * next to each other, CHECK_RUN_MAX at most) rather than patch by patch: a
+ * run that cannot be read is checked patch by patch.  0, or -errno when
+ * the process cannot be read.
+ */
+static int check_works(struct dpd_proc *p, struct dpd_work *ws, size_t n)
+{
+	struct expect *v = malloc((2 * n + 1) * sizeof(*v));
+	uint8_t *buf = malloc(CHECK_RUN_MAX);
+	size_t ne = 0, i = 0;
+	int ret = 0;
+
+	if (!v || !buf) {
+		for (size_t k = 0; k < n && !ret; k++)
+			if (!ws[k].fail)
+				ret = check_work(p, &ws[k]);
+		goto out;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const struct dp_app_patch *ap = &ws[k].rec.patch;
+
+		if (ws[k].fail || ws[k].replaces)
+			continue;
+		v[ne++] = (struct expect){ ap->site, ap->orig, (uint32_t)k, ap->len };
+		if (ap->hop_len)
+			v[ne++] = (struct expect){ ap->hop, ap->hop_orig, (uint32_t)k, ap->hop_len };
+	}
+	qsort(v, ne, sizeof(*v), expect_cmp);
+	while (i < ne && !ret) {
+		uint64_t start = v[i].addr, end = start + v[i].len;
+		size_t j = i + 1;
+
+		for (; j < ne; j++) {
+			uint64_t e = v[j].addr + v[j].len > end ? v[j].addr + v[j].len : end;
+
+			if (v[j].addr / 4096 > (end - 1) / 4096 + 1 || e - start > CHECK_RUN_MAX)
+				break;
+			end = e;
+		}
+		if (dp_proc_mem_read(p->pid, start, buf, end - start)) {
+			for (size_t k = i; k < j && !ret; k++)
+				if (!ws[v[k].work].fail)
+					ret = check_work(p, &ws[v[k].work]);
+			i = j;
+			continue;
+		}
+		for (size_t k = i; k < j; k++) {
+			struct dpd_work *w = &ws[v[k].work];
+			const uint8_t *cur = buf + (v[k].addr - start);
+			char text[DP_CLIENT_TEXT_MAX];
+			bool same = true;
+
+			for (uint8_t b = 0; b < v[k].len && same; b++)
+				same = cur[b] == v[k].orig[b] ||
+				       (w->regroup && patched_byte(p, v[k].addr + b));
+			if (same || w->fail)
+				continue;
+			snprintf(text, sizeof(text), "the code at 0x%" PRIx64 " differs from the "
+				 "file (another tool patched it, or the program rewrote it)",
+				 w->rec.patch.site);
+			dpd_work_fail(p->pid, w, DP_REASON_NONE, text);
+		}
+		i = j;
+	}
+out:
+	free(v);
+	free(buf);
+	return ret;
+}
+
+/* ---- code memory ---------------------------------------------------------- */
+
+/* How far a block may lie from the code it serves, as the agent's pool
+ * counts it (patch/codemem.c): a rel32's reach, less a margin. */
+#define CODE_REACH ((1ull << 31) - 2 * (uint64_t)DP_APP_MAX_CODE)
+
+static bool code_reaches(const struct dpd_code_block *b, uint64_t site)
+{
+	uint64_t lo = b->start, hi = b->start + b->size;
+
+	return (site > lo ? site - lo : lo - site) < CODE_REACH &&
+	       (site > hi ? site - hi : hi - site) < CODE_REACH;
+}
+
+/*
+ * Room for `size` bytes of code within reach of `site`: in a block of p's
+ * that has it, else in a new block of DP_APP_MAX_CODE bytes the agent maps
+ * (ALLOC_CODE).  Nothing is taken until code_commit says how much the code
+ * used.  0 and *addr, or -errno with msg.
+ */
+static int code_alloc(struct dpd_proc *p, uint64_t site, size_t size, uint64_t *addr,
+		      struct dp_err *msg)
+{
+	struct dp_app_msg req = { .type = DP_APP_ALLOC_CODE }, rep;
+	struct dpd_code_block *b;
+	int ret;
+
+	/* The latest first: consecutive sites are near each other. */
+	for (uint32_t i = p->ncode; i-- > 0;) {
+		b = &p->code[i];
+		if (b->size - b->used >= size && code_reaches(b, site)) {
+			*addr = b->start + b->used;
+			return 0;
+		}
+	}
+	b = realloc(p->code, (p->ncode + 1) * sizeof(*b));
+	if (!b)
+		return dp_err_set(msg, -ENOMEM, "out of memory");
+	p->code = b;
+	req.alloc_code.near = site;
+	req.alloc_code.size = DP_APP_MAX_CODE;
+	ret = dpd_agent_call(p, &req, &rep, msg);
+	*addr = rep.result.value;
+	dp_app_msg_release(&rep);
+	if (ret)
+		return ret;
+	p->code[p->ncode++] = (struct dpd_code_block){ *addr, DP_APP_MAX_CODE, 0 };
+	return 0;
+}
+
+/* The code at addr (from code_alloc) took len bytes. */
+static void code_commit(struct dpd_proc *p, uint64_t addr, size_t len)
+{
+	uint32_t used = (uint32_t)((len + 15) & ~(size_t)15);
+
+	for (uint32_t i = p->ncode; i-- > 0;) {
+		struct dpd_code_block *b = &p->code[i];
+
+		if (addr >= b->start && addr < b->start + b->size) {
+			if (addr - b->start + used > b->used)
+				b->used = (uint32_t)(addr - b->start) + used;
+			p->tramp_bytes += used;
+			return;
+		}
+	}
+}
+
+void dpd_code_usage(const struct dpd_proc *p, uint64_t *used, uint64_t *mapped)
+{
+	*used = p->tramp_bytes;
+	*mapped = 0;
+	for (uint32_t i = 0; i < p->ncode; i++)
+		*mapped += p->code[i].size;
+}
+
+/* The vector state trampolines save, as this CPU has it (asked once). */
+static enum dp_vec_save vec_save(void)
 {
 	static enum dp_vec_save vec = (enum dp_vec_save)-1;
+
+	if ((int)vec < 0)
+		vec = dp_vec_save_detect();
+	return vec;
+}
+
+/* Step 3 for one patch, its probes defined: 0, or -errno with msg when the
+ * agent failed us; otherwise a patch that cannot be made is dropped
+ * (w->fail). */
+static int prepare(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_work *w,
+		   struct dp_err *msg)
+{
+	enum dp_vec_save vec = vec_save();
 	struct dp_app_patch *ap = &w->rec.patch;
 	struct dp_tramp_hook hooks[DP_APP_MAX_PATCH_PROBES];
 	const struct dpd_site *kept;
@@ -279,36 +693,18 @@ static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
 	struct dp_tramp tramp;
 	struct dp_emit e;
 	size_t cap, nhooks;
+	uint8_t *code;
 	int ret = 0;
 
-	if ((int)vec < 0)
-		vec = dp_vec_save_detect();
-	/* A new patch's bytes must be the file's: another tool's patch, or
-	 * code the program rewrote, is not ours to displace.  (A rebuilt
-	 * patch is ours, in place.) */
-	if (!w->replaces) {
-		ret = check_orig(p, w, ap->site, ap->orig, ap->len);
-		if (!ret && ap->hop_len)
-			ret = check_orig(p, w, ap->hop, ap->hop_orig, ap->hop_len);
-	}
-	if (ret) {
-		char text[DP_CLIENT_TEXT_MAX];
+	ap->nprobes = w->nhooks;
+	for (uint32_t i = 0; i < w->nhooks; i++) {
+		const struct dpd_probe *pr = &p->probes[w->hook_probe[i]];
 
-		if (ret == -ESTALE)
-			snprintf(text, sizeof(text), "the code at 0x%" PRIx64 " differs from the "
-				 "file (another tool patched it, or the program rewrote it)",
-				 ap->site);
-		else
-			snprintf(text, sizeof(text), "cannot read the code at 0x%" PRIx64 ": %s",
-				 ap->site, strerror(-ret));
-		dpd_work_fail(p->pid, w, DP_REASON_NONE, text);
-		return ret == -ESTALE ? 0 : ret;
+		ap->probes[i] = pr->id;
+		hooks[i].addr = w->hook_addr[i];
+		hooks[i].arg = (void *)(uintptr_t)pr->handle;
 	}
-
-	ret = owner_probes(p, w, hooks, msg);
-	if (ret || w->fail)
-		return ret;
-	kept = reusable_tramp(p, ap);
+	kept = reusable_tramp(p, ix, ap);
 	if (kept) {
 		dpd_dbg("process %d: trampoline at 0x%" PRIx64 " reused for 0x%" PRIx64,
 			(int)p->pid, kept->patch.tramp, ap->site);
@@ -326,22 +722,12 @@ static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
 	 * trampoline is only the relocated instruction and the way back. */
 	nhooks = ap->method == DP_APP_METHOD_INT3 ? 0 : ap->nprobes;
 	cap = dp_tramp_max_len(nhooks, vec);
-	{
-		struct dp_app_msg req = { .type = DP_APP_ALLOC_CODE }, rep;
-
-		req.alloc_code.near = ap->site;
-		req.alloc_code.size = (uint32_t)cap;
-		ret = dpd_agent_call(p, &req, &rep, msg);
-		ap->tramp = rep.result.value;
-		dp_app_msg_release(&rep);
-		if (ret)
-			return ret;
-	}
+	ret = code_alloc(p, ap->site, cap, &ap->tramp, msg);
+	if (ret)
+		return ret;
 	w->code = calloc(1, cap);
-	if (!w->code) {
-		dp_err_set(msg, -ENOMEM, "out of memory");
-		return -ENOMEM;
-	}
+	if (!w->code)
+		return dp_err_set(msg, -ENOMEM, "out of memory");
 	/* The owners' windows are the same: the first one's instructions. */
 	win = w->rec.owners[0].pl->win;
 	win.addr = ap->site;
@@ -357,6 +743,10 @@ static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
 		dpd_work_fail(p->pid, w, why, why ? NULL : "the trampoline could not be built");
 		return 0;
 	}
+	code_commit(p, ap->tramp, tramp.len);
+	code = realloc(w->code, tramp.len ? tramp.len : 1);
+	if (code)
+		w->code = code;
 	ap->tramp_len = (uint32_t)tramp.len;
 	ap->resume = ap->method == DP_APP_METHOD_INT3 ? tramp.insn_at[0] : 0;
 	w->rec.entry = tramp.entry;
@@ -366,28 +756,161 @@ static int prepare(struct dpd_proc *p, struct dpd_work *w, struct dp_err *msg)
 	return 0;
 }
 
+/* Largest write of trampolines in one go. */
+#define TRAMP_RUN_MAX ((size_t)DP_APP_MAX_CODE)
+
 /*
  * Step 4: the new trampolines written while the program runs: nothing
- * reaches them before their jumps exist, or their notes for int3s.  One
- * that cannot be written fails its patch alone.
+ * reaches them before their jumps exist, or their notes for int3s.
+ * Trampolines carved one after the other from a block go in one write,
+ * the bytes between them (alignment) filled with int3.  A write that fails
+ * fails the patches of its trampolines alone.
  */
 static void write_trampolines(pid_t pid, struct dpd_work *ws, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct dpd_work *w = &ws[i];
-		const struct dp_app_patch *ap = &w->rec.patch;
-		char text[DP_CLIENT_TEXT_MAX];
+	uint8_t *buf = malloc(TRAMP_RUN_MAX);
+	size_t i = 0;
+
+	while (i < n) {
+		const struct dp_app_patch *first;
+		uint64_t start, end;
+		size_t j;
 		int ret;
 
-		if (w->fail || !w->code)
+		if (ws[i].fail || !ws[i].code) {
+			i++;
 			continue;
-		ret = dp_proc_mem_write(pid, ap->tramp, w->code, ap->tramp_len);
-		if (!ret)
-			continue;
-		snprintf(text, sizeof(text), "cannot write the trampoline at 0x%" PRIx64 ": %s",
-			 ap->tramp, ret == -EIO ? "short write" : strerror(-ret));
-		dpd_work_fail(pid, w, DP_REASON_NONE, text);
+		}
+		first = &ws[i].rec.patch;
+		start = first->tramp;
+		end = start + first->tramp_len;
+		/* The run: the next new trampolines, each right after the last
+		 * one's 16-byte aligned end. */
+		for (j = i + 1; buf && j < n; j++) {
+			const struct dp_app_patch *ap = &ws[j].rec.patch;
+
+			if (ws[j].fail || !ws[j].code)
+				continue;
+			if (ap->tramp != ((end + 15) & ~15ull) ||
+			    ap->tramp + ap->tramp_len - start > TRAMP_RUN_MAX)
+				break;
+			end = ap->tramp + ap->tramp_len;
+		}
+		if (buf) {
+			memset(buf, 0xcc, end - start);
+			for (size_t k = i; k < j; k++)
+				if (!ws[k].fail && ws[k].code)
+					memcpy(buf + (ws[k].rec.patch.tramp - start), ws[k].code,
+					       ws[k].rec.patch.tramp_len);
+			ret = dp_proc_mem_write(pid, start, buf, end - start);
+		} else {
+			j = i + 1;
+			ret = dp_proc_mem_write(pid, start, ws[i].code, first->tramp_len);
+		}
+		for (size_t k = i; ret && k < j; k++) {
+			char text[DP_CLIENT_TEXT_MAX];
+
+			if (ws[k].fail || !ws[k].code)
+				continue;
+			snprintf(text, sizeof(text), "cannot write the trampoline at 0x%" PRIx64
+				 ": %s", ws[k].rec.patch.tramp,
+				 ret == -EIO ? "short write" : strerror(-ret));
+			dpd_work_fail(pid, &ws[k], DP_REASON_NONE, text);
+		}
+		i = j;
 	}
+	free(buf);
+}
+
+/* ---- notes ----------------------------------------------------------------- */
+
+/* NOTE_INSTALLED_MANY of patches (at most DP_APP_MAX_BATCH): 0, or -errno
+ * with msg; *noted says how many the agent noted, in order. */
+static int note_many(struct dpd_proc *p, struct dp_app_patch *aps, uint32_t n,
+		     uint32_t *noted, struct dp_err *msg)
+{
+	struct dp_app_msg req = { .type = DP_APP_NOTE_INSTALLED_MANY }, rep;
+	int ret;
+
+	req.note_many.npatches = n;
+	req.note_many.patches = aps;
+	ret = dpd_agent_call(p, &req, &rep, msg);
+	*noted = rep.type != DP_APP_NOTE_INSTALLED_MANY_REPLY ? 0 :
+		 rep.result.value > n ? n : (uint32_t)rep.result.value;
+	if (!ret && *noted != n)
+		ret = dp_err_set(msg, -EPROTO, "process %d: its agent noted %u of %u patches "
+				 "and did not say why", (int)p->pid, *noted, n);
+	dp_app_msg_release(&rep);
+	return ret;
+}
+
+int dpd_notes_removed(struct dpd_proc *p, const uint64_t *sites, size_t n, struct dp_err *msg)
+{
+	int ret = 0, one;
+
+	if (p->minor < DP_APP_MINOR_BATCH) {
+		for (size_t i = 0; i < n && p->fd >= 0; i++) {
+			one = dpd_agent_note_removed(p, sites[i], msg);
+			ret = ret ? ret : one;
+		}
+		return ret;
+	}
+	for (size_t i = 0; i < n && p->fd >= 0; i += DP_APP_MAX_BATCH) {
+		struct dp_app_msg req = { .type = DP_APP_NOTE_REMOVED_MANY }, rep;
+
+		req.removed_many.nsites = (uint32_t)(n - i < DP_APP_MAX_BATCH ? n - i :
+						     DP_APP_MAX_BATCH);
+		req.removed_many.sites = (uint64_t *)(uintptr_t)(sites + i);
+		one = dpd_agent_call(p, &req, &rep, msg);
+		dp_app_msg_release(&rep);
+		ret = ret ? ret : one;
+	}
+	return ret;
+}
+
+/* Step 5 for every work that stands: NOTE_INSTALLED_MANY in batches (or one
+ * NOTE_INSTALLED each for an older agent).  0, or -errno with msg; works
+ * noted have w->noted. */
+static int notes_send(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *msg)
+{
+	struct dp_app_patch *aps;
+	size_t *at;
+	int ret = 0;
+
+	if (p->minor < DP_APP_MINOR_BATCH) {
+		for (size_t i = 0; i < n && !ret; i++) {
+			if (ws[i].fail)
+				continue;
+			ret = dpd_agent_note(p, &ws[i].rec.patch, msg);
+			ws[i].noted = !ret;
+		}
+		return ret;
+	}
+	aps = malloc(DP_APP_MAX_BATCH * sizeof(*aps));
+	at = malloc(DP_APP_MAX_BATCH * sizeof(*at));
+	if (!aps || !at) {
+		free(aps);
+		free(at);
+		return dp_err_set(msg, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n && !ret;) {
+		uint32_t k = 0, noted;
+
+		for (; i < n && k < DP_APP_MAX_BATCH; i++) {
+			if (ws[i].fail)
+				continue;
+			at[k] = i;
+			aps[k++] = ws[i].rec.patch;
+		}
+		if (!k)
+			break;
+		ret = note_many(p, aps, k, &noted, msg);
+		for (uint32_t j = 0; j < noted; j++)
+			ws[at[j]].noted = true;
+	}
+	free(aps);
+	free(at);
+	return ret;
 }
 
 /* Takes back w's note: the agent's record of the site is again what the
@@ -405,28 +928,104 @@ void dpd_work_unnote(struct dpd_proc *p, struct dpd_work *w)
 	w->noted = false;
 }
 
+void dpd_works_unnote(struct dpd_proc *p, struct dpd_work *ws, size_t n, bool failed_only)
+{
+	struct dp_err ignored;
+	uint64_t *sites;
+	size_t ns = 0;
+
+	if (p->minor < DP_APP_MINOR_BATCH || p->fd < 0 ||
+	    !(sites = malloc((n ? n : 1) * sizeof(*sites)))) {
+		for (size_t i = 0; i < n; i++)
+			if (!failed_only || ws[i].fail)
+				dpd_work_unnote(p, &ws[i]);
+		return;
+	}
+	/* A rebuilt patch's old note comes back (rare: one at a time); the
+	 * new sites are forgotten in batches. */
+	for (size_t i = 0; i < n; i++) {
+		struct dpd_work *w = &ws[i];
+
+		if (!w->noted || (failed_only && !w->fail))
+			continue;
+		if (w->replaces)
+			dpd_work_unnote(p, w);
+		else
+			sites[ns++] = w->rec.patch.site;
+		w->noted = false;
+	}
+	if (ns)
+		dpd_notes_removed(p, sites, ns, &ignored);
+	free(sites);
+}
+
+static double ms_between(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
+}
+
 /*
- * Steps 3 to 5 for every work.  0, or -errno with msg when the agent failed
- * us: then every note is taken back and every work dropped.
+ * Steps 3 to 5 for every work: the new bytes checked, the probes found or
+ * defined (in batches), the trampolines built in code blocks and written,
+ * the patches noted (in batches).  0, or -errno with msg when the agent
+ * failed us: then every note is taken back and every work dropped.
  */
 int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *msg)
 {
+	struct defs d = { .first = p->nprobes };
+	struct dpd_site_ix ix = { 0 };
 	int ret = 0;
+	struct timespec t[7];
 
+	clock_gettime(CLOCK_MONOTONIC, &t[0]);
+
+	ret = check_works(p, ws, n);
+	clock_gettime(CLOCK_MONOTONIC, &t[1]);
 	for (size_t i = 0; i < n && !ret; i++)
 		if (!ws[i].fail)
-			ret = prepare(p, &ws[i], msg);
-	if (!ret)
-		write_trampolines(p->pid, ws, n);
+			ret = owner_probes(p, &d, &ws[i], msg);
+	clock_gettime(CLOCK_MONOTONIC, &t[2]);
+	/* Code memory first: an agent that cannot map any fails the request
+	 * before it defines probes for nothing (a process short of memory
+	 * may not even answer once they are defined). */
 	for (size_t i = 0; i < n && !ret; i++) {
+		uint64_t at;
+
 		if (ws[i].fail)
 			continue;
-		ret = dpd_agent_note(p, &ws[i].rec.patch, msg);
-		ws[i].noted = !ret;
+		ret = code_alloc(p, ws[i].rec.patch.site,
+				 dp_tramp_max_len(DP_APP_MAX_PATCH_PROBES, vec_save()), &at, msg);
+		break;
 	}
-	for (size_t i = 0; i < n && ret; i++) {
-		dpd_work_unnote(p, &ws[i]);
-		ws[i].fail = true;
+	if (ret)
+		defs_drop(p, &d, 0);
+	else
+		ret = defs_send(p, &d, msg);
+	defs_free(&d);
+	clock_gettime(CLOCK_MONOTONIC, &t[3]);
+	if (!ret && dpd_site_ix_build(p, &ix))
+		ret = dp_err_set(msg, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && !ret; i++)
+		if (!ws[i].fail)
+			ret = prepare(p, &ix, &ws[i], msg);
+	dpd_site_ix_free(&ix);
+	clock_gettime(CLOCK_MONOTONIC, &t[4]);
+	if (!ret)
+		write_trampolines(p->pid, ws, n);
+	clock_gettime(CLOCK_MONOTONIC, &t[5]);
+	if (!ret)
+		ret = notes_send(p, ws, n, msg);
+	clock_gettime(CLOCK_MONOTONIC, &t[6]);
+	/* Where a large batch's time goes (tests/perf/install-cost.sh). */
+	dpd_dbg("process %d: %zu patches staged in %.1f ms: code checked %.1f, probes found "
+		"%.1f and defined %.1f, trampolines built %.1f and written %.1f, noted %.1f",
+		(int)p->pid, n, ms_between(&t[0], &t[6]), ms_between(&t[0], &t[1]),
+		ms_between(&t[1], &t[2]), ms_between(&t[2], &t[3]), ms_between(&t[3], &t[4]),
+		ms_between(&t[4], &t[5]), ms_between(&t[5], &t[6]));
+	if (ret) {
+		dpd_works_unnote(p, ws, n, false);
+		for (size_t i = 0; i < n; i++)
+			ws[i].fail = true;
 	}
 	return ret;
 }
@@ -436,17 +1035,15 @@ int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *
  * installed. */
 int dpd_work_record(struct dpd_proc *p, const struct dpd_work *w)
 {
-	struct dpd_site *s = NULL, *v;
+	struct dpd_site *s = NULL;
 
 	for (uint32_t i = 0; !w->code && i < p->nsites; i++)
 		if (p->sites[i].patch.site == w->rec.patch.site &&
 		    p->sites[i].patch.tramp == w->rec.patch.tramp)
 			s = &p->sites[i];
 	if (!s) {
-		v = realloc(p->sites, (p->nsites + 1) * sizeof(*v));
-		if (!v)
+		if (dpd_proc_reserve(p, 0, 1))
 			return -ENOMEM;
-		p->sites = v;
 		s = &p->sites[p->nsites++];
 	}
 	if (w->replaces)

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "daemon.h"
 #include "proc/proc-status.h"
 #include "dwarf/dwarf-var.h"
@@ -318,10 +319,27 @@ void dpd_proc_forget(struct dpd_proc *p)
 		dpd_watch_clear(p->pid, p->fd);
 		close(p->fd);
 	}
+	for (uint32_t i = 0; i < p->nprobes; i++)
+		free(p->probes[i].sig);
 	free(p->probes);
+	dp_u64map_free(&p->probe_ix);
 	free(p->sites);
+	free(p->code);
 	free(p->holds);
 	free(p);
+}
+
+int dpd_proc_reserve(struct dpd_proc *p, uint32_t probes, uint32_t sites)
+{
+	int ret = 0;
+
+	if (probes)
+		ret = dp_array_reserve(&p->probes, &p->probes_cap,
+				       (size_t)p->nprobes + probes - 1, sizeof(*p->probes), 64);
+	if (!ret && sites)
+		ret = dp_array_reserve(&p->sites, &p->sites_cap, (size_t)p->nsites + sites - 1,
+				       sizeof(*p->sites), 16);
+	return ret;
 }
 
 const struct dpd_probe *dpd_proc_probe(const struct dpd_proc *p, uint32_t id)
@@ -406,6 +424,53 @@ bool dpd_patches_meet(const struct dp_app_patch *a, const struct dp_app_patch *b
 	       meets(a->site, a->len, b->hop, b->hop_len) ||
 	       meets(a->hop, a->hop_len, b->site, b->len) ||
 	       meets(a->hop, a->hop_len, b->hop, b->hop_len);
+}
+
+static int site_cmp(const void *a, const void *b, void *arg)
+{
+	const struct dpd_site *sites = arg;
+	uint64_t x = sites[*(const uint32_t *)a].patch.site, y = sites[*(const uint32_t *)b].patch.site;
+
+	return x < y ? -1 : x > y;
+}
+
+int dpd_site_ix_build(const struct dpd_proc *p, struct dpd_site_ix *ix)
+{
+	ix->n = p->nsites;
+	ix->idx = malloc((ix->n ? ix->n : 1) * sizeof(*ix->idx));
+	if (!ix->idx)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->nsites; i++)
+		ix->idx[i] = i;
+	qsort_r(ix->idx, ix->n, sizeof(*ix->idx), site_cmp, p->sites);
+	return 0;
+}
+
+void dpd_site_ix_free(struct dpd_site_ix *ix)
+{
+	free(ix->idx);
+	ix->idx = NULL;
+	ix->n = 0;
+}
+
+void dpd_site_ix_range(const struct dpd_proc *p, const struct dpd_site_ix *ix, uint64_t lo,
+		       uint64_t hi, size_t *from, size_t *to)
+{
+	size_t a = 0, b = ix->n;
+
+	/* The first record at lo or after. */
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if (p->sites[ix->idx[m]].patch.site < lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	*from = a;
+	while (a < ix->n && p->sites[ix->idx[a]].patch.site <= hi)
+		a++;
+	*to = a;
 }
 
 const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,

@@ -4,6 +4,22 @@
  * go, moving the threads whose PCs lie in bytes that change.  Install and
  * removal share it: a patch is written whole while every thread is held, or
  * not at all.
+ *
+ * The bytes of a whole batch go in few writes: every patch's bytes (and
+ * every restored site's) are pieces; pieces on the same or adjacent pages
+ * make a run, which is read once (threads held), the pieces laid over it,
+ * and written once.  A byte between pieces is written back as it was read;
+ * no page without a piece is written.  Writing a page costs its
+ * copy-on-write, whatever the number of pieces on it: a run per page range
+ * costs the stop little more than the copies themselves.  A run that cannot
+ * be written is put back as it was read, and fails the patches with a piece
+ * in it.
+ *
+ * A site is restored only if it holds its patch (claims.c), checked with
+ * the threads held; the bytes of every site to restore are read in runs
+ * too, and the ones that hold exactly what this daemon wrote there need no
+ * other look.  Nothing is written in a process that executed another
+ * program since its agent said HELLO.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,28 +33,6 @@
 #include "proc/maps.h"
 #include "proc/proc-status.h"
 #include "proc/ptrace.h"
-
-/* Writes a patch's bytes (patch/write.h builds them), threads held: a
- * jump's hop first (nothing reaches it before the rel8 exists), then its
- * site; or the int3. */
-static int put_patch(struct dp_proc *proc, const struct dp_app_patch *ap, uint64_t entry)
-{
-	const struct dp_patch_place place = {
-		.method = ap->method == DP_APP_METHOD_INT3 ? DP_SITE_INT3 : DP_SITE_JUMP,
-		.addr = ap->site,
-		.len = ap->len,
-		.hop = ap->hop,
-		.hop_len = ap->hop_len,
-	};
-	struct dp_patch_bytes b;
-	int ret = dp_patch_bytes_fill(&place, entry, &b);
-
-	if (!ret && b.hop_len)
-		ret = dp_proc_write(proc, ap->hop, b.hop, b.hop_len);
-	if (!ret)
-		ret = dp_proc_write(proc, ap->site, b.site, b.site_len);
-	return ret;
-}
 
 /*
  * The PCs of the held threads, read once for a whole batch: only moving a
@@ -79,22 +73,20 @@ static bool pc_within(const uint64_t *pcs, size_t n, uint64_t start, uint64_t en
 }
 
 /*
- * Puts a site's original bytes back, threads held: the site first, then the
- * hop (a thread between the two has taken the rel8: it goes on to the
- * trampoline's entry); a thread about to run a hook goes back to the
- * original code, its event being out from now on.  Only threads whose PC in
- * pcs (held_pcs) lies there are looked at.  0 or -errno.
+ * The moves of restoring a site, threads held (the bytes go later): a
+ * thread between the hop and the trampoline (it has taken the rel8) goes on
+ * to the trampoline's entry, a thread about to run a hook goes back to the
+ * original code, its event being out from now on.  Only threads whose PC
+ * in pcs (held_pcs) lies there are looked at.
  */
-static int restore_site(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
-			const struct dpd_site *s)
+static void restore_moves(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
+			  const struct dpd_site *s)
 {
 	const struct dp_app_patch *ap = &s->patch;
 	uint8_t cur[DP_APP_HOP_LEN];
 	uint64_t entry = s->entry;
-	int ret;
 
-	ret = dp_proc_write(proc, ap->site, ap->orig, ap->len);
-	if (ap->hop_len && !ret) {
+	if (ap->hop_len && pc_within(pcs, npcs, ap->hop, ap->hop + 1)) {
 		if (!dp_proc_read(proc, ap->hop, cur, sizeof(cur)) && cur[0] == 0xe9) {
 			int32_t rel;
 
@@ -103,9 +95,7 @@ static int restore_site(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
 		}
 		struct dp_pc_move mv = { ap->hop, entry };
 
-		if (pc_within(pcs, npcs, ap->hop, ap->hop + 1))
-			dp_proc_move_pcs(proc, ap->hop, ap->hop + 1, &mv, 1, NULL);
-		ret = dp_proc_write(proc, ap->hop, ap->hop_orig, ap->hop_len);
+		dp_proc_move_pcs(proc, ap->hop, ap->hop + 1, &mv, 1, NULL);
 	}
 	for (uint8_t i = 0; i < s->ninsns && ap->method == DP_APP_METHOD_JUMP; i++) {
 		struct dp_pc_move mv = { s->insn_at[i], ap->site + s->off[i] };
@@ -113,13 +103,13 @@ static int restore_site(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
 		if (pc_within(pcs, npcs, s->insn_at[i], s->insn_at[i] + 1))
 			dp_proc_move_pcs(proc, s->insn_at[i], s->insn_at[i] + 1, &mv, 1, NULL);
 	}
-	return ret;
 }
 
-/* Puts the patch of record s, threads held: threads inside its window
- * moved to the matching relocated instruction first.  0 or -errno. */
-static int put_moving(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
-		      const struct dpd_site *s)
+/* The moves of putting the patch of record s, threads held: threads inside
+ * its window to the matching relocated instruction.  0 or -EIO (nothing
+ * moved: a thread cannot be). */
+static int put_moves(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
+		     const struct dpd_site *s)
 {
 	const struct dp_app_patch *ap = &s->patch;
 
@@ -133,54 +123,132 @@ static int put_moving(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
 		if (dp_proc_move_pcs(proc, ap->site + 1, ap->site + ap->len, map, nm, NULL))
 			return -EIO;
 	}
-	return put_patch(proc, ap, s->entry);
+	return 0;
 }
 
-/*
- * Writes w's patch, threads held: threads inside a new window moved to the
- * matching relocated instruction (a patch in place has none there: its
- * window is entered by its first byte only), then the bytes.  One that
- * cannot be written is dropped, and what it changed put back as it was.
- */
-static void write_patch(struct dp_proc *proc, struct dpd_proc *p, const uint64_t *pcs,
-			size_t npcs, struct dpd_work *w)
+/* ---- pieces and runs ------------------------------------------------------ */
+
+#define PAGE 4096u
+/* The longest run: one read and one write of at most this much. */
+#define RUN_MAX (1u << 20)
+
+/* Bytes to write at addr: a restored site's or hop's (gone[owner]), or a
+ * work's (ws[owner]). */
+struct piece {
+	uint64_t addr;
+	uint32_t owner;
+	uint8_t len;
+	bool work;
+	uint8_t bytes[DP_WINDOW_MAX_LEN > DP_APP_MAX_ORIG ? DP_WINDOW_MAX_LEN : DP_APP_MAX_ORIG];
+};
+
+struct pieces {
+	struct piece *v;
+	size_t n;
+};
+
+static void piece_add(struct pieces *ps, uint64_t addr, const uint8_t *bytes, size_t len,
+		      uint32_t owner, bool work)
 {
-	if (w->replaces ? !put_patch(proc, &w->rec.patch, w->rec.entry) :
-			  !put_moving(proc, pcs, npcs, &w->rec))
-		return;
-	dpd_work_fail(p->pid, w, DP_REASON_NONE, dp_proc_errmsg(proc));
-	/* Nothing half-written stays. */
-	if (w->replaces)
-		put_patch(proc, &p->sites[w->old].patch, p->sites[w->old].entry);
-	else
-		/* Threads this patch just moved are not where pcs says:
-		 * every one is checked. */
-		restore_site(proc, NULL, SIZE_MAX, &w->rec);
+	struct piece *pc = &ps->v[ps->n++];
+
+	pc->addr = addr;
+	pc->owner = owner;
+	pc->len = (uint8_t)len;
+	pc->work = work;
+	memcpy(pc->bytes, bytes, len);
 }
 
-/*
- * An all-or-nothing batch whose work i failed: the works written before it
- * taken back and the sites restored put back, so that the process holds
- * what it held before the stop.
- */
-static void undo_batch(struct dp_proc *proc, struct dpd_proc *p, struct dpd_work *ws,
-		       size_t i, const uint32_t *gone, size_t ngone)
+static int piece_cmp(const void *a, const void *b)
 {
-	while (i-- > 0) {
-		struct dpd_work *w = &ws[i];
+	const struct piece *x = a, *y = b;
 
-		if (w->replaces)
-			put_patch(proc, &p->sites[w->old].patch, p->sites[w->old].entry);
-		else
-			restore_site(proc, NULL, SIZE_MAX, &w->rec);
-		w->fail = true;
-	}
-	for (size_t k = 0; k < ngone; k++) {
-		struct dpd_site *s = &p->sites[gone[k]];
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return (int)x->work - (int)y->work;
+}
 
-		if (!s->installed && !put_moving(proc, NULL, SIZE_MAX, s))
-			s->installed = true;
+/* A run written: its address and the bytes it held before (to undo). */
+struct run {
+	uint64_t addr;
+	size_t len;
+	uint8_t *orig;
+};
+
+/*
+ * Writes the pieces (sorted) in runs.  A piece whose run failed gets
+ * failed[i] set (the run put back as it was); the others their run's
+ * index in run_of[i].  The runs written are kept in *runs (their original
+ * bytes), for an undo.  0, or -ENOMEM (nothing written).
+ */
+static int write_runs(struct dp_proc *proc, const struct pieces *ps, bool *failed,
+		      size_t *run_of, struct run **runs, size_t *nruns)
+{
+	uint8_t *buf = NULL;
+	size_t i = 0;
+
+	*runs = calloc(ps->n ? ps->n : 1, sizeof(**runs));
+	*nruns = 0;
+	if (!*runs)
+		return -ENOMEM;
+	while (i < ps->n) {
+		uint64_t start = ps->v[i].addr, end = start + ps->v[i].len;
+		struct run *r = &(*runs)[*nruns];
+		size_t j = i + 1;
+		int ret;
+
+		/* Pieces on the same page as the run's end, or the next one;
+		 * a piece that overlaps the run is always in it (a restored
+		 * site and the new window over it are written in order). */
+		for (; j < ps->n; j++) {
+			const struct piece *pc = &ps->v[j];
+			uint64_t pend = pc->addr + pc->len > end ? pc->addr + pc->len : end;
+
+			if (pc->addr >= end &&
+			    (pc->addr / PAGE > (end - 1) / PAGE + 1 || pend - start > RUN_MAX))
+				break;
+			end = pend;
+		}
+		r->addr = start;
+		r->len = end - start;
+		r->orig = malloc(r->len);
+		free(buf);
+		buf = malloc(r->len);
+		ret = r->orig && buf ? dp_proc_read(proc, start, r->orig, r->len) : -ENOMEM;
+		if (!ret) {
+			memcpy(buf, r->orig, r->len);
+			/* Restored bytes first: a new window over a site that
+			 * goes in the same stop (combine.c) wins. */
+			for (int pass = 0; pass < 2; pass++)
+				for (size_t k = i; k < j; k++)
+					if (ps->v[k].work == (pass == 1))
+						memcpy(buf + (ps->v[k].addr - start), ps->v[k].bytes,
+						       ps->v[k].len);
+			ret = dp_proc_write(proc, start, buf, r->len);
+			if (ret)
+				/* Nothing half-written stays. */
+				dp_proc_write(proc, start, r->orig, r->len);
+		}
+		if (ret) {
+			free(r->orig);
+			for (size_t k = i; k < j; k++)
+				failed[k] = true;
+		} else {
+			for (size_t k = i; k < j; k++)
+				run_of[k] = *nruns;
+			(*nruns)++;
+		}
+		i = j;
 	}
+	free(buf);
+	return 0;
+}
+
+/* Puts back the bytes every run held before. */
+static void undo_runs(struct dp_proc *proc, const struct run *runs, size_t nruns)
+{
+	for (size_t k = nruns; k-- > 0;)
+		dp_proc_write(proc, runs[k].addr, runs[k].orig, runs[k].len);
 }
 
 /*
@@ -234,6 +302,122 @@ static bool dpd_write_holds(struct dpd_proc *p, const struct dp_maps *maps,
 }
 
 /*
+ * The current bytes of every piece (sorted), read in runs as write_runs
+ * makes them, into the pieces' bytes.  0, or -errno when a run cannot be
+ * read (then nothing is known).
+ */
+static int read_pieces(struct dp_proc *proc, struct pieces *ps)
+{
+	uint8_t *buf = NULL;
+	size_t i = 0;
+	int ret = 0;
+
+	while (i < ps->n && !ret) {
+		uint64_t start = ps->v[i].addr, end = start + ps->v[i].len;
+		size_t j = i + 1;
+
+		for (; j < ps->n; j++) {
+			const struct piece *pc = &ps->v[j];
+			uint64_t pend = pc->addr + pc->len > end ? pc->addr + pc->len : end;
+
+			if (pc->addr >= end &&
+			    (pc->addr / PAGE > (end - 1) / PAGE + 1 || pend - start > RUN_MAX))
+				break;
+			end = pend;
+		}
+		free(buf);
+		buf = malloc(end - start);
+		ret = buf ? dp_proc_read(proc, start, buf, end - start) : -ENOMEM;
+		for (size_t k = i; !ret && k < j; k++)
+			memcpy(ps->v[k].bytes, buf + (ps->v[k].addr - start), ps->v[k].len);
+		i = j;
+	}
+	free(buf);
+	return ret;
+}
+
+/*
+ * Which sites to restore hold their patch, threads held: those whose bytes
+ * (and hop's) are exactly what this daemon wrote there go on at once; a
+ * site that holds its original bytes is marked gone; any other is asked of
+ * dpd_write_holds.  keep[k] says whether gone[k] is to be restored.
+ */
+static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_t *gone,
+			 size_t ngone, bool *keep)
+{
+	struct pieces cur = { malloc((2 * ngone + 1) * sizeof(*cur.v)), 0 };
+	struct dp_maps maps = { 0 };
+	bool maps_read = false;
+	/* Per site: every piece holds our bytes; every piece its original. */
+	bool *ours = calloc(ngone ? ngone : 1, sizeof(*ours));
+	bool *orig = calloc(ngone ? ngone : 1, sizeof(*orig));
+	uint8_t *state = calloc(ngone ? ngone : 1, 1);	/* 0 ours, 1 orig, 2 other */
+
+	if (cur.v && state && ours && orig) {
+		for (size_t k = 0; k < ngone; k++) {
+			const struct dp_app_patch *ap = &p->sites[gone[k]].patch;
+
+			/* The hop's piece is marked "work" here, to tell it. */
+			piece_add(&cur, ap->site, ap->orig, ap->len, (uint32_t)k, false);
+			if (ap->hop_len)
+				piece_add(&cur, ap->hop, ap->hop_orig, ap->hop_len, (uint32_t)k, true);
+			ours[k] = orig[k] = true;
+		}
+		qsort(cur.v, cur.n, sizeof(*cur.v), piece_cmp);
+		if (read_pieces(proc, &cur))
+			memset(ours, 0, ngone * sizeof(*ours));
+		for (size_t i = 0; i < cur.n; i++) {
+			const struct piece *pc = &cur.v[i];
+			const struct dpd_site *s = &p->sites[gone[pc->owner]];
+			const struct dp_app_patch *ap = &s->patch;
+			const struct dp_patch_place place = {
+				.method = ap->method == DP_APP_METHOD_INT3 ? DP_SITE_INT3 :
+									    DP_SITE_JUMP,
+				.addr = ap->site, .len = ap->len, .hop = ap->hop,
+				.hop_len = ap->hop_len,
+			};
+			struct dp_patch_bytes b;
+
+			if (!ours[pc->owner] && !orig[pc->owner])
+				continue;
+			/* What the write left: the patch's bytes, then the
+			 * window's original ones after them. */
+			if (dp_patch_bytes_fill(&place, s->entry, &b) ||
+			    (pc->work ? b.hop_len != pc->len : b.site_len > pc->len) ||
+			    memcmp(pc->bytes, pc->work ? b.hop : b.site,
+				   pc->work ? b.hop_len : b.site_len) ||
+			    (!pc->work && memcmp(pc->bytes + b.site_len, ap->orig + b.site_len,
+						 pc->len - b.site_len)))
+				ours[pc->owner] = false;
+			if (memcmp(pc->bytes, pc->work ? ap->hop_orig : ap->orig, pc->len))
+				orig[pc->owner] = false;
+		}
+		for (size_t k = 0; k < ngone; k++)
+			state[k] = ours[k] ? 0 : orig[k] ? 1 : 2;
+	}
+	for (size_t k = 0; k < ngone; k++) {
+		struct dpd_site *s = &p->sites[gone[k]];
+		int st = state ? state[k] : 2;
+
+		if (st == 0) {
+			keep[k] = true;
+			continue;
+		}
+		if (!maps_read) {
+			maps_read = true;
+			if (dp_maps_read(p->pid, &maps))
+				maps = (struct dp_maps){ 0 };
+		}
+		keep[k] = dpd_write_holds(p, &maps, s);
+	}
+	dp_maps_free(&maps);
+	free(cur.v);
+	free(state);
+	free(ours);
+	free(orig);
+}
+
+/*
  * Step 6: one stop of p's threads restores the sites `gone` (indexes in
  * p->sites), marking them not installed, then writes the works' patches.
  * 0, or -errno with msg when the threads could not be held (every work
@@ -243,18 +427,31 @@ static bool dpd_write_holds(struct dpd_proc *p, const struct dp_maps *maps,
 int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uint32_t *gone,
 		    size_t ngone, bool all, struct dp_err *msg)
 {
-	struct dp_maps maps = { 0 };
+	struct pieces ps = { 0 };
+	struct run *runs = NULL;
 	struct dp_proc *proc;
 	uint64_t *pcs;
-	size_t npcs, nwrite = 0;
+	bool *failed = NULL, *gone_ok = NULL, *hold = NULL, any_fail = false;
+	size_t npcs, nwrite = 0, nruns = 0, *run_of = NULL;
 	int ret, detached;
 
 	for (size_t i = 0; i < n; i++)
 		nwrite += !ws[i].fail;
 	if (!nwrite && !ngone)
 		return 0;
-	proc = dp_proc_open(p->pid);
+	/* Two pieces (site, hop) a patch or site at most. */
+	ps.v = malloc(2 * (n + ngone) * sizeof(*ps.v));
+	failed = calloc(2 * (n + ngone), sizeof(*failed));
+	run_of = calloc(2 * (n + ngone), sizeof(*run_of));
+	gone_ok = calloc(ngone ? ngone : 1, sizeof(*gone_ok));
+	hold = calloc(ngone ? ngone : 1, sizeof(*hold));
+	proc = ps.v && failed && run_of && gone_ok && hold ? dp_proc_open(p->pid) : NULL;
 	if (!proc) {
+		free(ps.v);
+		free(failed);
+		free(run_of);
+		free(gone_ok);
+		free(hold);
 		dp_err_set(msg, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
@@ -267,6 +464,11 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		dp_proc_close(proc);
 		for (size_t i = 0; i < n; i++)
 			ws[i].fail = true;
+		free(ps.v);
+		free(failed);
+		free(run_of);
+		free(gone_ok);
+		free(hold);
 		return ret;
 	}
 	pcs = held_pcs(proc, &npcs);
@@ -275,49 +477,136 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		ret = nwrite ? -ESTALE : 0;
 		ngone = n = 0;
 	}
+	gone_holding(proc, p, gone, ngone, hold);
 	/* The sites that go first: a window that replaces them may cover
 	 * their bytes (threads they send back to the original code are then
 	 * moved again, into the new trampoline: their PCs are read again). */
-	if (ngone && dp_maps_read(p->pid, &maps))
-		maps = (struct dp_maps){ 0 };
 	for (size_t k = 0; k < ngone; k++) {
-		struct dpd_site *s = &p->sites[gone[k]];
+		const struct dpd_site *s = &p->sites[gone[k]];
+		const struct dp_app_patch *ap = &s->patch;
 
-		if (!dpd_write_holds(p, &maps, s))
+		if (!hold[k])
 			continue;
-		if (restore_site(proc, pcs, npcs, s))
-			dpd_err("process %d: cannot restore 0x%" PRIx64 ": %s", (int)p->pid,
-				s->patch.site, dp_proc_errmsg(proc));
-		else
-			s->installed = false;
+		restore_moves(proc, pcs, npcs, s);
+		piece_add(&ps, ap->site, ap->orig, ap->len, (uint32_t)k, false);
+		if (ap->hop_len)
+			piece_add(&ps, ap->hop, ap->hop_orig, ap->hop_len, (uint32_t)k, false);
 	}
 	if (ngone) {
-		dp_maps_free(&maps);
 		free(pcs);
 		pcs = held_pcs(proc, &npcs);
 	}
-	/* Each patch stands alone: one that cannot be written is dropped
-	 * (and reported) whole, the others go on; unless the batch is all or
-	 * nothing. */
+	/* Each patch stands alone: one that cannot be placed is dropped (and
+	 * reported) whole, the others go on; unless the batch is all or
+	 * nothing.  A patch in place (rebuilt) has no thread in its window:
+	 * it is entered by its first byte only. */
 	for (size_t i = 0; i < n; i++) {
-		if (ws[i].fail)
+		struct dpd_work *w = &ws[i];
+		const struct dp_app_patch *ap = &w->rec.patch;
+		const struct dp_patch_place place = {
+			.method = ap->method == DP_APP_METHOD_INT3 ? DP_SITE_INT3 : DP_SITE_JUMP,
+			.addr = ap->site,
+			.len = ap->len,
+			.hop = ap->hop,
+			.hop_len = ap->hop_len,
+		};
+		struct dp_patch_bytes b;
+
+		if (w->fail)
 			continue;
-		write_patch(proc, p, pcs, npcs, &ws[i]);
-		if (ws[i].fail && all) {
-			undo_batch(proc, p, ws, i, gone, ngone);
-			dp_err_set(msg, -EIO, "%s", dp_proc_errmsg(proc));
-			ret = -EIO;
-			break;
+		if (dp_patch_bytes_fill(&place, w->rec.entry, &b) ||
+		    (!w->replaces && put_moves(proc, pcs, npcs, &w->rec))) {
+			dpd_work_fail(p->pid, w, DP_REASON_NONE,
+				      "a thread is inside the window and cannot be moved");
+			any_fail = true;
+			continue;
+		}
+		piece_add(&ps, ap->site, b.site, b.site_len, (uint32_t)i, true);
+		if (b.hop_len)
+			piece_add(&ps, ap->hop, b.hop, b.hop_len, (uint32_t)i, true);
+	}
+	free(pcs);
+	qsort(ps.v, ps.n, sizeof(*ps.v), piece_cmp);
+	if (!(any_fail && all) && write_runs(proc, &ps, failed, run_of, &runs, &nruns)) {
+		for (size_t k = 0; k < ps.n; k++)
+			failed[k] = true;
+	}
+	if (any_fail && all)
+		for (size_t k = 0; k < ps.n; k++)
+			failed[k] = true;
+	/* What each piece's run made of its owner.  A site that does not
+	 * hold its patch and stays recorded fails an all-or-nothing batch. */
+	for (size_t k = 0; k < ngone; k++) {
+		gone_ok[k] = hold[k];
+		any_fail |= !hold[k] && all && p->sites[gone[k]].installed;
+	}
+	for (size_t k = 0; k < ps.n; k++) {
+		const struct piece *pc = &ps.v[k];
+
+		if (!failed[k])
+			continue;
+		any_fail = true;
+		if (!pc->work) {
+			gone_ok[pc->owner] = false;
+		} else if (!ws[pc->owner].fail) {
+			dpd_work_fail(p->pid, &ws[pc->owner], DP_REASON_NONE, dp_proc_errmsg(proc));
+			/* Threads this patch moved go back to the original
+			 * code, which is what the site holds. */
+			if (!ws[pc->owner].replaces)
+				restore_moves(proc, NULL, SIZE_MAX, &ws[pc->owner].rec);
 		}
 	}
-	for (size_t k = 0; all && !ret && k < ngone; k++)
-		if (p->sites[gone[k]].installed) {
-			undo_batch(proc, p, ws, n, gone, ngone);
-			dp_err_set(msg, -EIO, "cannot restore 0x%" PRIx64 ": %s",
-				   p->sites[gone[k]].patch.site, dp_proc_errmsg(proc));
-			ret = -EIO;
+	/* An owner with a piece that failed has its other pieces (written by
+	 * another run: a hop far from its site) put back as they were. */
+	for (size_t k = 0; any_fail && !all && k < ps.n; k++) {
+		const struct piece *pc = &ps.v[k];
+		bool owner_failed = pc->work ? ws[pc->owner].fail : !gone_ok[pc->owner];
+
+		if (owner_failed && !failed[k])
+			dp_proc_write(proc, pc->addr,
+				      runs[run_of[k]].orig + (pc->addr - runs[run_of[k]].addr),
+				      pc->len);
+	}
+	if (any_fail && all) {
+		/* All or nothing: every byte back as it was, the works dropped,
+		 * threads moved out of windows that hold their patch again. */
+		undo_runs(proc, runs, nruns);
+		for (size_t i = 0; i < n; i++) {
+			if (!ws[i].fail && !ws[i].replaces)
+				restore_moves(proc, NULL, SIZE_MAX, &ws[i].rec);
+			ws[i].fail = true;
 		}
-	free(pcs);
+		for (size_t k = 0; k < ngone; k++)
+			if (hold[k])
+				put_moves(proc, NULL, SIZE_MAX, &p->sites[gone[k]]);
+		dp_err_set(msg, -EIO, "%s", dp_proc_errmsg(proc)[0] ? dp_proc_errmsg(proc) :
+			   "a thread is inside a window and cannot be moved");
+		ret = -EIO;
+	} else {
+		for (size_t k = 0; k < ngone; k++) {
+			struct dpd_site *s = &p->sites[gone[k]];
+
+			if (!hold[k])
+				continue;	/* as dpd_write_holds left it */
+			if (gone_ok[k]) {
+				s->installed = false;
+				continue;
+			}
+			/* Still in place: threads sent back to the original
+			 * code go to the trampoline again. */
+			put_moves(proc, NULL, SIZE_MAX, s);
+			dpd_err("process %d: cannot restore 0x%" PRIx64 ": %s", (int)p->pid,
+				s->patch.site, dp_proc_errmsg(proc));
+		}
+	}
+	for (size_t k = 0; k < nruns; k++)
+		free(runs[k].orig);
+	free(runs);
+	free(ps.v);
+	free(failed);
+	free(run_of);
+	free(gone_ok);
+	free(hold);
 	dpd_fault("written");
 	/* What the detach says, not "no such process": a process that
 	 * exited meanwhile is said so just below. */

@@ -33,6 +33,7 @@
 #include "patch/codemem.h"
 #include "probe.h"
 #include "proto/app.h"
+#include "u64map.h"
 
 #define THREAD_NAME "lttng-dynprobe"
 /* How long connect() may wait on a daemon whose backlog is full. */
@@ -56,6 +57,9 @@ static struct {
 	uint32_t npatches;
 	size_t patches_cap;
 	uint32_t nint3;			/* patches of method int3 */
+	/* Lookups by probe id and by site: an index in probes[] and
+	 * patches[] (rebuilt when patches[] is compacted). */
+	struct dp_u64map probe_ix, patch_ix;
 	struct dp_code_pool *pool;	/* ALLOC_CODE memory, never freed */
 
 	int fd;				/* the connection, or -1 */
@@ -63,6 +67,8 @@ static struct {
 	ino_t fd_ino;			/* program closed or replaced it */
 
 	bool started, atfork_done, debug;
+	uint32_t max_probes;		/* DP_APP_MAX_PROBES, or less (tests) */
+	uint8_t minor;			/* the minor HELLO announces */
 	bool stopping;			/* dpa_control_stop was called (atomic) */
 	unsigned wait_ms;		/* the constructor's wait (0: none, injected) */
 	/* Connected (HELLO answered) and serving, with the daemon's minor:
@@ -236,18 +242,28 @@ static int conn_open(void)
 /* Callers hold ctl.lock. */
 static struct probe_rec *probe_find(uint32_t id)
 {
-	for (uint32_t i = 0; i < ctl.nprobes; i++)
-		if (ctl.probes[i].info.id == id)
-			return &ctl.probes[i];
-	return NULL;
+	uint32_t i;
+
+	return dp_u64map_get(&ctl.probe_ix, id, &i) ? &ctl.probes[i] : NULL;
 }
 
 static struct dp_app_patch *patch_find(uint64_t site)
 {
-	for (uint32_t i = 0; i < ctl.npatches; i++)
-		if (ctl.patches[i].site == site)
-			return &ctl.patches[i];
-	return NULL;
+	uint32_t i;
+
+	return dp_u64map_get(&ctl.patch_ix, site, &i) ? &ctl.patches[i] : NULL;
+}
+
+/* The patch index again, after patches[] was compacted: 0 or -ENOMEM
+ * (then lookups find nothing until the next rebuild succeeds). */
+static int patch_ix_rebuild(void)
+{
+	int ret = 0;
+
+	dp_u64map_clear(&ctl.patch_ix);
+	for (uint32_t i = 0; i < ctl.npatches && !ret; i++)
+		ret = dp_u64map_put(&ctl.patch_ix, ctl.patches[i].site, i);
+	return ret;
 }
 
 /* What is installed, with fresh counters: arrays to free by the caller. */
@@ -336,12 +352,12 @@ static int do_define_probe(const struct dp_app_define_probe *d, struct dp_app_re
 
 	pthread_mutex_lock(&ctl.lock);
 	exists = probe_find(d->id) != NULL;
-	full = ctl.nprobes >= DP_APP_MAX_PROBES;
+	full = ctl.nprobes >= ctl.max_probes;
 	pthread_mutex_unlock(&ctl.lock);
 	if (exists)
 		return set_error(r, -EEXIST, "probe %u is already defined", d->id);
 	if (full)
-		return set_error(r, -ENOSPC, "%u probes already defined", DP_APP_MAX_PROBES);
+		return set_error(r, -ENOSPC, "%u probes already defined", ctl.max_probes);
 
 	if (d->flags & DP_APP_PROBE_AT_ENTRY)
 		flags |= DPA_PROBE_AT_ENTRY;
@@ -354,6 +370,8 @@ static int do_define_probe(const struct dp_app_define_probe *d, struct dp_app_re
 
 	pthread_mutex_lock(&ctl.lock);
 	ret = DP_ARRAY_RESERVE(ctl.probes, ctl.probes_cap, ctl.nprobes, 16);
+	if (!ret)
+		ret = dp_u64map_put(&ctl.probe_ix, d->id, ctl.nprobes);
 	if (!ret) {
 		struct probe_rec *rec = &ctl.probes[ctl.nprobes++];
 
@@ -458,6 +476,8 @@ static int do_note_installed(const struct dp_app_patch *p, struct dp_app_result 
 	} else {
 		ret = DP_ARRAY_RESERVE(ctl.patches, ctl.patches_cap, ctl.npatches, 16);
 		if (!ret)
+			ret = dp_u64map_put(&ctl.patch_ix, p->site, ctl.npatches);
+		if (!ret)
 			ctl.patches[ctl.npatches++] = *p;
 	}
 	if (!ret)
@@ -489,6 +509,8 @@ static int do_note_removed(uint64_t site, struct dp_app_result *r)
 		/* Keep the order: reports list patches as they were installed. */
 		memmove(p, p + 1, (size_t)(ctl.patches + ctl.npatches - (p + 1)) * sizeof(*p));
 		ctl.npatches--;
+		if (patch_ix_rebuild())
+			dbg("no memory to index the patches");
 	}
 	pthread_mutex_unlock(&ctl.lock);
 	if (!p)
@@ -497,6 +519,107 @@ static int do_note_removed(uint64_t site, struct dp_app_result *r)
 	 * order), so no new trap can come from this site. */
 	if (int3)
 		dpa_trap_remove(site);
+	return 0;
+}
+
+/* DEFINE_PROBES: each probe as DEFINE_PROBE_EXT would define it, in order,
+ * up to the first that fails. */
+static int do_define_probes(const struct dp_app_define_probes *d,
+			    struct dp_app_define_probes_reply *r)
+{
+	r->handles = calloc(d->nprobes, sizeof(*r->handles));
+	if (!r->handles) {
+		r->status = -ENOMEM;
+		snprintf(r->error, sizeof(r->error), "no memory for %u probes", d->nprobes);
+		return r->status;
+	}
+	for (uint32_t i = 0; i < d->nprobes; i++) {
+		const struct dp_app_probe_def *p = &d->probes[i];
+		const struct dp_app_probe_class *c = &d->classes[p->cls];
+		struct dp_app_define_probe one = {
+			.id = p->id, .site = p->site, .flags = c->flags, .nctx = c->nctx,
+			.ctx = c->ctx,
+		};
+		struct dp_app_result res = { 0 };
+
+		memcpy(one.event, c->event, sizeof(one.event));
+		if (do_define_probe(&one, &res)) {
+			r->status = res.status;
+			snprintf(r->error, sizeof(r->error), "probe %u (%.64s at 0x%llx): %.150s",
+				 p->id, c->event, (unsigned long long)p->site, res.error);
+			return r->status;
+		}
+		r->handles[r->nhandles++] = res.value;
+	}
+	return 0;
+}
+
+/* NOTE_INSTALLED_MANY: each patch as NOTE_INSTALLED would note it, in
+ * order, up to the first that fails; r->value counts those noted. */
+static int do_note_installed_many(const struct dp_app_patches *m, struct dp_app_result *r)
+{
+	for (uint32_t i = 0; i < m->npatches; i++) {
+		struct dp_app_result one = { 0 };
+
+		if (do_note_installed(&m->patches[i], &one)) {
+			set_error(r, one.status, "the patch at 0x%llx (%u of %u): %s",
+				  (unsigned long long)m->patches[i].site, i + 1, m->npatches,
+				  one.error);
+			r->value = i;
+			return r->status;
+		}
+	}
+	r->value = m->npatches;
+	return 0;
+}
+
+/* NOTE_REMOVED_MANY: the records of these sites dropped in one pass (the
+ * others keep their order), then their traps.  Sites not recorded fail the
+ * reply, after the others are dropped. */
+static int do_note_removed_many(const struct dp_app_sites *m, struct dp_app_result *r)
+{
+	uint64_t *traps = calloc(m->nsites, sizeof(*traps)), unknown_site = 0;
+	uint8_t *drop;
+	uint32_t ntraps = 0, unknown = 0, k = 0;
+
+	pthread_mutex_lock(&ctl.lock);
+	drop = calloc(ctl.npatches ? ctl.npatches : 1, 1);
+	if (!traps || !drop) {
+		pthread_mutex_unlock(&ctl.lock);
+		free(traps);
+		free(drop);
+		return set_error(r, -ENOMEM, "no memory to forget %u patches", m->nsites);
+	}
+	for (uint32_t i = 0; i < m->nsites; i++) {
+		uint32_t at;
+
+		if (!dp_u64map_get(&ctl.patch_ix, m->sites[i], &at) || drop[at]) {
+			if (!unknown++)
+				unknown_site = m->sites[i];
+			continue;
+		}
+		drop[at] = 1;
+		if (ctl.patches[at].method == DP_APP_METHOD_INT3) {
+			ctl.nint3--;
+			traps[ntraps++] = m->sites[i];
+		}
+	}
+	for (uint32_t i = 0; i < ctl.npatches; i++)
+		if (!drop[i])
+			ctl.patches[k++] = ctl.patches[i];
+	ctl.npatches = k;
+	if (patch_ix_rebuild())
+		dbg("no memory to index the patches");
+	pthread_mutex_unlock(&ctl.lock);
+	/* The original bytes are back (probe.h's order): no new trap comes
+	 * from these sites. */
+	for (uint32_t i = 0; i < ntraps; i++)
+		dpa_trap_remove(traps[i]);
+	free(traps);
+	free(drop);
+	if (unknown)
+		return set_error(r, -ENOENT, "%u of the %u sites have no patch (the first: 0x%llx)",
+				 unknown, m->nsites, (unsigned long long)unknown_site);
 	return 0;
 }
 
@@ -544,6 +667,24 @@ static int serve_one(int fd, const struct dp_app_msg *req)
 	case DP_APP_NOTE_REMOVED:
 		do_note_removed(req->note_removed, &rep.result);
 		dbg("NOTE_REMOVED 0x%llx: %s", (unsigned long long)req->note_removed,
+		    rep.result.status ? rep.result.error : "ok");
+		break;
+	case DP_APP_DEFINE_PROBES:
+		do_define_probes(&req->define_probes, &rep.define_probes_reply);
+		dbg("DEFINE_PROBES %u (%u classes): %u defined%s%s", req->define_probes.nprobes,
+		    req->define_probes.nclasses, rep.define_probes_reply.nhandles,
+		    rep.define_probes_reply.status ? ": " : "", rep.define_probes_reply.error);
+		ret = reply(fd, &rep);
+		free(rep.define_probes_reply.handles);
+		return ret;
+	case DP_APP_NOTE_INSTALLED_MANY:
+		do_note_installed_many(&req->note_many, &rep.result);
+		dbg("NOTE_INSTALLED_MANY %u: %s", req->note_many.npatches,
+		    rep.result.status ? rep.result.error : "ok");
+		break;
+	case DP_APP_NOTE_REMOVED_MANY:
+		do_note_removed_many(&req->removed_many, &rep.result);
+		dbg("NOTE_REMOVED_MANY %u: %s", req->removed_many.nsites,
 		    rep.result.status ? rep.result.error : "ok");
 		break;
 	case DP_APP_LIST:
@@ -604,8 +745,15 @@ static int serve_bad(int fd, const struct dp_app_msg *req, enum dp_proto_err why
 	case DP_APP_ALLOC_CODE:
 	case DP_APP_NOTE_INSTALLED:
 	case DP_APP_NOTE_REMOVED:
+	case DP_APP_NOTE_INSTALLED_MANY:
+	case DP_APP_NOTE_REMOVED_MANY:
 	case DP_APP_FOLLOW:
 		set_error(&rep.result, -EBADMSG, "%s", dp_proto_err_str(why));
+		return reply(fd, &rep);
+	case DP_APP_DEFINE_PROBES:
+		rep.define_probes_reply.status = -EBADMSG;
+		snprintf(rep.define_probes_reply.error, sizeof(rep.define_probes_reply.error),
+			 "%s", dp_proto_err_str(why));
 		return reply(fd, &rep);
 	default:
 		if (why != DP_PROTO_ERR_TYPE)
@@ -675,7 +823,7 @@ static int handshake(int fd)
 
 	m.seq = ++ctl.seq;
 	m.hello.major = DP_APP_MAJOR;
-	m.hello.minor = DP_APP_MINOR;
+	m.hello.minor = ctl.minor;
 	m.hello.pid = (uint32_t)getpid();
 	m.hello.probe_hit = (uint64_t)(uintptr_t)&dp_probe_hit;
 #ifdef PACKAGE_VERSION
@@ -849,6 +997,20 @@ static bool env_flag(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
+/* A number from the environment below `max` (tests' limits), else max. */
+static unsigned env_below(const char *name, unsigned max)
+{
+	const char *v = secure_getenv(name);
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return max;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	return errno || *end || n >= max ? max : (unsigned)n;
+}
+
 /*
  * Parses a wait in milliseconds: 0 for none, -1 for no limit (NO_LIMIT), or
  * a positive number; dflt for anything else.
@@ -940,6 +1102,8 @@ int dpa_control_start(void)
 	/* The environment is read once, here, from the constructor: later
 	 * threads of the program may be changing it. */
 	ctl.debug = env_flag(DPA_CONTROL_ENV_DEBUG);
+	ctl.max_probes = env_below(DPA_CONTROL_ENV_MAX_PROBES, DP_APP_MAX_PROBES);
+	ctl.minor = (uint8_t)env_below(DPA_CONTROL_ENV_MINOR, DP_APP_MINOR);
 	ret = dp_app_socket_path(ctl.path, sizeof(ctl.path));
 	if (ret) {
 		dbg("no app socket path (%s): staying inert", err_text(ret));

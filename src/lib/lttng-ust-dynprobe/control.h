@@ -48,6 +48,14 @@
 #define DPA_CONTROL_ENV_REGISTER_TIMEOUT "LTTNG_DYNPROBE_REGISTER_TIMEOUT"
 #define DPA_CONTROL_REGISTER_TIMEOUT_MS 3000
 /*
+ * Environment, for tests: the most probes the agent defines (a number
+ * below DP_APP_MAX_PROBES: a request beyond it is refused as a full table
+ * is), and the protocol minor its HELLO announces (below DP_APP_MINOR: the
+ * daemon then speaks to it as to an older agent).  Read once, at start.
+ */
+#define DPA_CONTROL_ENV_MAX_PROBES "LTTNG_DYNPROBE_MAX_PROBES"
+#define DPA_CONTROL_ENV_MINOR "LTTNG_DYNPROBE_PROTO_MINOR"
+/*
  * Tests only (not for users, not in the manual): "N" or "N:COUNT", the Nth
  * ALLOC_CODE this process serves and the COUNT - 1 after it (1 by default)
  * fail as if no code memory could be mapped (ENOMEM): an install that runs

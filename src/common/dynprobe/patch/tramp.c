@@ -66,9 +66,18 @@ static void vec_restore(struct dp_emit *e, enum dp_vec_save vec, const struct dp
  */
 static bool have_sahf(void)
 {
+	/* Asked once: CPUID traps to the hypervisor in a virtual machine
+	 * (~20 us each), and a whole program's install builds tens of
+	 * thousands of trampolines. */
+	static int known = -1;
+	int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
 	unsigned a, b, c, d;
 
-	return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & 1);
+	if (v < 0) {
+		v = __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & 1);
+		__atomic_store_n(&known, v, __ATOMIC_RELAXED);
+	}
+	return v;
 }
 
 /*

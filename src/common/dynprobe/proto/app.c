@@ -150,6 +150,51 @@ static enum dp_proto_err check_define_ext(const void *payload)
 	return check_define_with(payload, check_ctx_ext);
 }
 
+static enum dp_proto_err check_define_probes(const void *payload)
+{
+	const struct dp_app_define_probes *d = payload;
+	enum dp_proto_err err = DP_PROTO_ERR_NONE;
+
+	if (!d->nclasses || !d->nprobes)
+		return DP_PROTO_ERR_BOUNDS;
+	for (uint32_t i = 0; i < d->nclasses && !err; i++) {
+		const struct dp_app_probe_class *c = &d->classes[i];
+
+		if (c->flags & ~(uint32_t)DP_APP_PROBE_FLAGS_ALL)
+			return DP_PROTO_ERR_VALUE;
+		if (!c->event[0])
+			return DP_PROTO_ERR_STRING;
+		for (uint32_t k = 0; k < c->nctx && !err; k++)
+			err = check_ctx_ext(&c->ctx[k]);
+	}
+	for (uint32_t i = 0; i < d->nprobes && !err; i++) {
+		const struct dp_app_probe_def *p = &d->probes[i];
+
+		if (!p->id || !p->site || p->cls >= d->nclasses)
+			return DP_PROTO_ERR_VALUE;
+	}
+	return err;
+}
+
+static enum dp_proto_err check_patches(const void *payload)
+{
+	const struct dp_app_patches *m = payload;
+	enum dp_proto_err err = DP_PROTO_ERR_NONE;
+
+	if (!m->npatches)
+		return DP_PROTO_ERR_BOUNDS;
+	for (uint32_t i = 0; i < m->npatches && !err; i++)
+		err = check_patch(&m->patches[i]);
+	return err;
+}
+
+static enum dp_proto_err check_sites(const void *payload)
+{
+	const struct dp_app_sites *m = payload;
+
+	return m->nsites ? DP_PROTO_ERR_NONE : DP_PROTO_ERR_BOUNDS;
+}
+
 static enum dp_proto_err check_state(const void *payload)
 {
 	const struct dp_app_state *s = payload;
@@ -324,6 +369,59 @@ static const struct dp_field define_ext_fields[] = {
 DP_STRUCT_DESC(define_ext_desc, T, define_ext_fields);
 #undef T
 
+#define T struct dp_app_probe_class
+static const struct dp_field probe_class_fields[] = {
+	DP_FIELD_U32(T, flags),
+	DP_FIELD_STR(T, event, 0),
+	DP_FIELD_ARRAY(T, ctx, nctx, DP_APP_MAX_CTX, ctx_ext_desc),
+};
+DP_STRUCT_DESC(probe_class_desc, T, probe_class_fields);
+#undef T
+
+#define T struct dp_app_probe_def
+static const struct dp_field probe_def_fields[] = {
+	DP_FIELD_U32(T, id),
+	DP_FIELD_U64(T, site),
+	DP_FIELD_U32(T, cls),
+};
+DP_STRUCT_DESC(probe_def_desc, T, probe_def_fields);
+#undef T
+
+#define T struct dp_app_define_probes
+static const struct dp_field define_probes_fields[] = {
+	DP_FIELD_ARRAY(T, classes, nclasses, DP_APP_MAX_BATCH, probe_class_desc),
+	DP_FIELD_ARRAY(T, probes, nprobes, DP_APP_MAX_BATCH, probe_def_desc),
+};
+DP_STRUCT_DESC(define_probes_desc, T, define_probes_fields);
+#undef T
+
+static const struct dp_field handle_fields[] = { DP_ELEM_U64 };
+DP_STRUCT_DESC(handle_desc, uint64_t, handle_fields);
+
+#define T struct dp_app_define_probes_reply
+static const struct dp_field define_probes_reply_fields[] = {
+	DP_FIELD_I32(T, status),
+	DP_FIELD_STR(T, error, 0),
+	DP_FIELD_ARRAY(T, handles, nhandles, DP_APP_MAX_BATCH, handle_desc),
+	DP_CHECK_STATUS(T, status),
+};
+DP_STRUCT_DESC(define_probes_reply_desc, T, define_probes_reply_fields);
+#undef T
+
+#define T struct dp_app_patches
+static const struct dp_field patches_fields[] = {
+	DP_FIELD_ARRAY(T, patches, npatches, DP_APP_MAX_BATCH, patch_desc),
+};
+DP_STRUCT_DESC(patches_desc, T, patches_fields);
+#undef T
+
+#define T struct dp_app_sites
+static const struct dp_field sites_fields[] = {
+	DP_FIELD_ARRAY(T, sites, nsites, DP_APP_MAX_BATCH, handle_desc),
+};
+DP_STRUCT_DESC(sites_desc, T, sites_fields);
+#undef T
+
 #define T struct dp_app_alloc_code
 static const struct dp_field alloc_fields[] = {
 	DP_FIELD_U64(T, near),
@@ -371,6 +469,9 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_GO, "GO", NULL, NULL },
 	{ DP_APP_DEFINE_PROBE_EXT, "DEFINE_PROBE_EXT", &define_ext_desc, check_define_ext },
 	{ DP_APP_MAPPED, "MAPPED", &dp_codec_u64, NULL },
+	{ DP_APP_DEFINE_PROBES, "DEFINE_PROBES", &define_probes_desc, check_define_probes },
+	{ DP_APP_NOTE_INSTALLED_MANY, "NOTE_INSTALLED_MANY", &patches_desc, check_patches },
+	{ DP_APP_NOTE_REMOVED_MANY, "NOTE_REMOVED_MANY", &sites_desc, check_sites },
 	{ DP_APP_FOLLOW, "FOLLOW", &follow_desc, NULL },
 	{ DP_APP_HELLO_REPLY, "HELLO_REPLY", &hello_reply_desc, NULL },
 	{ DP_APP_DEFINE_PROBE_REPLY, "DEFINE_PROBE_REPLY", &result_value_desc, NULL },
@@ -382,6 +483,10 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_GO_REPLY, "GO_REPLY", NULL, NULL },
 	{ DP_APP_DEFINE_PROBE_EXT_REPLY, "DEFINE_PROBE_EXT_REPLY", &result_value_desc, NULL },
 	{ DP_APP_MAPPED_REPLY, "MAPPED_REPLY", &dp_codec_u64, NULL },
+	{ DP_APP_DEFINE_PROBES_REPLY, "DEFINE_PROBES_REPLY", &define_probes_reply_desc, NULL },
+	{ DP_APP_NOTE_INSTALLED_MANY_REPLY, "NOTE_INSTALLED_MANY_REPLY", &result_value_desc,
+	  NULL },
+	{ DP_APP_NOTE_REMOVED_MANY_REPLY, "NOTE_REMOVED_MANY_REPLY", &result_desc, NULL },
 	{ DP_APP_FOLLOW_REPLY, "FOLLOW_REPLY", &result_desc, NULL },
 	{ DP_APP_UNSUPPORTED, "UNSUPPORTED", &dp_codec_u16, NULL },
 	{ DP_APP_REFUSE, "REFUSE", &refuse_desc, NULL },

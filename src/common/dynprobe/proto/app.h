@@ -31,6 +31,14 @@
  *   0x8009    reply          as DEFINE_PROBE's
  *   0x000A  MAPPED           cookie u64          (agent -> daemon; minor 2)
  *   0x800A    reply          cookie u64          (daemon -> agent)
+ *   0x000B  DEFINE_PROBES    nclasses u32, class[nclasses], nprobes u32,
+ *                            def[nprobes]                     (minor 3)
+ *   0x800B    reply          status i32, error str, nhandles u32,
+ *                            handle u64[nhandles]
+ *   0x000C  NOTE_INSTALLED_MANY  npatches u32, patch[npatches] (minor 3)
+ *   0x800C    reply          status i32, noted u64, error str
+ *   0x000D  NOTE_REMOVED_MANY    nsites u32, site u64[nsites]  (minor 3)
+ *   0x800D    reply          status i32, error str
  *   0x000E  FOLLOW           flags u32                        (minor 3)
  *   0x800E    reply          status i32, error str
  *   0xfffe  UNSUPPORTED      type u16 (the request's)
@@ -49,6 +57,8 @@
  *           depth u16, walker u8
  *   ctx_ext = ctx, then value { loc u8, flags u8, nops u32,
  *           op[nops] { op u8, arg u8, imm u64 } }  (spec/value.h)
+ *   class = flags u32, event str, nctx u32, ctx_ext[nctx]
+ *   def   = id u32, site u64, class u32 (an index in the message's classes)
  *   str   = len u16, bytes (no NUL), len < the receiving array's size
  *
  * Versions: the header's major must match or the connection is refused,
@@ -101,6 +111,25 @@
  *    as usual; it also keeps reading MAPPED while a call of its own waits
  *    for a reply (dp_app_call_cb).  The wait is bounded as the
  *    constructor's is; an injected agent never sends it;
+ *  - the batches (minor 3, only to an agent of minor 3 or later; an older
+ *    one gets the single messages, one round trip each): DEFINE_PROBES
+ *    defines many probes in one round trip, each naming a class that holds
+ *    what probes share (event, flags, contexts: one class serves every
+ *    site of an event with the same fields).  The agent defines them in
+ *    order and stops at the first it cannot: the reply's handles are those
+ *    of the probes defined, in order (all of them on success; on failure
+ *    nhandles is the failing one's index, the error names it, and the
+ *    probes before it stay defined, as probes always do).
+ *    NOTE_INSTALLED_MANY notes many patches in order, as many
+ *    NOTE_INSTALLED would, and stops at the first it cannot: the reply's
+ *    value is how many were noted (all of them on success), the error
+ *    names the one that failed; the daemon takes back the ones noted when
+ *    it does not write them.  NOTE_REMOVED_MANY
+ *    forgets many sites; one it does not know fails the reply (-ENOENT)
+ *    after the others are forgotten.  Each batch holds at most
+ *    DP_APP_MAX_BATCH elements: the daemon sends more in several messages.
+ *    Their rules are the single messages' (what comes before the write,
+ *    what after);
  *  - FOLLOW sets what the agent follows, for the daemon's part
  *    (DP_APP_FOLLOW_EXEC: it keeps itself in the environment of every image
  *    the process executes, as with DP_APP_ENV_FOLLOW_EXEC; the agent's
@@ -130,9 +159,12 @@
 #define DP_APP_MINOR 3
 
 /* Bounds every receiver enforces. */
-#define DP_APP_MAX_PAYLOAD (8u << 20)	/* a frame's payload, in bytes */
-#define DP_APP_MAX_PROBES 16384		/* probes in a state (and in one agent) */
-#define DP_APP_MAX_PATCHES 16384	/* patches in a state (and in one agent) */
+#define DP_APP_MAX_PAYLOAD (32u << 20)	/* a frame's payload, in bytes */
+#define DP_APP_MAX_PROBES 98304		/* probes in a state (and in one agent) */
+#define DP_APP_MAX_PATCHES 98304	/* patches in a state (and in one agent): the
+					   largest state fits in DP_APP_MAX_PAYLOAD */
+#define DP_APP_MAX_BATCH 16384		/* elements of one DEFINE_PROBES (classes,
+					   probes) or NOTE_*_MANY */
 #define DP_APP_MAX_CTX 64		/* contexts of one probe */
 #define DP_APP_MAX_ORIG 32		/* original bytes of one patch */
 #define DP_APP_HOP_LEN 5		/* bytes of a hop (its jmp rel32) */
@@ -166,7 +198,10 @@ enum dp_app_type {
 	DP_APP_GO = 0x0008,		/* minor 1 */
 	DP_APP_DEFINE_PROBE_EXT = 0x0009,	/* minor 2 */
 	DP_APP_MAPPED = 0x000A,		/* minor 2, sent by the agent */
-	DP_APP_FOLLOW = 0x000E,		/* minor 3; 0x000B-0x000D reserved for batched installs */
+	DP_APP_DEFINE_PROBES = 0x000B,	/* minor 3 */
+	DP_APP_NOTE_INSTALLED_MANY = 0x000C,	/* minor 3 */
+	DP_APP_NOTE_REMOVED_MANY = 0x000D,	/* minor 3 */
+	DP_APP_FOLLOW = 0x000E,		/* minor 3 */
 
 	DP_APP_HELLO_REPLY = DP_APP_HELLO | DP_FRAME_REPLY,
 	DP_APP_DEFINE_PROBE_REPLY = DP_APP_DEFINE_PROBE | DP_FRAME_REPLY,
@@ -178,6 +213,9 @@ enum dp_app_type {
 	DP_APP_GO_REPLY = DP_APP_GO | DP_FRAME_REPLY,
 	DP_APP_DEFINE_PROBE_EXT_REPLY = DP_APP_DEFINE_PROBE_EXT | DP_FRAME_REPLY,
 	DP_APP_MAPPED_REPLY = DP_APP_MAPPED | DP_FRAME_REPLY,
+	DP_APP_DEFINE_PROBES_REPLY = DP_APP_DEFINE_PROBES | DP_FRAME_REPLY,
+	DP_APP_NOTE_INSTALLED_MANY_REPLY = DP_APP_NOTE_INSTALLED_MANY | DP_FRAME_REPLY,
+	DP_APP_NOTE_REMOVED_MANY_REPLY = DP_APP_NOTE_REMOVED_MANY | DP_FRAME_REPLY,
 	DP_APP_FOLLOW_REPLY = DP_APP_FOLLOW | DP_FRAME_REPLY,
 
 	/* The same in every protocol (frame.h): the reply to a request of an
@@ -212,6 +250,10 @@ enum dp_app_probe_flag {
 
 /* The first minor version whose agents take DEFINE_PROBE_EXT. */
 #define DP_APP_MINOR_DEFINE_EXT 2
+
+/* The first minor version whose agents take the batches (DEFINE_PROBES,
+ * NOTE_INSTALLED_MANY, NOTE_REMOVED_MANY). */
+#define DP_APP_MINOR_BATCH 3
 
 /* FOLLOW flags: what the agent follows for the daemon. */
 enum dp_app_follow_flag {
@@ -293,8 +335,52 @@ struct dp_app_define_probe {
 struct dp_app_result {
 	int32_t status;			/* 0 or -errno */
 	uint64_t value;			/* DEFINE_PROBE: the probe (the handler's argument);
-					   ALLOC_CODE: the address; NOTE_*: not sent */
+					   ALLOC_CODE: the address; NOTE_INSTALLED_MANY:
+					   how many were noted; NOTE_*: not sent */
 	char error[DP_APP_ERROR_MAX];	/* "" on success */
+};
+
+/* What the probes of a DEFINE_PROBES share. */
+struct dp_app_probe_class {
+	uint32_t flags;			/* enum dp_app_probe_flag */
+	char event[DP_NAME_MAX];	/* as DEFINE_PROBE's */
+	uint32_t nctx;
+	struct dp_ctx *ctx;		/* as DEFINE_PROBE_EXT's */
+};
+
+/* One probe of a DEFINE_PROBES. */
+struct dp_app_probe_def {
+	uint32_t id;			/* as DEFINE_PROBE's */
+	uint64_t site;
+	uint32_t cls;			/* its class: an index in classes[] */
+};
+
+struct dp_app_define_probes {
+	uint32_t nclasses;		/* 1 .. DP_APP_MAX_BATCH */
+	struct dp_app_probe_class *classes;
+	uint32_t nprobes;		/* 1 .. DP_APP_MAX_BATCH */
+	struct dp_app_probe_def *probes;
+};
+
+/* DEFINE_PROBES's reply: the handles of the probes defined, in order. */
+struct dp_app_define_probes_reply {
+	int32_t status;			/* 0: all of them; else nhandles is the index
+					   of the one that failed */
+	char error[DP_APP_ERROR_MAX];
+	uint32_t nhandles;
+	uint64_t *handles;
+};
+
+/* NOTE_INSTALLED_MANY's patches. */
+struct dp_app_patches {
+	uint32_t npatches;		/* 1 .. DP_APP_MAX_BATCH */
+	struct dp_app_patch *patches;
+};
+
+/* NOTE_REMOVED_MANY's sites. */
+struct dp_app_sites {
+	uint32_t nsites;		/* 1 .. DP_APP_MAX_BATCH */
+	uint64_t *sites;
 };
 
 struct dp_app_alloc_code {
@@ -319,10 +405,16 @@ struct dp_app_msg {
 		struct dp_app_patch note_installed;
 		uint64_t note_removed;		/* the site */
 		struct dp_app_result result;	/* the replies of the four above,
-						   and FOLLOW's */
+						   of NOTE_*_MANY (NOTE_INSTALLED_MANY:
+						   value is how many were noted) and
+						   FOLLOW's */
 		struct dp_app_state list_reply;
 		uint64_t ping;			/* PING and its reply: the cookie */
 		uint64_t mapped;		/* MAPPED and its reply: the cookie */
+		struct dp_app_define_probes define_probes;
+		struct dp_app_define_probes_reply define_probes_reply;
+		struct dp_app_patches note_many;	/* NOTE_INSTALLED_MANY */
+		struct dp_app_sites removed_many;	/* NOTE_REMOVED_MANY */
 		uint32_t follow;		/* FOLLOW: enum dp_app_follow_flag */
 		uint16_t unsupported;		/* the type that was not understood */
 		struct dp_app_refuse refuse;

@@ -10,6 +10,7 @@
  * with the typed reason, as it refuses them from any client.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,16 +42,22 @@ const char *dp_client_method_str(uint8_t method)
 
 /* ---- builders ---------------------------------------------------------- */
 
-/* One more zeroed element at the end of *v (n elements of elem bytes). */
+/* One more zeroed element at the end of *v (n elements of elem bytes).
+ * The array grows by half again when full (whoever allocated it: its
+ * room is what malloc says it has), so that a report of many sites is
+ * built in linear time. */
 static void *append(void **v, uint32_t *n, size_t elem, uint32_t max)
 {
-	void *p;
+	size_t need = (size_t)(*n + 1) * elem;
+	void *p = *v;
 
 	if (*n >= max)
 		return NULL;
-	p = realloc(*v, (size_t)(*n + 1) * elem);
-	if (!p)
-		return NULL;
+	if (!p || malloc_usable_size(p) < need) {
+		p = realloc(*v, need + (size_t)(*n / 2) * elem);
+		if (!p)
+			return NULL;
+	}
 	*v = p;
 	p = (char *)p + (size_t)*n * elem;
 	memset(p, 0, elem);

@@ -189,7 +189,7 @@
 #define DP_CLIENT_MAX_NAMES 2		/* lttng event names of one dynamic event */
 #define DP_CLIENT_MAX_EVENTS 16384	/* events in a LIST reply */
 #define DP_CLIENT_MAX_PROCS 65536	/* processes in a report or an event */
-#define DP_CLIENT_MAX_SITES 65536	/* sites of one process in a report */
+#define DP_CLIENT_MAX_SITES 131072	/* sites of one process in a report */
 #define DP_CLIENT_MAX_SPECS 16384	/* events of one ENABLE_MANY */
 #define DP_CLIENT_MAX_INSNS 262144	/* instructions in a SITES reply */
 #define DP_CLIENT_MSG_MAX 1024		/* messages */
