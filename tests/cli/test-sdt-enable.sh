@@ -110,13 +110,19 @@ some_site_patched() {
 "$STOCK" -n add-context -u -t vpid >/dev/null || tap_bail "add-context vpid"
 
 # ---- a running process, by pid and by path -------------------------------
-start_args a "$ARGS" LD_PRELOAD="$LTTNG_DYNPROBE_AGENT"
+# Started before any lttng-dynprobed: its agent tries to connect again and
+# again, the gaps doubling.  The first event comes once the gap is 6.4 s,
+# longer than the daemon's wait for an agent used to be (3 s): the daemon
+# must wait for the next attempt.
+start_args a "$ARGS" LD_PRELOAD="$LTTNG_DYNPROBE_AGENT" LTTNG_DYNPROBE_DEBUG=1
 cmd a s || tap_bail "sdt-args does not answer"
+for i in $(seq 600); do grep -q "next attempt in 6400 ms" "$DP_TMP/a.err" && break; sleep 0.1; done
+grep -q "next attempt in 6400 ms" "$DP_TMP/a.err" || tap_bail "the agent of sdt-args never waited 6.4 s"
 sites_as_file "$a_pid" "$ARGS"
 tap_ok $? "before any event, every site of sdt-args holds the file's bytes"
 
 run_lt enable-event -u --path "$ARGS" --pid "$a_pid" --sdt 'sdt_args:*'
-tap_ok "$status" "--sdt 'sdt_args:*' --pid: accepted" || tap_diag "$err"
+tap_ok "$status" "--sdt 'sdt_args:*' --pid: accepted (its agent, 6.4 s from its next attempt, waited for)" || tap_diag "$err"
 n=$(grep -c '^Dynamic UST event sdt_args:[a-z]* created in channel channel0' <<<"$out")
 [ "$n" -eq 8 ]
 tap_ok $? "the pattern names 8 probes, one event each, named PROVIDER:NAME ($n)"
