@@ -784,6 +784,7 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 		ret = dp_err_set(err, -ESRCH, "pid %d exited while loading the agent", (int)pid);
 		goto out;
 	}
+	r.load_ns = dp__now_ns() - t_detach;
 	{
 		const uint64_t one = 1;
 		/* Found before the ACK: it waits for nothing else. */
@@ -796,7 +797,6 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 		else if (waiter)
 			wait_gone(pid, waiter, o.call_timeout_ms);
 	}
-	r.load_ns = dp__now_ns() - t_detach;
 	r.handle = get64(page, D_HANDLE);
 	r.host = host;
 	r.total_ns = dp__now_ns() - t0;
