@@ -4,11 +4,13 @@
  * sessions every poll period, and the dynamic events of a session it no
  * longer has are removed everywhere.  When the session daemon cannot be
  * reached nothing is removed: an unanswered question is not a "no".  Nor
- * is a list with a nameless session in it (a session daemon busy with
- * other clients once gave one, then an empty list, for live sessions), and
- * a session goes only when a list asked a whole poll period after the first
- * that missed it misses it too: polls that waited for the lock run back to
- * back, and would see the same glitch twice.
+ * is a list with a session named "" or with control characters (a list
+ * of one session named "\r", then an empty one, came back for live
+ * sessions on a loaded machine).  A session goes only when a list asked
+ * half a poll period or more after the first that missed it came back
+ * misses it too (polls that waited for the lock run back to back, and
+ * would see the same glitch twice), and the session daemon then answers,
+ * asked for that session's domains, that it has no such session.
  */
 #include <lttng/lttng.h>
 #include <stdio.h>
@@ -35,6 +37,23 @@ static int64_t missing_since(const char *name)
 	return -1;
 }
 
+/* Whether the session daemon says, of that very session, that it has no
+ * such session (asked without the lock; with it, taken again). */
+static bool session_gone(const char *name)
+{
+	struct lttng_domain *domains = NULL;
+	int ret;
+
+	dpd_unlock();
+	ret = lttng_list_domains(name, &domains);
+	dpd_lock();
+	free(domains);
+	if (ret != -LTTNG_ERR_SESS_NOT_FOUND)
+		dpd_dbg("session %s missing from the list, yet its domains: %s", name,
+			ret >= 0 ? "listed" : lttng_strerror(ret));
+	return ret == -LTTNG_ERR_SESS_NOT_FOUND;
+}
+
 void dpd_sessions_poll(void)
 {
 	struct lttng_session *sessions = NULL;
@@ -57,8 +76,13 @@ void dpd_sessions_poll(void)
 		return;
 	}
 	for (int i = 0; i < n; i++) {
-		if (sessions[i].name[0] == '\0') {
-			dpd_dbg("the session daemon listed a session without a name: no answer");
+		bool bad = sessions[i].name[0] == '\0' ||
+			   !memchr(sessions[i].name, '\0', sizeof(sessions[i].name));
+
+		for (const char *c = sessions[i].name; !bad && *c; c++)
+			bad = (unsigned char)*c < 0x20;
+		if (bad) {
+			dpd_dbg("the session daemon listed a session without a proper name: no answer");
 			free(sessions);
 			return;
 		}
@@ -87,7 +111,7 @@ void dpd_sessions_poll(void)
 	for (size_t i = 0; i < nnow; i++) {
 		dpd_dbg("session %s missing from a list of %d (first '%s')", now[i].name, n,
 			n > 0 ? sessions[0].name : "");
-		if (asked < now[i].since + dpd_cfg.poll_ms)
+		if (asked < now[i].since + dpd_cfg.poll_ms / 2 || !session_gone(now[i].name))
 			continue;
 		dpd_info("session %s no longer exists: removing its dynamic events", now[i].name);
 		dpd_session_drop(now[i].name, 0, NULL);
