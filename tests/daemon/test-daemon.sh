@@ -243,4 +243,18 @@ dpctl enable s channel0 inj function dp_work "$PIE" -p "$TARGET_PID"
 tap_ok $? "the agent is injected into a process that did not have it: $(head -n1 "$DP_TMP/out")"
 grep -q liblttng-ust-dynprobe /proc/"$TARGET_PID"/maps
 tap_ok $? "the agent is mapped there"
+
+# ---- a daemon killed is replaced at once ----
+# Its first thread shows as a zombie while the others still end and hold
+# the pid file's lock: the next start waits for them instead of refusing.
+restarted=0
+for i in $(seq 10); do
+	kill_dynprobed
+	start_dynprobed || break
+	restarted=$((restarted + 1))
+done
+tap_ok $([ "$restarted" = 10 ]; echo $?) "killed with SIGKILL and started again at once, 10 times: $restarted of 10 started" ||
+	tap_diag_file "$DP_TMP/dynprobed.start"
+dpctl ping
+tap_ok $? "the last one answers PING"
 tap_done

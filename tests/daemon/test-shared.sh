@@ -148,7 +148,8 @@ dpctl enable one channel0 one function dp_work "$PIE" -p "$pid" -c reg:rdi &&
 tap_ok $? "a new daemon shares them again: $(grep '^proc' "$DP_TMP/out")"
 kill_dynprobed
 start_dynprobed
-tap_ok $? "the daemon killed with SIGKILL, a new one started"
+tap_ok $? "the daemon killed with SIGKILL, a new one started" ||
+	tap_diag_file "$DP_TMP/dynprobed.start"
 for i in $(seq 100); do
 	dpctl list
 	grep -q "event=one .*procs=$pid:$counts$" "$DP_TMP/out" &&

@@ -158,6 +158,13 @@ whole() {
 	step "$label" - enable "$s" chan all function "$pattern" "$path" -p "$tpid"
 	step "$label: removal" - disable "$s" chan all
 	sessions="$sessions $s"
+	# Checked, then stopped: the rows after it measure a machine without
+	# it.
+	grep -q '^State:[[:space:]]*[RS]' /proc/"$tpid"/status 2>/dev/null ||
+		{ echo "install-cost.sh: target $tpid ($name) died" >&2; exit 1; }
+	kill -TERM "$tpid"
+	wait "$tpid" 2>/dev/null
+	tpids=${tpids% "$tpid"}
 }
 
 # first_fn PATH: a global function of PATH that its symbols name.

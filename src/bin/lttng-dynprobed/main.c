@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "proc/proc-status.h"
 
 static char client_sock[DP_CLIENT_PATH_MAX];
 static char pid_path[DP_CLIENT_PATH_MAX];
@@ -123,6 +124,26 @@ static int pidfile_lock(bool *running)
 	n = pread(fd, buf, sizeof(buf) - 1, 0);
 	buf[n > 0 ? n : 0] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
+	/*
+	 * A daemon that was killed keeps the lock until its last thread has
+	 * ended, which takes a while for a big process, though its first
+	 * thread already shows as a zombie: wait for it rather than refuse a
+	 * restart.  One that still runs is refused at once.
+	 */
+	for (int64_t until = dpd_now_ms() + 10000; dpd_now_ms() < until;) {
+		struct timespec nap = { 0, 10 * 1000000 };
+		int pid = atoi(buf);
+
+		if (pid > 0 && dp_proc_alive(pid))
+			break;
+		nanosleep(&nap, NULL);
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return fd;
+		/* A daemon starting meanwhile writes its pid. */
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+	}
 	fprintf(stderr,
 		"lttng-dynprobed: a daemon already runs for this user (pid %s, pid file %s): "
 		"use it, or stop it first (kill %s)\n",
