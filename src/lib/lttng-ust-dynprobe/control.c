@@ -913,6 +913,10 @@ static void *control_main(void *arg)
 				__atomic_store_n(&ctl.serving, true, __ATOMIC_RELEASE);
 				serve(fd);
 				serving_end();
+				/* What the daemon asked ends with the connection:
+				 * it forgets what it told us when we say HELLO
+				 * again, and tells us anew after its installs. */
+				dpa_follow_set(0);
 				dbg("disconnected from the daemon");
 			}
 			/* Whatever happened, a waiting constructor has nothing

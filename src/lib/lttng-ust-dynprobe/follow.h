@@ -19,7 +19,9 @@
  * The daemon's ask is not handed on as a variable: the new image's agent
  * says HELLO, and the daemon tells it to follow when an event asking for
  * it is installed there (by pid, the event reaches the process's
- * descendants), so that turning it off reaches the whole family.  An
+ * descendants), so that turning it off reaches the whole family; a lost
+ * connection ends the daemon's ask (it tells the agent again once it
+ * reconnects and its installs are done).  An
  * injected agent comes last in the loader's lookup order, so the program's
  * calls do not bind to its wrappers: told to follow, it sets the GOT slots
  * through which the objects loaded then call the exec family to its own
