@@ -22,7 +22,7 @@
  *
  * Prints "claim ADDR LEN HEX TRAMP" (the claimed site, the bytes there
  * before the HELLO, the claimed trampoline), then "go" when the daemon says GO (its recovery done) and
- * "removed ADDR" for each NOTE_REMOVED; serves until the daemon closes
+ * "removed ADDR" for each site of NOTE_REMOVED (or NOTE_REMOVED_MANY); serves until the daemon closes
  * ("closed", or "refused" before any HELLO_REPLY), then waits for SIGTERM.
  * Exits 2 on errors.
  */
@@ -225,6 +225,9 @@ int main(int argc, char **argv)
 			printf("go\n");
 		} else if (m.type == DP_APP_NOTE_REMOVED) {
 			printf("removed 0x%" PRIx64 "\n", m.note_removed);
+		} else if (m.type == DP_APP_NOTE_REMOVED_MANY) {
+			for (uint32_t i = 0; i < m.removed_many.nsites; i++)
+				printf("removed 0x%" PRIx64 "\n", m.removed_many.sites[i]);
 		} else if (m.type == DP_APP_PING) {
 			rep.ping = m.ping;
 		} else {

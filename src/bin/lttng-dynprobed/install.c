@@ -540,11 +540,16 @@ static int drop_unclaimed(struct dpd_proc *p)
 {
 	struct dp_err msg = DP_ERR_INIT;
 	uint32_t *gone = calloc(p->nsites ? p->nsites : 1, sizeof(*gone)), ngone = 0;
+	uint64_t *sites = calloc(p->nsites ? p->nsites : 1, sizeof(*sites));
+	size_t nsites = 0;
 	pid_t pid = p->pid;
 	int ret;
 
-	if (!gone)
+	if (!gone || !sites) {
+		free(gone);
+		free(sites);
 		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < p->nsites; i++)
 		if (p->sites[i].installed && !p->sites[i].nowners)
 			gone[ngone++] = i;
@@ -552,6 +557,7 @@ static int drop_unclaimed(struct dpd_proc *p)
 	if (ret == -DP_PROC_ENOPROC) {
 		dpd_proc_forget(p);
 		free(gone);
+		free(sites);
 		return -ESRCH;
 	}
 	if (ret)
@@ -563,10 +569,13 @@ static int drop_unclaimed(struct dpd_proc *p)
 			continue;
 		dpd_info("process %d: the patch at 0x%" PRIx64 " (%s) no event claims is "
 			 "removed", (int)pid, s->patch.site, s->event[0] ? s->event : "?");
-		if (p->fd >= 0 && dpd_agent_note_removed(p, s->patch.site, &msg))
-			dpd_info("process %d: %s", (int)pid, msg.msg);
+		sites[nsites++] = s->patch.site;
 	}
+	/* The agent told, in batches. */
+	if (nsites && p->fd >= 0 && dpd_notes_removed(p, sites, nsites, &msg))
+		dpd_info("process %d: %s", (int)pid, msg.msg);
 	free(gone);
+	free(sites);
 	return 0;
 }
 

@@ -251,7 +251,9 @@ static struct dp_app_patch *patch_find(uint64_t site)
 {
 	uint32_t i;
 
-	return dp_u64map_get(&ctl.patch_ix, site, &i) ? &ctl.patches[i] : NULL;
+	/* UINT32_MAX: a site removed since the index was last rebuilt. */
+	return dp_u64map_get(&ctl.patch_ix, site, &i) && i != UINT32_MAX ? &ctl.patches[i] :
+									    NULL;
 }
 
 /* The patch index again, after patches[] was compacted: 0 or -ENOMEM
@@ -506,11 +508,16 @@ static int do_note_removed(uint64_t site, struct dp_app_result *r)
 	if (p) {
 		int3 = p->method == DP_APP_METHOD_INT3;
 		ctl.nint3 -= int3;
-		/* Keep the order: reports list patches as they were installed. */
+		uint32_t at = (uint32_t)(p - ctl.patches);
+
+		/* Keep the order: reports list patches as they were installed.
+		 * The ones after it move down one place, and so do their
+		 * indexes (a table never grows here: this cannot fail). */
 		memmove(p, p + 1, (size_t)(ctl.patches + ctl.npatches - (p + 1)) * sizeof(*p));
 		ctl.npatches--;
-		if (patch_ix_rebuild())
-			dbg("no memory to index the patches");
+		dp_u64map_put(&ctl.patch_ix, site, UINT32_MAX);
+		for (uint32_t i = at; i < ctl.npatches; i++)
+			dp_u64map_put(&ctl.patch_ix, ctl.patches[i].site, i);
 	}
 	pthread_mutex_unlock(&ctl.lock);
 	if (!p)
@@ -593,7 +600,8 @@ static int do_note_removed_many(const struct dp_app_sites *m, struct dp_app_resu
 	for (uint32_t i = 0; i < m->nsites; i++) {
 		uint32_t at;
 
-		if (!dp_u64map_get(&ctl.patch_ix, m->sites[i], &at) || drop[at]) {
+		if (!dp_u64map_get(&ctl.patch_ix, m->sites[i], &at) || at == UINT32_MAX ||
+		    drop[at]) {
 			if (!unknown++)
 				unknown_site = m->sites[i];
 			continue;
