@@ -608,14 +608,16 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	free(gone_ok);
 	free(hold);
 	dpd_fault("written");
-	/* What the detach says, not "no such process": a process that
-	 * exited meanwhile is said so just below. */
+	/*
+	 * What the detach says, not "no such process" (a process that exited
+	 * meanwhile is said so just below).  It does not undo the writes: the
+	 * code holds them, so the caller must record them as written, or the
+	 * patches would stay with no one to remove them.
+	 */
 	detached = dp_proc_detach(proc);
-	if (detached && !ret && dp_proc_alive(p->pid)) {
-		dp_err_set(msg, detached, "process %d: the threads held to write its code "
-			   "could not all be let go: %s", (int)p->pid, dp_proc_errmsg(proc));
-		ret = detached;
-	}
+	if (detached && dp_proc_alive(p->pid))
+		dpd_err("process %d: the threads held to write its code could not all be "
+			"let go: %s", (int)p->pid, dp_proc_errmsg(proc));
 	/* Killed while held: what was not written failed for that reason,
 	 * and what was is gone with it. */
 	if (!ret && !dp_proc_alive(p->pid)) {
