@@ -176,6 +176,30 @@ struct run {
 };
 
 /*
+ * The run that starts at piece i (pieces sorted): the pieces on the same
+ * page as the run's end, or the next one, up to RUN_MAX bytes; a piece that
+ * overlaps the run is always in it (a restored site and the new window over
+ * it are written in order).  Its end in *end; the first piece after it.
+ */
+static size_t run_end(const struct pieces *ps, size_t i, uint64_t *end)
+{
+	uint64_t start = ps->v[i].addr;
+	size_t j = i + 1;
+
+	*end = start + ps->v[i].len;
+	for (; j < ps->n; j++) {
+		const struct piece *pc = &ps->v[j];
+		uint64_t pend = pc->addr + pc->len > *end ? pc->addr + pc->len : *end;
+
+		if (pc->addr >= *end &&
+		    (pc->addr / PAGE > (*end - 1) / PAGE + 1 || pend - start > RUN_MAX))
+			break;
+		*end = pend;
+	}
+	return j;
+}
+
+/*
  * Writes the pieces (sorted) in runs.  A piece whose run failed gets
  * failed[i] set (the run put back as it was); the others their run's
  * index in run_of[i].  The runs written are kept in *runs (their original
@@ -192,23 +216,11 @@ static int write_runs(struct dp_proc *proc, const struct pieces *ps, bool *faile
 	if (!*runs)
 		return -ENOMEM;
 	while (i < ps->n) {
-		uint64_t start = ps->v[i].addr, end = start + ps->v[i].len;
+		uint64_t start = ps->v[i].addr, end;
 		struct run *r = &(*runs)[*nruns];
-		size_t j = i + 1;
+		size_t j = run_end(ps, i, &end);
 		int ret;
 
-		/* Pieces on the same page as the run's end, or the next one;
-		 * a piece that overlaps the run is always in it (a restored
-		 * site and the new window over it are written in order). */
-		for (; j < ps->n; j++) {
-			const struct piece *pc = &ps->v[j];
-			uint64_t pend = pc->addr + pc->len > end ? pc->addr + pc->len : end;
-
-			if (pc->addr >= end &&
-			    (pc->addr / PAGE > (end - 1) / PAGE + 1 || pend - start > RUN_MAX))
-				break;
-			end = pend;
-		}
 		r->addr = start;
 		r->len = end - start;
 		r->orig = malloc(r->len);
@@ -313,18 +325,9 @@ static int read_pieces(struct dp_proc *proc, struct pieces *ps)
 	int ret = 0;
 
 	while (i < ps->n && !ret) {
-		uint64_t start = ps->v[i].addr, end = start + ps->v[i].len;
-		size_t j = i + 1;
+		uint64_t start = ps->v[i].addr, end;
+		size_t j = run_end(ps, i, &end);
 
-		for (; j < ps->n; j++) {
-			const struct piece *pc = &ps->v[j];
-			uint64_t pend = pc->addr + pc->len > end ? pc->addr + pc->len : end;
-
-			if (pc->addr >= end &&
-			    (pc->addr / PAGE > (end - 1) / PAGE + 1 || pend - start > RUN_MAX))
-				break;
-			end = pend;
-		}
 		free(buf);
 		buf = malloc(end - start);
 		ret = buf ? dp_proc_read(proc, start, buf, end - start) : -ENOMEM;
