@@ -733,10 +733,13 @@ void dpd_serve(int sig_fd, int client_fd)
 		if (!quit && dpd_cfg.poll_ms > 0 && now >= next_poll) {
 			struct job *j = NULL;
 
+			/* One poll at a time: liblttng-ctl's calls share one
+			 * connection, two at once read each other's replies. */
 			pthread_mutex_lock(&q_mu);
-			if (!poll_running)
+			if (!poll_running) {
 				j = job_new(JOB_POLL, geteuid());
-			poll_running = j != NULL;
+				poll_running = j != NULL;
+			}
 			pthread_mutex_unlock(&q_mu);
 			if (j && submit(j)) {
 				pthread_mutex_lock(&q_mu);
