@@ -97,6 +97,18 @@ for i in $(seq "$M"); do
 	done
 done
 tap_ok $bad_run "$M starts of follow-app work $N without any preload, each to its end"
+
+# The same program in another mount namespace (a container, another test's
+# private /var/run/lttng) is not this daemon's: left alone.
+unshare --mount --propagation private env -u LD_PRELOAD "$APP" work "$N" >"$DP_TMP/ns.out" 2>&1 &
+nspid=$!
+wait "$nspid"
+st=$?
+sleep 0.5
+[ "$st" = 0 ] && grep -q "^agent $nspid no\$" "$DP_TMP/ns.out" &&
+	! grep -q "process $nspid " "$DP_TMP/dynprobed.log"
+tap_ok $? "a start in another mount namespace is left alone: no agent, nothing in the log" ||
+	tap_diag_file "$DP_TMP/ns.out"
 dp_lttng stop s1 >/dev/null
 bt_text "$DP_TMP/trace-s1" |
 	sed -nE 's/^dynprobe:w_(entry|return): .*vpid = ([0-9]+).*/\1 \2/p' >"$DP_TMP/s1.ev"

@@ -14,6 +14,7 @@
  *      that thread, which holds no lock of the C library);
  *   3. the entry's bytes go back: the program's _start, then main, run
  *      probed.
+ * Processes of another mount namespace are not ours (same_mount_ns).
  * A process that ran past its entry before step 1 (the daemon was slow)
  * never spins: after EXEC_HOLD_MS the bytes go back and the events are
  * installed in the running program, like any enable-event: its first calls
@@ -34,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -118,6 +120,24 @@ static bool wanted(const struct dpd_event *ev, pid_t pid, uid_t uid)
 	       dpd_object_mapped(ev->obj, pid);
 }
 
+/*
+ * Whether pid sees the files through the daemon's own mount namespace.  The
+ * connector tells of execs in every namespace of the machine, but a
+ * path-wide event names a file as the daemon sees it, and an agent loaded
+ * into a process of another mount namespace (a container, a test's private
+ * /var/run/lttng) would talk to that namespace's session daemon: such a
+ * process is left to a daemon of its own namespace.
+ */
+static bool same_mount_ns(pid_t pid)
+{
+	char path[64];
+	struct stat self, other;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	return !stat("/proc/self/ns/mnt", &self) && !stat(path, &other) &&
+	       self.st_dev == other.st_dev && self.st_ino == other.st_ino;
+}
+
 void dpd_exec_seen(pid_t pid)
 {
 	struct dp_proc_status st;
@@ -129,7 +149,7 @@ void dpd_exec_seen(pid_t pid)
 	size_t nevs = 0;
 	int ret;
 
-	if (pid == getpid() || dp_proc_status_read(pid, 0, &st))
+	if (pid == getpid() || dp_proc_status_read(pid, 0, &st) || !same_mount_ns(pid))
 		return;
 	for (ev = dpd_events; ev && !want; ev = ev->next)
 		want = wanted(ev, pid, st.uid[1]);

@@ -678,6 +678,23 @@ static enum dp_vec_save vec_save(void)
 	return vec;
 }
 
+/* The ids of w's probes in its patch, in the order of its hooks. */
+static void work_probes(const struct dpd_proc *p, struct dpd_work *w)
+{
+	struct dp_app_patch *ap = &w->rec.patch;
+
+	ap->nprobes = w->nhooks;
+	for (uint32_t i = 0; i < w->nhooks; i++)
+		ap->probes[i] = p->probes[w->hook_probe[i]].id;
+}
+
+/* Bytes of the trampoline w would need if none is reused. */
+static size_t work_code_cap(const struct dpd_work *w)
+{
+	return dp_tramp_max_len(w->rec.patch.method == DP_APP_METHOD_INT3 ? 0 : w->nhooks,
+				vec_save());
+}
+
 /* Step 3 for one patch, its probes defined: 0, or -errno with msg when the
  * agent failed us; otherwise a patch that cannot be made is dropped
  * (w->fail). */
@@ -696,13 +713,10 @@ static int prepare(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_
 	uint8_t *code;
 	int ret = 0;
 
-	ap->nprobes = w->nhooks;
+	work_probes(p, w);
 	for (uint32_t i = 0; i < w->nhooks; i++) {
-		const struct dpd_probe *pr = &p->probes[w->hook_probe[i]];
-
-		ap->probes[i] = pr->id;
 		hooks[i].addr = w->hook_addr[i];
-		hooks[i].arg = (void *)(uintptr_t)pr->handle;
+		hooks[i].arg = (void *)(uintptr_t)p->probes[w->hook_probe[i]].handle;
 	}
 	kept = reusable_tramp(p, ix, ap);
 	if (kept) {
@@ -721,7 +735,7 @@ static int prepare(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_
 	/* int3 sites reach their probes through the agent's trap table: their
 	 * trampoline is only the relocated instruction and the way back. */
 	nhooks = ap->method == DP_APP_METHOD_INT3 ? 0 : ap->nprobes;
-	cap = dp_tramp_max_len(nhooks, vec);
+	cap = work_code_cap(w);
 	ret = code_alloc(p, ap->site, cap, &ap->tramp, msg);
 	if (ret)
 		return ret;
@@ -985,16 +999,23 @@ int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *
 		if (!ws[i].fail)
 			ret = owner_probes(p, &d, &ws[i], msg);
 	clock_gettime(CLOCK_MONOTONIC, &t[2]);
+	if (!ret && dpd_site_ix_build(p, &ix))
+		ret = dp_err_set(msg, -ENOMEM, "out of memory");
 	/* Code memory first: an agent that cannot map any fails the request
 	 * before it defines probes for nothing (a process short of memory
-	 * may not even answer once they are defined). */
+	 * may not even answer once they are defined).  Asked only when a
+	 * patch needs a new trampoline, for the room it needs (prepare then
+	 * carves it from the same block): a batch whose patches all reuse
+	 * kept trampolines (an event enabled again) maps nothing. */
 	for (size_t i = 0; i < n && !ret; i++) {
 		uint64_t at;
 
 		if (ws[i].fail)
 			continue;
-		ret = code_alloc(p, ws[i].rec.patch.site,
-				 dp_tramp_max_len(DP_APP_MAX_PATCH_PROBES, vec_save()), &at, msg);
+		work_probes(p, &ws[i]);
+		if (reusable_tramp(p, &ix, &ws[i].rec.patch))
+			continue;
+		ret = code_alloc(p, ws[i].rec.patch.site, work_code_cap(&ws[i]), &at, msg);
 		break;
 	}
 	if (ret)
@@ -1003,8 +1024,6 @@ int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *
 		ret = defs_send(p, &d, msg);
 	defs_free(&d);
 	clock_gettime(CLOCK_MONOTONIC, &t[3]);
-	if (!ret && dpd_site_ix_build(p, &ix))
-		ret = dp_err_set(msg, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n && !ret; i++)
 		if (!ws[i].fail)
 			ret = prepare(p, &ix, &ws[i], msg);
