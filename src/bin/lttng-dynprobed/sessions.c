@@ -6,7 +6,9 @@
  * reached nothing is removed: an unanswered question is not a "no".  Nor
  * is a list with a session named "" or with control characters (a list
  * of one session named "\r", then an empty one, came back for live
- * sessions on a loaded machine).  A session goes only when a list asked
+ * sessions when two polls called liblttng-ctl at once: its calls share one
+ * connection, so serve.c runs one poll at a time and nothing else of the
+ * daemon calls liblttng-ctl).  A session goes only when a list asked
  * half a poll period or more after the first that missed it came back
  * misses it too (polls that waited for the lock run back to back, and
  * would see the same glitch twice), and the session daemon then answers,
