@@ -64,6 +64,18 @@ kill_dynprobed() {
 	DPD_PID=
 }
 
+# stopped_at STEP: the daemon (run with --test-fault STEP:stop) stopped
+# itself at STEP (10 s at most).
+stopped_at() {
+	local i
+	for i in $(seq 200); do
+		grep -q '^State:[[:space:]]*T' /proc/"$DPD_PID"/status 2>/dev/null &&
+			grep -q "test fault: SIGSTOP at step $1\$" "$DP_TMP/dynprobed.log" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 dpctl() {
 	local status
 	"$DPCTL" "$@" >"$DP_TMP/out" 2>&1

@@ -151,11 +151,7 @@ wait "$fpid" 2>/dev/null
 stop_dynprobed || tap_bail "the daemon does not stop"
 start_dynprobed --test-fault hello:stop || tap_bail "no lttng-dynprobed with --test-fault"
 forge exec exec "$pub/suid-sleep" 60 || tap_bail "exec: dpforge did not start: $(cat "$DP_TMP/exec.out")"
-for i in $(seq 200); do
-	grep -q '^State:[[:space:]]*T' /proc/"$DPD_PID"/status 2>/dev/null &&
-		grep -q "test fault: SIGSTOP at step hello\$" "$DP_TMP/dynprobed.log" && break
-	sleep 0.05
-done
+stopped_at hello
 grep -q "process $fpid: recovered 1 patches" "$DP_TMP/dynprobed.log"
 tap_ok $? "exec: the true report is taken, the daemon stopped before restoring it"
 kill -USR1 "$fpid"

@@ -152,16 +152,6 @@ fault comb-out combined:2 "one onef function dp_work" "one onep probe dp_work+1"
 fault comb-out-written written:3 "one onef function dp_work" "one onep probe dp_work+1" -- \
 	disable one onep
 # ---- the target at a step: the daemon stops itself there (STEP:stop) ----
-# stopped_at STEP: the daemon stopped itself at STEP.
-stopped_at() {
-	local i
-	for i in $(seq 200); do
-		grep -q '^State:[[:space:]]*T' /proc/"$DPD_PID"/status 2>/dev/null &&
-			grep -q "test fault: SIGSTOP at step $1\$" "$DP_TMP/dynprobed.log" && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 # target_at CASE SPEC SETUP... -- ACTION: a target with the agent preloaded,
 # the daemon run with --test-fault SPEC:stop, the ACTION request sent in the

@@ -40,16 +40,6 @@ enable() {
 	dpctl enable one channel0 "$1" function dp_work "$prog" -p "$pid"
 }
 
-# stopped_at STEP: the daemon stopped itself at STEP.
-stopped_at() {
-	local i
-	for i in $(seq 200); do
-		grep -q '^State:[[:space:]]*T' /proc/"$DPD_PID"/status 2>/dev/null &&
-			grep -q "test fault: SIGSTOP at step $1\$" "$DP_TMP/dynprobed.log" && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 # lines NAME REGEX N: the target's output has N lines matching REGEX (10 s).
 lines() {
