@@ -376,8 +376,9 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 	 * less than it knows). */
 	p->minor = hello.hello.major == DP_APP_MAJOR && hello.hello.minor < hello.minor ?
 		   hello.hello.minor : hello.minor;
-	/* A forked child's agent has its parent's mode, a new image's none. */
-	p->follow_known = false;
+	/* A forked child's agent has its parent's mode, a new image's none:
+	 * unknown, unless it cannot have been told to follow. */
+	dpd_follow_hello(p, hello.hello.state.npatches);
 	if (adopt_state(p, &hello.hello.state))
 		dpd_err("process %d: out of memory recording its state", (int)p->pid);
 	dpd_fault("hello");

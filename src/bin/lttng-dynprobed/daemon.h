@@ -639,6 +639,12 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 void dpd_follow_sync(void);
 /* The same for one process its caller holds (after a HELLO, before GO). */
 void dpd_follow_sync_held(struct dpd_proc *p);
+/* An event's flags were set (a request, the state file): follow mode may
+ * be asked from now on. */
+void dpd_follow_flags_set(uint32_t flags);
+/* A HELLO reporting npatches patches: what its agent's mode is, when it can
+ * be known without asking (p->follow_known). */
+void dpd_follow_hello(struct dpd_proc *p, uint32_t npatches);
 
 /* NOTE_INSTALLED and NOTE_REMOVED: 0 or -errno with a message. */
 int dpd_agent_note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dp_err *msg);

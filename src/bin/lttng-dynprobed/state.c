@@ -636,6 +636,7 @@ static struct dpd_event *parse_event(char **f, size_t n)
 		snprintf(ev->ctx[i], sizeof(ev->ctx[i]), "%s", f[at++]);
 	if (at < n && !strncmp(f[at], "flags=", 6))
 		ev->flags = (uint32_t)strtoul(f[at] + 6, NULL, 10) & DP_CLIENT_EVENT_FLAGS_ALL;
+	dpd_follow_flags_set(ev->flags);
 	return ev;
 bad:
 	dpd_event_free(ev);
