@@ -14,13 +14,20 @@
 #   program prints them, one event per throw, catch and rethrow (--sdt
 #   pattern by pid, --userspace-probe path-wide for a process started
 #   later, lttng trace);
-# - CPython: sdt-calls.py calls target() N times (from C, through map():
-#   3.11 fires function__entry only there, see sdt-calls.py); python:function__entry
-#   records N events of target, with the def's line, the file and function
-#   names read through its pointer arguments (string contexts); its
-#   semaphore, read in /proc/PID/mem, is 1 while enabled and 0 after, when
-#   CPython records nothing more and computes the same; the sites hold the
-#   file's bytes whenever no event uses them.
+# - CPython: sdt-calls.py calls target() N times (under cProfile: 3.11
+#   fires function__entry only on its tracing path, see sdt-calls.py);
+#   python:function__entry records N events of target, with the def's
+#   line, the file and function names read through its pointer arguments
+#   (string contexts); its semaphore, read in /proc/PID/mem, is 1 while
+#   enabled and 0 after, when CPython records nothing more and computes the
+#   same; the sites hold the file's bytes whenever no event uses them
+#   (--sdt by pid, --userspace-probe path-wide, lttng trace);
+# - PostgreSQL: a private cluster, events by pid on the postmaster and its
+#   children; the backend forked for a psql connection records
+#   query__start with the query (a string context through its pointer), its
+#   transaction__start/commit with the local transaction id pg_locks shows,
+#   and the checkpointer checkpoint__done with NBuffers (a %rip argument)
+#   = shared_buffers; semaphores raised and lowered in the PIE postmaster.
 . "$top_srcdir/tests/utils/tap.sh"
 . "$top_srcdir/tests/utils/sessiond.sh"
 . "$top_srcdir/tests/cli/cli.sh"
@@ -342,4 +349,108 @@ r_pid=$(awk '$1 == "pid" { print $2 }' "$DP_TMP/r.out")
 [ "$(recorded "$DP_TMP/t6" "$r_pid" | grep -c "^$ENTRY { .*arg2 = $def, func = \"target\"")" -eq 6 ]
 tap_ok $? "... its 6 calls of target recorded with the def's line" ||
 	tap_diag "$(recorded "$DP_TMP/t6" "$r_pid" | tail -3)"
+
+# ---- PostgreSQL: by pid on the postmaster, inherited by its backends ------
+# A private cluster in DP_TMP, run as the postgres user (it refuses root),
+# on 127.0.0.1 of this test's own network namespace.  The events are put on
+# the postmaster and its children by pid: a backend forked for a connection
+# inherits the patches, the agent and the raised semaphores.
+PGBIN=$(dirname "$POSTGRES")
+PG_PORT=15432
+as_pg() {
+	setpriv --reuid=postgres --regid=postgres --init-groups \
+		env HOME="$DP_TMP/pg/home" LTTNG_HOME="$DP_TMP/pg/home" "$@"
+}
+psql_value() {
+	as_pg timeout 60 "$PGBIN/psql" -X -A -t -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "$1" postgres
+}
+mkdir -p "$DP_TMP/pg/data" "$DP_TMP/pg/home"
+chown -R postgres: "$DP_TMP/pg"
+as_pg "$PGBIN/initdb" -D "$DP_TMP/pg/data" -A trust -U postgres --no-sync >"$DP_TMP/pg/initdb.log" 2>&1 ||
+	{ tap_diag_file "$DP_TMP/pg/initdb.log"; tap_bail "initdb failed"; }
+setpriv --reuid=postgres --regid=postgres --init-groups env HOME="$DP_TMP/pg/home" \
+	"$POSTGRES" -D "$DP_TMP/pg/data" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
+	-c unix_socket_directories="$DP_TMP/pg" -c autovacuum=off -c fsync=off \
+	>"$DP_TMP/pg/postgres.log" 2>&1 &
+pg_pid=$!
+for i in $(seq 300); do
+	as_pg "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
+	kill -0 "$pg_pid" 2>/dev/null || break
+	sleep 0.1
+done
+as_pg "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" ||
+	{ tap_diag_file "$DP_TMP/pg/postgres.log"; tap_bail "postgres does not answer"; }
+# The postmaster and its children that run: the startup process ends about
+# when the server first answers.
+pg_pids() {
+	local p
+	for p in $pg_pid $(cat /proc/"$pg_pid"/task/*/children 2>/dev/null); do
+		[ "$(awk '$1 == "State:" { print $2 }' /proc/"$p"/status 2>/dev/null)" != Z ] &&
+			grep -qF "$POSTGRES" /proc/"$p"/maps 2>/dev/null && echo "$p"
+	done | tr '\n' ',' | sed 's/,$//'
+}
+pgl=$(pg_pids)
+sites_as_file "$pg_pid" "$POSTGRES"
+tap_ok $? "postgres: the postmaster's sites hold the file's bytes ($pgl)"
+
+"$STOCK" -n create s7 --output="$DP_TMP/t7" >/dev/null || tap_bail "create s7"
+"$STOCK" -n add-context -u -s s7 -t vpid >/dev/null
+for i in 1 2 3; do
+	run_lt enable-event -u -s s7 --path "$POSTGRES" --pid "$pgl" --sdt 'postgresql:transaction__*'
+	# A child that ended since the list: the list again.
+	grep -q '^Error: no process [0-9]* (--pid)' <<<"$err" || break
+	sleep 1
+	pgl=$(pg_pids)
+done
+tap_ok "$status" "--sdt 'postgresql:transaction__*' --pid (the postmaster and its children)" ||
+	tap_diag "$err"
+run_lt enable-event -u -s s7 --path "$POSTGRES" --pid "$pgl" --sdt postgresql:query__start
+tap_ok "$status" "--sdt postgresql:query__start --pid" || tap_diag "$err"
+run_lt enable-event -u -s s7 --pid "$pgl" --userspace-probe="sdt:$POSTGRES:postgresql:checkpoint__done"
+tap_ok "$status" "--userspace-probe=sdt:POSTGRES:postgresql:checkpoint__done --pid (its arguments through %rip: CheckpointStats, NBuffers)" ||
+	tap_diag "$err"
+run_lt add-context -u -s s7 -e postgresql:query__start -t string:query:rbx
+tap_ok "$status" "add-context: query__start's query string through its pointer (8@%rbx)" ||
+	tap_diag "$err"
+wait_sites s7 "$pg_pid" postgresql:query__start
+[ "$(sem_value "$pg_pid" "$POSTGRES" postgresql query__start)" = 1 ] &&
+	[ "$(sem_value "$pg_pid" "$POSTGRES" postgresql transaction__commit)" = 1 ] &&
+	[ "$(sem_value "$pg_pid" "$POSTGRES" postgresql checkpoint__done)" = 1 ]
+tap_ok $? "the postmaster's semaphores of the three probes are 1 (a PIE: the note's address plus the load bias)"
+"$STOCK" -n start s7 >/dev/null
+SQL="SELECT 'dp-sdt-real', split_part(virtualtransaction, '/', 2) FROM pg_locks WHERE locktype = 'virtualxid' AND pid = pg_backend_pid()"
+row=$(psql_value "$SQL")
+nbuf=$(psql_value "SELECT setting FROM pg_settings WHERE name = 'shared_buffers'")
+psql_value CHECKPOINT >/dev/null
+"$STOCK" -n stop s7 >/dev/null
+lxid=${row##*|}
+# (babeltrace2 writes a quote in a string as \')
+bt_text "$DP_TMP/t7" 2>/dev/null | sed "s/\\\\'/'/g" >"$DP_TMP/pg.events"
+vpid=$(grep -F "query = \"$SQL\"" "$DP_TMP/pg.events" | sed -nE 's/.*\{ vpid = ([0-9]+) \}.*/\1/p' | head -1)
+[ -n "$vpid" ] && [ "$vpid" != "$pg_pid" ] && [ "$row" = "dp-sdt-real|$lxid" ]
+tap_ok $? "postgresql:query__start recorded the query as psql sent it, in the backend forked for it ($vpid)" ||
+	tap_diag "$row" "$(grep -c . "$DP_TMP/pg.events") events" "$(grep query__start "$DP_TMP/pg.events" | head -3)"
+recorded "$DP_TMP/t7" "$vpid" >"$DP_TMP/pg.backend"
+[ "$(grep -c "^postgresql:transaction__start { arg0 = $lxid }$" "$DP_TMP/pg.backend")" -eq 1 ] &&
+	[ "$(grep -c "^postgresql:transaction__commit { arg0 = $lxid }$" "$DP_TMP/pg.backend")" -eq 1 ] &&
+	[ "$(grep -c '^postgresql:transaction__abort' "$DP_TMP/pg.backend")" -eq 0 ]
+tap_ok $? "its transaction's start and commit carry its local transaction id as pg_locks shows it ($lxid)" ||
+	tap_diag "$(grep transaction "$DP_TMP/pg.backend" | head -6)"
+grep -Eq "^postgresql:checkpoint__done: .*\{ arg0 = [0-9]+, arg1 = $nbuf, arg2 = [0-9]+, arg3 = [0-9]+, arg4 = [0-9]+ \}$" \
+	<(sed -E 's/, _arg[0-9]+_error = 0//g' "$DP_TMP/pg.events")
+tap_ok $? "postgresql:checkpoint__done (the checkpointer's): arg1 = NBuffers, read through %rip, = shared_buffers ($nbuf pages)" ||
+	tap_diag "$(grep checkpoint__done "$DP_TMP/pg.events")"
+[ -z "$(errors "$DP_TMP/t7")" ]
+tap_ok $? "no argument or string read failed"
+"$LTTNG" -n destroy s7 >/dev/null
+[ "$(sem_value "$pg_pid" "$POSTGRES" postgresql query__start)" = 0 ] &&
+	[ "$(sem_value "$pg_pid" "$POSTGRES" postgresql checkpoint__done)" = 0 ] &&
+	sites_as_file "$pg_pid" "$POSTGRES"
+tap_ok $? "destroyed: the postmaster's semaphores are 0 and its sites the file's bytes"
+[ "$(psql_value 'SELECT 6 * 7')" = 42 ]
+tap_ok $? "postgres still answers"
+as_pg "$PGBIN/pg_ctl" -D "$DP_TMP/pg/data" -m fast -w -t 60 stop >"$DP_TMP/pg/pgctl.log" 2>&1
+dp_stop_pid "$pg_pid"
+! grep -Eq 'terminated by signal|PANIC|was terminated' "$DP_TMP/pg/postgres.log"
+tap_ok $? "no crash in postgres's log"
 tap_done
