@@ -449,6 +449,45 @@ tap_ok $? "no argument or string read failed"
 tap_ok $? "destroyed: the postmaster's semaphores are 0 and its sites the file's bytes"
 [ "$(psql_value 'SELECT 6 * 7')" = 42 ]
 tap_ok $? "postgres still answers"
+
+# Every probe of postgres at once (71 sites: 3 by int3, argument specs of
+# every kind, the sites of one probe disagreeing on types) under pgbench.
+as_pg "$PGBIN/pgbench" -h 127.0.0.1 -p "$PG_PORT" -U postgres -i -s 1 postgres 	>"$DP_TMP/pg/init.log" 2>&1 || { tap_diag_file "$DP_TMP/pg/init.log"; tap_bail "pgbench -i failed"; }
+"$STOCK" -n create s8 --output="$DP_TMP/t8" >/dev/null || tap_bail "create s8"
+"$STOCK" -n add-context -u -s s8 -t vpid >/dev/null
+pgl=$(pg_pids)
+for i in 1 2 3; do
+	run_lt enable-event -u -s s8 --path "$POSTGRES" --pid "$pgl" --sdt 'postgresql:*'
+	grep -q '^Error: no process [0-9]* (--pid)' <<<"$err" || break
+	sleep 1
+	pgl=$(pg_pids)
+done
+nprobes=$(readelf_probes "$POSTGRES" | wc -l)
+[ "$status" -eq 0 ] && [ "$(grep -c '^Dynamic UST event postgresql:[a-z_]* created' <<<"$out")" -eq "$nprobes" ]
+tap_ok $? "--sdt 'postgresql:*' --pid: $nprobes events, one per probe" || tap_diag "$err"
+# (pgbench's own queries of the catalog run past 256 bytes, the default)
+run_lt add-context -u -s s8 -e postgresql:query__start -t string:query:rbx:4096
+wait_sites s8 "$pg_pid" postgresql:lwlock__acquire
+"$STOCK" -n start s8 >/dev/null
+as_pg "$PGBIN/pgbench" -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -c 2 -t 50 postgres \
+	>"$DP_TMP/pg/bench.log" 2>&1
+tap_ok $? "pgbench -c 2 -t 50 with every probe enabled" || tap_diag_file "$DP_TMP/pg/bench.log"
+"$STOCK" -n stop s8 >/dev/null
+grep -q '^number of transactions actually processed: 100/100$' "$DP_TMP/pg/bench.log" &&
+	grep -q '^number of failed transactions: 0 ' "$DP_TMP/pg/bench.log"
+tap_ok $? "... its 100 transactions done, none failed"
+bt_text "$DP_TMP/t8" 2>/dev/null >"$DP_TMP/pg.all"
+[ "$(grep -c '^postgresql:query__start: .* query = "BEGIN;"' "$DP_TMP/pg.all")" -eq 100 ] &&
+	[ "$(grep -c '^postgresql:query__start: .* query = "END;"' "$DP_TMP/pg.all")" -eq 100 ]
+tap_ok $? "query__start: pgbench's 100 BEGIN; and 100 END;, as sent" ||
+	tap_diag "$(grep -c '^postgresql:query__start: .* query = "BEGIN;"' "$DP_TMP/pg.all") BEGIN"
+tap_diag "postgres, every probe under pgbench: $(awk -F: '{ print $2 }' "$DP_TMP/pg.all" | sort | uniq -c | sort -rn | head -8 | awk '{ printf "%s %s, ", $2, $1 }')..."
+[ -z "$(errors "$DP_TMP/t8")" ]
+tap_ok $? "no argument read failed" || tap_diag "$(errors "$DP_TMP/t8")"
+"$LTTNG" -n destroy s8 >/dev/null
+sites_as_file "$pg_pid" "$POSTGRES" &&
+	[ "$(sem_value "$pg_pid" "$POSTGRES" postgresql lwlock__acquire)" = 0 ]
+tap_ok $? "destroyed: the postmaster's sites and semaphores as before"
 as_pg "$PGBIN/pg_ctl" -D "$DP_TMP/pg/data" -m fast -w -t 60 stop >"$DP_TMP/pg/pgctl.log" 2>&1
 dp_stop_pid "$pg_pid"
 ! grep -Eq 'terminated by signal|PANIC|was terminated' "$DP_TMP/pg/postgres.log"
