@@ -16,6 +16,12 @@ LTTNG=$abs_top_builddir/src/bin/lttng/lttng
 export LTTNG_DYNPROBE_STOCK_LTTNG=${STOCK:-/usr/bin/lttng}
 export LTTNG_DYNPROBE_AGENT=$AGENT
 export LTTNG_DYNPROBE_DAEMON=$DPD
+# The runs that must be held (GO before main, MAPPED before dlopen returns)
+# wait for the daemon as long as it takes, 120 s at most: by default the
+# agent waits 3 s, then runs on unprobed, and a loaded machine can take
+# longer than that to serve a HELLO or a MAPPED.  The followed images keep
+# it (LTTNG_DYNPROBE_*); the runs that test other waits give their own.
+export LTTNG_DYNPROBE_REGISTER_TIMEOUT=120000
 APP=$builddir/follow-app
 LIB=$builddir/libfollow-lib.so
 N=200000
@@ -138,6 +144,7 @@ entries=$(calls s4 entry "$pid2")
 [ "$st" = 0 ] && [ "$n2" = "$N" ] && [ "$entries" -le "$n2" ] &&
 	! grep -q "process $pid2 mapped the object" "$DP_TMP/dynprobed.log"
 tap_ok $? "LTTNG_DYNPROBE_REGISTER_TIMEOUT=0: no MAPPED, the program runs on ($entries of $n2 calls recorded)"
+
 dp_lttng destroy s4 >/dev/null
 
 # ---- lttng trace --follow-exec: the command's children, probed by pid ----

@@ -48,7 +48,9 @@ start_dynprobed || tap_bail "no lttng-dynprobed: $(cat "$DP_TMP/dynprobed.start"
 # ---- every call of a short program started right after enable-event ----
 session s1
 tap_ok $? "session s1: --path startwait-app --function sw_work enabled, started"
-run_app full
+# Held as long as the daemon takes (120 s at most): the default 3 s may
+# pass on a loaded machine before the daemon serves the HELLO.
+run_app full LTTNG_DYNPROBE_REGISTER_TIMEOUT=120000
 tap_ok $st "the program ran $calls calls, its main $delay_ms ms after its launch"
 dp_lttng stop s1 >/dev/null
 read -r events discarded <<<"$(bt_count "$DP_TMP/trace-s1")"
