@@ -1,18 +1,22 @@
 # The Python program test-sdt-real.sh records CPython's own SDT probes in
 # (provider python, /usr/bin/python3.11).  It prints what its probes would
 # be given (the test's oracle): at start "pid PID", "def LINE" (the line of
-# `def target`, from its code object), "file FILE" (its code object's file
-# name); then each command read on stdin runs once, then "ok", flushed:
+# `def target`, from its code object), "body LINE" (the line of its one
+# statement, from the code object's line table), "file FILE" and "name
+# NAME" (its code object's file and function names); then each command read
+# on stdin runs once, then "total T" (what the calls computed) and "ok",
+# flushed:
 #
 #   c N   calls target() N times from a loop, under cProfile: N
-#         python:function__entry events of target, each with the def's line
+#         python:function__entry events of target, each with the def's
+#         line, and N python:line events of target with its body's line
 #   q     exits
 #
-# Under cProfile: CPython 3.11 fires function__entry only on its tracing
-# path (a profile or trace function set, or generator.throw()), not on
-# ordinary calls (CPython issue gh-98894, fixed after 3.11).  cProfile's
-# profile function is C: it runs no Python function of its own.  The `line`
-# probe is not used: 3.11 crashes when it is enabled (same issue).
+# Under cProfile: CPython 3.11 fires function__entry, function__return and
+# line only on its tracing path (a profile or trace function set, or
+# generator.throw() for function__entry), not on ordinary calls (CPython
+# issue gh-98894).  cProfile's profile function is C: it runs no Python
+# function of its own.
 import cProfile
 import os
 import sys
@@ -26,6 +30,7 @@ def main():
     code = target.__code__
     print("pid", os.getpid())
     print("def", code.co_firstlineno)
+    print("body", max(line for _, _, line in code.co_lines() if line is not None))
     print("file", code.co_filename)
     print("name", code.co_name)
     sys.stdout.flush()

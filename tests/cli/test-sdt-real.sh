@@ -316,6 +316,35 @@ tap_ok $? "disabled: CPython records nothing more"
 tap_ok $? "... and computes the same ($total2)"
 "$LTTNG" -n destroy s4 >/dev/null
 
+# python:line, whose one site takes an int3 (a branch lands on the
+# instruction after its nop): 3.11 passes the file (%r14), the function
+# (%rax) and the line (%ebp).
+body=$(awk '$1 == "body" { print $2 }' "$DP_TMP/p.out")
+"$STOCK" -n create s6 --output="$DP_TMP/t6l" >/dev/null || tap_bail "create s6"
+"$STOCK" -n add-context -u -s s6 -t vpid >/dev/null
+run_lt enable-event -u -s s6 --path "$PY" --pid "$p_pid" --sdt python:line
+tap_ok "$status" "--sdt python:line --pid" || tap_diag "$err"
+run_lt add-context -u -s s6 -e python:line -t string:func:rax
+wait_sites s6 "$p_pid" python:line
+"$LTTNG" -n list s6 | grep -q "process $p_pid: 0 sites by jump, 1 by int3"
+tap_ok $? "its site placed by int3, as list --sdt says" || tap_diag "$("$LTTNG" -n list s6)"
+[ "$(sem_value "$p_pid" "$PY" python line)" = 1 ] &&
+	[ "$(sem_value "$p_pid" "$PY" python function__entry)" = 0 ]
+tap_ok $? "its semaphore is 1, function__entry's still 0"
+"$STOCK" -n start s6 >/dev/null
+cmd p "c 11"
+"$STOCK" -n stop s6 >/dev/null
+total3=$(awk '$1 == "total" { t = $2 } END { print t }' "$DP_TMP/p.out")
+n=$(recorded "$DP_TMP/t6l" "$p_pid" | grep -c "^python:line { .*arg2 = $body, func = \"target\" }$")
+[ "$n" -eq 11 ] && [ "$(recorded "$DP_TMP/t6l" "$p_pid" | grep -c 'func = "target"')" -eq 11 ]
+tap_ok $? "11 calls of target(): 11 python:line events of target, each with its body's line ($body)" ||
+	tap_diag "$(recorded "$DP_TMP/t6l" "$p_pid" | tail -4)"
+[ "$total3" = $((2 * N * (N - 1) + 110)) ] && [ -z "$(errors "$DP_TMP/t6l")" ]
+tap_ok $? "the interpreter computed what it computes untraced ($total3), no read failed"
+"$LTTNG" -n destroy s6 >/dev/null
+[ "$(sem_value "$p_pid" "$PY" python line)" = 0 ] && sites_as_file "$p_pid" "$PY"
+tap_ok $? "destroyed: its semaphore 0, its int3 gone (the file's bytes)"
+
 # Path-wide, the stock syntax: a process started later, beside one running.
 "$STOCK" -n create s5 --output="$DP_TMP/t5" >/dev/null || tap_bail "create s5"
 "$STOCK" -n add-context -u -s s5 -t vpid >/dev/null
