@@ -10,6 +10,10 @@
 #   c N   calls target() N times from a loop, under cProfile: N
 #         python:function__entry events of target, each with the def's
 #         line, and N python:line events of target with its body's line
+#   g K   makes K reference cycles of two lists, drops them and collects
+#         the oldest generation: prints "gc 2 FOUND", FOUND what
+#         gc.collect(2) returns (python:gc__start's arg0 is 2, gc__done's
+#         FOUND); automatic collection is off, so that no other runs
 #   q     exits
 #
 # Under cProfile: CPython 3.11 fires function__entry, function__return and
@@ -18,6 +22,7 @@
 # issue gh-98894).  cProfile's profile function is C: it runs no Python
 # function of its own.
 import cProfile
+import gc
 import os
 import sys
 
@@ -35,6 +40,7 @@ def main():
     print("name", code.co_name)
     sys.stdout.flush()
     total = 0
+    gc.disable()
     for line in sys.stdin:
         cmd = line.split()
         if not cmd:
@@ -45,6 +51,14 @@ def main():
             for i in range(int(cmd[1])):
                 total += target(i)
             prof.disable()
+        elif cmd[0] == "g":
+            cycles = []
+            for _ in range(int(cmd[1])):
+                a = []
+                cycles.append([a])
+                a.append(cycles[-1])
+            del cycles[:]
+            print("gc", 2, gc.collect(2))
         elif cmd[0] == "q":
             break
         print("total", total)

@@ -21,7 +21,9 @@
 #   (string contexts); its semaphore, read in /proc/PID/mem, is 1 while
 #   enabled and 0 after, when CPython records nothing more and computes the
 #   same; the sites hold the file's bytes whenever no event uses them
-#   (--sdt by pid, --userspace-probe path-wide, lttng trace);
+#   (--sdt by pid, --userspace-probe path-wide, lttng trace); python:line
+#   records target's body line, gc__start the generation gc.collect(2) is
+#   given (read at 112(%rsp)), gc__done the count it returns;
 # - PostgreSQL: a private cluster, events by pid on the postmaster and its
 #   children; the backend forked for a psql connection records
 #   query__start with the query (a string context through its pointer), its
@@ -36,8 +38,10 @@ dp_isolate "$0" "$@"
 THROW=$top_builddir/tests/cli/sdt-throw
 CALLS=$top_srcdir/tests/cli/sdt-calls.py
 PY=/usr/bin/python3.11
-LIBSTDCXX=$(ldd "$THROW" | awk '$1 ~ /^libstdc\+\+\.so/ { print $3 }')
-LIBSTDCXX=$(readlink -f "$LIBSTDCXX")
+# As the loader names it (/lib/x86_64-linux-gnu/libstdc++.so.6: two
+# symbolic links, /lib and the soname's), and the file itself.
+LIBSTDCXX_LINK=$(ldd "$THROW" | awk '$1 ~ /^libstdc\+\+\.so/ { print $3 }')
+LIBSTDCXX=$(readlink -f "$LIBSTDCXX_LINK")
 POSTGRES=/usr/lib/postgresql/15/bin/postgres
 [ -x "$THROW" ] || tap_bail "no $THROW (make check builds it)"
 [ -f "$LIBSTDCXX" ] || tap_bail "sdt-throw links no libstdc++"
@@ -227,11 +231,12 @@ tap_ok $? "every event, in order, holds the object's address (arg0) and its type
 [ -z "$(errors "$DP_TMP/t1")" ]
 tap_ok $? "no argument read failed (catch's arg1 is read from the stack: -80(%rbx))"
 
-# The stock syntax, path-wide, in a second session: a process started later.
+# The stock syntax, path-wide, in a second session: a process started
+# later; the library named by the loader's path, through its links.
 "$STOCK" -n create s2 --output="$DP_TMP/t2" >/dev/null || tap_bail "create s2"
 "$STOCK" -n add-context -u -s s2 -t vpid >/dev/null
-run_cli enable-event -u -s s2 --userspace-probe="sdt:$LIBSTDCXX:libstdcxx:catch"
-tap_ok "$status" "--userspace-probe=sdt:LIBSTDCXX:libstdcxx:catch, path-wide" || tap_diag "$err"
+run_cli enable-event -u -s s2 --userspace-probe="sdt:$LIBSTDCXX_LINK:libstdcxx:catch"
+tap_ok "$status" "--userspace-probe=sdt:$LIBSTDCXX_LINK:libstdcxx:catch, path-wide" || tap_diag "$err"
 start_prog b "$THROW"
 cmd b t || tap_bail "the second sdt-throw does not answer"
 wait_sites s2 "$b_pid" libstdcxx:catch
@@ -326,6 +331,11 @@ body=$(awk '$1 == "body" { print $2 }' "$DP_TMP/p.out")
 run_lt enable-event -u -s s6 --path "$PY" --pid "$p_pid" --sdt python:line
 tap_ok "$status" "--sdt python:line --pid" || tap_diag "$err"
 run_lt add-context -u -s s6 -e python:line -t string:func:rax
+# And the collector's: gc__start's generation is read at 112(%rsp) (the
+# stack of the probed code, not the trampoline's), gc__done's count is an
+# int64 in %r12.
+run_lt enable-event -u -s s6 --path "$PY" --pid "$p_pid" --sdt 'python:gc__*'
+tap_ok "$status" "--sdt 'python:gc__*' --pid: gc__start and gc__done" || tap_diag "$err"
 wait_sites s6 "$p_pid" python:line
 placed=$("$LTTNG" list -u --path "$PY" --sdt python:line | tail -1 |
 	sed -nE 's/.*: ([0-9]+) by jump, ([0-9]+) by int3, 0 refused$/\1 site by jump, \2 by int3/p')
@@ -335,8 +345,13 @@ tap_ok $? "its site placed by a jump, as list --sdt says ($placed)" || tap_diag 
 	[ "$(sem_value "$p_pid" "$PY" python function__entry)" = 0 ]
 tap_ok $? "its semaphore is 1, function__entry's still 0"
 "$STOCK" -n start s6 >/dev/null
-cmd p "c 11"
+cmd p "c 11" && cmd p "g 5"
 "$STOCK" -n stop s6 >/dev/null
+found=$(awk '$1 == "gc" { f = $3 } END { print f }' "$DP_TMP/p.out")
+[ -n "$found" ] && [ "$(recorded "$DP_TMP/t6l" "$p_pid" | grep '^python:gc__' | tr '\n' ' ')" = \
+	"python:gc__start { arg0 = 2 } python:gc__done { arg0 = $found } " ]
+tap_ok $? "gc.collect(2): gc__start { arg0 = 2 }, then gc__done with what gc.collect returned ($found)" ||
+	tap_diag "$(recorded "$DP_TMP/t6l" "$p_pid" | grep '^python:gc__')"
 total3=$(awk '$1 == "total" { t = $2 } END { print t }' "$DP_TMP/p.out")
 n=$(recorded "$DP_TMP/t6l" "$p_pid" | grep -c "^python:line { .*arg2 = $body, func = \"target\" }$")
 [ "$n" -eq 11 ] && [ "$(recorded "$DP_TMP/t6l" "$p_pid" | grep -c 'func = "target"')" -eq 11 ]
