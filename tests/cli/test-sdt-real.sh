@@ -37,6 +37,7 @@ dp_isolate "$0" "$@"
 
 THROW=$top_builddir/tests/cli/sdt-throw
 CALLS=$top_srcdir/tests/cli/sdt-calls.py
+EMBED=$top_builddir/tests/cli/sdt-embed
 PY=/usr/bin/python3.11
 # As the loader names it (/lib/x86_64-linux-gnu/libstdc++.so.6: two
 # symbolic links, /lib and the soname's), and the file itself.
@@ -47,6 +48,9 @@ POSTGRES=/usr/lib/postgresql/15/bin/postgres
 [ -f "$LIBSTDCXX" ] || tap_bail "sdt-throw links no libstdc++"
 [ -x "$POSTGRES" ] || tap_bail "no $POSTGRES (tools/deps.sh installs postgresql-15)"
 [ -x "$PY" ] || tap_bail "no $PY (tools/deps.sh installs python3.11)"
+[ -x "$EMBED" ] || tap_bail "no $EMBED (make check builds it)"
+LIBPY=$(readlink -f "$(ldd "$EMBED" | awk '$1 ~ /^libpython3/ { print $3 }')")
+[ -f "$LIBPY" ] || tap_bail "sdt-embed links no libpython3.11"
 
 # ---- listing: our view against readelf -n --------------------------------
 # "PROVIDER NAME ADDRESS SEMAPHORE ARGS" per site, sorted: from our listing...
@@ -77,7 +81,7 @@ our_probes() {
 	     END { for (p in n) print p, n[p] }' | sort
 }
 
-for obj in "$LIBSTDCXX" "$PY" "$POSTGRES"; do
+for obj in "$LIBSTDCXX" "$PY" "$LIBPY" "$POSTGRES"; do
 	b=$(basename "$obj")
 	readelf_probes "$obj" >"$DP_TMP/rp"
 	[ -s "$DP_TMP/rp" ] || tap_bail "$obj has no .note.stapsdt (readelf -n)"
@@ -116,7 +120,8 @@ run_lt() {
 }
 # ---- programs driven through a fifo --------------------------------------
 # start_prog NAME CMD... starts one (the agent preloaded), `cmd NAME C`
-# sends command C and waits for its "ok" (10 s at most).
+# sends command C and waits for its "ok" (60 s at most: a process started
+# under a path-wide event waits for its probes first, on a loaded machine).
 start_prog() {
 	local name=$1 fd
 	shift
@@ -131,7 +136,7 @@ cmd() {
 	local fdv="${1}_fd" before i
 	before=$(grep -c '^ok$' "$DP_TMP/$1.out")
 	echo "$2" >&"${!fdv}"
-	for i in $(seq 100); do
+	for i in $(seq 600); do
 		[ "$(grep -c '^ok$' "$DP_TMP/$1.out")" -gt "$before" ] && return 0
 		sleep 0.1
 	done
@@ -388,6 +393,33 @@ tap_ok $? "the later one's 9 calls of target recorded with the def's line" ||
 tap_ok $? "destroyed: semaphores 0 and the file's bytes in both"
 cmd p q; cmd q q
 wait "$p_pid" "$q_pid" 2>/dev/null
+
+# CPython in a shared library: sdt-embed links libpython3.11.so.1.0, whose
+# semaphores lie in its own data, at the note's address plus its bias.
+"$STOCK" -n create s9 --output="$DP_TMP/t9" >/dev/null || tap_bail "create s9"
+"$STOCK" -n add-context -u -s s9 -t vpid >/dev/null
+start_prog e "$EMBED" "$CALLS"
+cmd e "c 0" || tap_bail "sdt-embed does not answer"
+[ "$(sem_value "$e_pid" "$LIBPY" python function__entry)" = 0 ] && sites_as_file "$e_pid" "$LIBPY"
+tap_ok $? "libpython3.11: a fresh process's semaphore is 0, its sites the file's bytes"
+run_lt enable-event -u -s s9 --path "$LIBPY" --pid "$e_pid" --sdt "$ENTRY"
+tap_ok "$status" "--path LIBPY --sdt $ENTRY --pid" || tap_diag "$err"
+run_lt add-context -u -s s9 -e "$ENTRY" -t string:func:r12
+wait_sites s9 "$e_pid" "$ENTRY"
+[ "$(sem_value "$e_pid" "$LIBPY" python function__entry)" = 1 ] &&
+	[ "$(sem_value "$e_pid" "$LIBPY" python function__return)" = 0 ]
+tap_ok $? "its semaphore in the library is 1 (function__return's still 0)"
+"$STOCK" -n start s9 >/dev/null
+cmd e "c 8"
+"$STOCK" -n stop s9 >/dev/null
+[ "$(recorded "$DP_TMP/t9" "$e_pid" | grep -c "^$ENTRY { .*arg2 = $def, func = \"target\" }$")" -eq 8 ]
+tap_ok $? "its 8 calls of target recorded with the def's line" ||
+	tap_diag "$(recorded "$DP_TMP/t9" "$e_pid" | tail -3)"
+"$LTTNG" -n destroy s9 >/dev/null
+[ "$(sem_value "$e_pid" "$LIBPY" python function__entry)" = 0 ] && sites_as_file "$e_pid" "$LIBPY"
+tap_ok $? "destroyed: the library's semaphore 0, its sites the file's bytes"
+cmd e q
+wait "$e_pid" 2>/dev/null
 
 printf 'c 6\nq\n' | "$LTTNG" trace --no-view -o "$DP_TMP/t6" --path "$PY" --sdt "$ENTRY" \
 	-t vpid -t string:func:r12 -- "$PY" "$CALLS" >"$DP_TMP/r.out" 2>"$DP_TMP/r.err"
