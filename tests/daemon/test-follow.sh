@@ -145,12 +145,13 @@ entries=$(calls s4 entry "$pid2")
 	! grep -q "process $pid2 mapped the object" "$DP_TMP/dynprobed.log"
 tap_ok $? "LTTNG_DYNPROBE_REGISTER_TIMEOUT=0: no MAPPED, the program runs on ($entries of $n2 calls recorded)"
 
-# A daemon slower to answer than the agent's default wait (stopped 4 s
-# while the program starts): the program is held as long as it takes.
+# A daemon slower to answer than the agent's default wait, and than a
+# frame's time (stopped 10 s while the program starts): the program is held
+# as long as it takes (its own wait, 120 s).
 dp_lttng start s4 >/dev/null
 kill -STOP "$DPD_PID"
 (
-	sleep 4
+	sleep 10
 	kill -CONT "$DPD_PID"
 ) &
 cont=$!
@@ -161,7 +162,8 @@ ends s4
 entries=$(calls s4 entry "$pid3")
 [ "$st" = 0 ] && [ "$n3" = "$N" ] && [ "$entries" = "$n3" ] &&
 	grep -q "process $pid3 mapped the object (dlopen): dynprobe:w_entry: installed" "$DP_TMP/dynprobed.log"
-tap_ok $? "a daemon stopped 4 s as the program starts: held until it answers, every call recorded ($entries of $n3)"
+tap_ok $? "a daemon stopped 10 s as the program starts: held until it answers, every call recorded ($entries of $n3)"
+
 dp_lttng destroy s4 >/dev/null
 
 # ---- lttng trace --follow-exec: the command's children, probed by pid ----
