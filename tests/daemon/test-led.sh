@@ -16,14 +16,14 @@ trap dpd_cleanup EXIT
 T=$builddir/led-target
 ROUNDS=3000
 
-# text_same PID: every byte of the target's code (its executable segments)
-# in PID is the file's.
+# text_same PID [PATH]: every byte of the code of PATH (the target's by
+# default: its executable segments) in PID is the file's.
 text_same() {
-	local v sz
+	local v sz path=${2:-$T}
 	while read -r v sz; do
-		[ "$(site_bytes "$1" "$(runtime_addr "$1" "$T" "$v")" "$sz")" = \
-			"$(file_bytes "$T" "$v" "$sz")" ] || return 1
-	done < <(readelf -lW "$T" | awk '$1 == "LOAD" && $0 ~ /R E|RWE/ { print strtonum($3), strtonum($5) }')
+		[ "$(site_bytes "$1" "$(runtime_addr "$1" "$path" "$v")" "$sz")" = \
+			"$(file_bytes "$(realpath "$path")" "$v" "$sz")" ] || return 1
+	done < <(readelf -lW "$path" | awk '$1 == "LOAD" && $0 ~ /R E|RWE/ { print strtonum($3), strtonum($5) }')
 }
 
 # connects PID: how many times PID's agent connected to a daemon so far.
@@ -194,8 +194,51 @@ for i in $(seq 100); do
 done
 dpctl disable s channel0 lr && text_same "$pid"
 tap_ok $? "the event, still enabled, installed again, then disabled: every byte is the file's"
-stop_dynprobed
 kill -TERM "$pid"
 wait "$pid"
 tap_ok $? "every result the spinning threads computed was right: $(tail -n1 "$DP_TMP/spin.out")"
+
+# ---- every function of libsqlite3, the sqlite3 shell's output unchanged ----
+LIB=$(ldd "$(command -v sqlite3)" | awk '/libsqlite3/ { print $3 }')
+cat >"$DP_TMP/work.sql" <<'SQL'
+create table t(a integer primary key, b text, c real);
+with recursive n(i) as (select 1 union all select i + 1 from n where i < 20000)
+insert into t select i, printf('row %d %s', i, hex(i * 7919)), i * 1.5 / 7 from n;
+create index tb on t(b);
+select count(*), sum(a), round(avg(c), 6), min(b), max(b) from t;
+select a % 17 as k, count(*), group_concat(a, ',') filter (where a < 200) from t group by k order by k;
+select b from t where b like 'row 1%7 %' order by c desc limit 20;
+select upper(substr(b, 1, 9)), length(b), instr(b, 'A') from t where a in (3, 33, 333, 3333);
+create table u as select a, c from t where a % 3 = 0;
+select count(*), sum(t.c - u.c) from t join u using (a);
+select json_group_array(a) from (select a from t order by c limit 10);
+.print done
+SQL
+ref=$(sqlite3 :memory: <"$DP_TMP/work.sql" 2>&1)
+mkfifo "$DP_TMP/sql.in"
+env LD_PRELOAD="$AGENT" sqlite3 :memory: <"$DP_TMP/sql.in" >"$DP_TMP/sql.out" 2>&1 &
+pid=$!
+DP_TARGETS="$DP_TARGETS $pid"
+exec 7>"$DP_TMP/sql.in"
+dp_lttng start s >/dev/null
+dpctl enable s channel0 sq function '*' "$LIB" -p "$pid" &&
+	out_has "^proc pid=$pid status=0 "
+tap_ok $? "--function '*' in $LIB: $(grep '^proc' "$DP_TMP/out" | cut -d' ' -f1-6)"
+! text_same "$pid" "$LIB"
+tap_ok $? "its code is patched"
+cat "$DP_TMP/work.sql" >&7
+for i in $(seq 600); do
+	grep -q '^done' "$DP_TMP/sql.out" && break
+	sleep 0.1
+done
+dp_lttng stop s >/dev/null
+[ "$(bt_count "$DP_TMP/trace-s" | cut -d' ' -f1)" -gt "$n1" ]
+tap_ok $? "its functions recorded ($(bt_count "$DP_TMP/trace-s" | cut -d' ' -f1) events in the trace, $n1 before)"
+dpctl disable s channel0 sq && text_same "$pid" "$LIB"
+tap_ok $? "disabled: every byte of $LIB's code is the file's"
+exec 7>&-
+wait "$pid"
+[ "$(cat "$DP_TMP/sql.out")" = "$ref" ]
+tap_ok $? "the sqlite3 shell's output is the same as without probes ($(wc -l <"$DP_TMP/sql.out") lines)"
+stop_dynprobed
 tap_done

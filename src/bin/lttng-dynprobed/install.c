@@ -27,11 +27,14 @@
  *      code (a new daemon forgets the noted ones whose site still holds its
  *      original bytes).  A rebuilt patch's note replaces the agent's record
  *      of the site, for an int3 its trap entry too: its trampoline, which a
- *      trapped thread resumes in at once, is written already;
+ *      trapped thread resumes in at once, is written already.  A patch that
+ *      leads branches (a redirect, a led window: daemon.h's dpd_led) notes
+ *      what else it writes (NOTE_WRITES, protocol 1.4) after that;
  *   6. one stop of every thread for the whole batch: threads inside a new
  *      window moved to the matching relocated instruction, then the bytes
  *      of every patch (hops, jumps or int3s) written in runs of adjacent
- *      pages; a rebuilt patch's jump retargeted to its new trampoline
+ *      pages, led branches and their hops before any window (write.c's
+ *      phases); a rebuilt patch's jump retargeted to its new trampoline
  *      (threads inside the old one finish there); resume and detach;
  *   7. patches that could not be written taken back (NOTE_REMOVED_MANY, or
  *      the note of the patch still in place).
