@@ -199,7 +199,13 @@ static void adopt_leds(struct dpd_proc *p)
 	struct dp_err msg = DP_ERR_INIT;
 	uint32_t nled = 0;
 
+	uint8_t image[DPD_IMAGE_ID_LEN];
+
 	if (p->minor < DP_APP_MINOR_WRITES || p->fd < 0)
+		return;
+	/* Another program since HELLO: nothing of the old one is there to
+	 * ask about (the next write says so, and writes nothing). */
+	if (p->image_known && !dpd_image_id(p->pid, image) && memcmp(image, p->image, sizeof(image)))
 		return;
 	if (dpd_agent_call(p, &req, &rep, &msg)) {
 		dpd_err("process %d: its agent's leds cannot be read: %s", (int)p->pid, msg.msg);
