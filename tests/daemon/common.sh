@@ -10,6 +10,9 @@
 #                              "ready"; its pid in TARGET_PID
 #   out_has REGEX              whether the last dpctl output matches
 #   site_bytes PID ADDR LEN    hex of LEN bytes of PID's memory at ADDR
+#   logged REGEX [SECONDS]     the daemon's log has a line matching REGEX
+#                              within SECONDS (30)
+#   said NAME REGEX [SECONDS]  the same of $DP_TMP/NAME.out (a target's)
 
 # DP_TEST_DAEMON: another build of the daemon to test (tools/check.sh runs
 # these tests again with one built with sanitizers).
@@ -74,6 +77,26 @@ stopped_at() {
 		sleep 0.05
 	done
 	return 1
+}
+
+# wait_line FILE REGEX SECONDS: FILE has a line matching REGEX (grep -E)
+# within SECONDS.  A bound for when it never comes, not a timing: a loaded
+# machine may take long.
+wait_line() {
+	local i
+	for i in $(seq $(($3 * 10))); do
+		grep -qE -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+logged() {
+	wait_line "$DP_TMP/dynprobed.log" "$1" "${2:-30}"
+}
+
+said() {
+	wait_line "$DP_TMP/$1.out" "$2" "${3:-30}"
 }
 
 dpctl() {

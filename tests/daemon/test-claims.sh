@@ -49,26 +49,6 @@ forge() {
 	[ -n "$before" ]
 }
 
-# said NAME REGEX: the forger's output has a line matching REGEX (30 s).
-said() {
-	local i
-	for i in $(seq 300); do
-		grep -qE -- "$2" "$DP_TMP/$1.out" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-# logged REGEX: the daemon's log has a line matching it (30 s).
-logged() {
-	local i
-	for i in $(seq 300); do
-		grep -qE -- "$1" "$DP_TMP/dynprobed.log" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # untouched: the claimed site holds what it held before the HELLO, and
 # nothing was restored in the process.
 untouched() {

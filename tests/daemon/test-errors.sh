@@ -14,7 +14,9 @@ trap dpd_cleanup EXIT
 PIE=$builddir/target-pie
 
 start_sessiond || tap_bail "no session daemon"
-start_dynprobed --test-pause-ms 1500 || tap_bail "lttng-dynprobed does not start"
+# The pause before writing is long enough for the test to see it begin
+# and kill a target inside it, however loaded the machine.
+start_dynprobed --test-pause-ms 5000 || tap_bail "lttng-dynprobed does not start"
 dp_lttng create s --output="$DP_TMP/trace" >/dev/null
 start_target t env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm" 2 5 2000
 pid=$TARGET_PID
@@ -116,20 +118,47 @@ dpctl raw-type 0x0042 && out_has "reply=UNSUPPORTED unsupported=0x0042 seq=77"
 tap_ok $? "a request of an unknown type gets UNSUPPORTED, and the daemon goes on"
 
 # ---- the target exits in the middle of an install ----
-start_target victim env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-victim" 2 5 2000
-victim=$TARGET_PID
-"$DPCTL" enable s channel0 v function dp_work "$PIE" -p "$victim" >"$DP_TMP/victim-enable" 2>&1 &
-client=$!
-for i in $(seq 100); do
-	grep -q "test pause: .* process $victim" "$DP_TMP/dynprobed.log" && break
-	sleep 0.05
-done
-kill -KILL "$victim"
-wait "$client"
-st=$?
-[ $st -eq 1 ] && grep -qE "^status=-3 message=process $victim exited during the operation" \
-	"$DP_TMP/victim-enable"
-tap_ok $? "a target killed during an install: $(head -n1 "$DP_TMP/victim-enable")"
+# Killed while the daemon pauses before writing (never before: the test
+# waits for the pause, 60 s at most).  Its parent collects it at once, or
+# (the second time) only later: the daemon then meets a zombie.  Both exited
+# during the operation, and the daemon says so alike.
+# kill_during_install NAME KEEP: KEEP=1 has the victim's parent stopped,
+# so that it stays a zombie until the reply.
+kill_during_install() {
+	local name=$1 keep=$2 victim parent client st i paused=
+	if [ "$keep" = 1 ]; then
+		# A parent that stops itself once it started the victim.
+		start_target "$name" bash -c 'env LD_PRELOAD="$1" "$2" "$3" 2 5 2000 &
+			echo $! >"$4"; kill -STOP $$; wait' - "$AGENT" "$PIE" "$DP_TMP/shm-$name" \
+			"$DP_TMP/$name.pid" || tap_bail "$name does not start"
+		parent=$TARGET_PID
+		victim=$(cat "$DP_TMP/$name.pid")
+	else
+		start_target "$name" env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-$name" 2 5 2000 ||
+			tap_bail "$name does not start"
+		victim=$TARGET_PID
+	fi
+	"$DPCTL" enable s channel0 v function dp_work "$PIE" -p "$victim" >"$DP_TMP/$name-enable" 2>&1 &
+	client=$!
+	for i in $(seq 1200); do
+		grep -q "test pause: .* process $victim\$" "$DP_TMP/dynprobed.log" && paused=1 && break
+		kill -0 "$client" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -KILL "$victim"
+	wait "$client"
+	st=$?
+	[ -n "$paused" ] && [ $st -eq 1 ] &&
+		grep -qE "^status=-3 message=process $victim exited during the operation" \
+			"$DP_TMP/$name-enable"
+	tap_ok $? "a target killed during an install${parent:+, kept a zombie by its parent}: $(head -n1 "$DP_TMP/$name-enable")$([ -n "$paused" ] || echo " (the daemon never paused before writing)")"
+	if [ -n "$parent" ]; then
+		kill -CONT "$parent"
+		wait "$parent"
+	fi
+}
+kill_during_install victim 0
+kill_during_install zombie 1
 dpctl ping
 tap_ok $? "the daemon is still up"
 dpctl list

@@ -16,6 +16,12 @@ LTTNG=$abs_top_builddir/src/bin/lttng/lttng
 export LTTNG_DYNPROBE_STOCK_LTTNG=${STOCK:-/usr/bin/lttng}
 export LTTNG_DYNPROBE_AGENT=$AGENT
 export LTTNG_DYNPROBE_DAEMON=$DPD
+# The runs that must be held (GO before main, MAPPED before dlopen returns)
+# wait for the daemon as long as it takes, 120 s at most: by default the
+# agent waits 3 s, then runs on unprobed, and a loaded machine can take
+# longer than that to serve a HELLO or a MAPPED.  The followed images keep
+# it (LTTNG_DYNPROBE_*); the runs that test other waits give their own.
+export LTTNG_DYNPROBE_REGISTER_TIMEOUT=120000
 APP=$builddir/follow-app
 LIB=$builddir/libfollow-lib.so
 N=200000
@@ -138,6 +144,26 @@ entries=$(calls s4 entry "$pid2")
 [ "$st" = 0 ] && [ "$n2" = "$N" ] && [ "$entries" -le "$n2" ] &&
 	! grep -q "process $pid2 mapped the object" "$DP_TMP/dynprobed.log"
 tap_ok $? "LTTNG_DYNPROBE_REGISTER_TIMEOUT=0: no MAPPED, the program runs on ($entries of $n2 calls recorded)"
+
+# A daemon slower to answer than the agent's default wait, and than a
+# frame's time (stopped 10 s while the program starts): the program is held
+# as long as it takes (its own wait, 120 s).
+dp_lttng start s4 >/dev/null
+kill -STOP "$DPD_PID"
+(
+	sleep 10
+	kill -CONT "$DPD_PID"
+) &
+cont=$!
+run dlslow -- dlopen "$LIB" "$N"
+wait "$cont"
+read -r _ pid3 _ n3 _ _ <"$DP_TMP/dlslow.out"
+ends s4
+entries=$(calls s4 entry "$pid3")
+[ "$st" = 0 ] && [ "$n3" = "$N" ] && [ "$entries" = "$n3" ] &&
+	grep -q "process $pid3 mapped the object (dlopen): dynprobe:w_entry: installed" "$DP_TMP/dynprobed.log"
+tap_ok $? "a daemon stopped 10 s as the program starts: held until it answers, every call recorded ($entries of $n3)"
+
 dp_lttng destroy s4 >/dev/null
 
 # ---- lttng trace --follow-exec: the command's children, probed by pid ----

@@ -51,16 +51,6 @@ lines() {
 	return 1
 }
 
-# logged REGEX: the daemon's log has a line matching it (10 s).
-logged() {
-	local i
-	for i in $(seq 200); do
-		grep -qE -- "$1" "$DP_TMP/dynprobed.log" && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # midway NAME PROG SPEC SETUP -- enable|disable: a target (PROG, the agent
 # preloaded), the daemon run with --test-fault SPEC:stop, SETUP (an event
 # name, or -) enabled, then the request sent in the background; returns

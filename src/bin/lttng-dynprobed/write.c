@@ -559,6 +559,11 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	}
 	ret = dp_proc_attach(proc, 0);
 	if (ret) {
+		/* A zombie met here was alive when the request began (its
+		 * parent has not collected it yet): it exited meanwhile, as a
+		 * process already gone did, and the callers forget both. */
+		if (ret == -DP_PROC_EZOMBIE)
+			ret = -DP_PROC_ENOPROC;
 		if (ret == -DP_PROC_ENOPROC)
 			dp_err_set(msg, ret, "process %d exited during the operation", (int)p->pid);
 		else

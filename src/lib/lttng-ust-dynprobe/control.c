@@ -911,6 +911,26 @@ static void serve(int fd)
 	}
 }
 
+/*
+ * How long HELLO's reply is waited for: DP_APP_TIMEOUT_MS, or longer while
+ * the constructor waits for GO with a longer limit of its own (not
+ * NO_LIMIT, which ends when no daemon answers): a daemon slow to answer on
+ * a loaded machine must not end the program's wait before its time (the
+ * failed connection releases it, and main would run unprobed).
+ */
+static int hello_wait_ms(void)
+{
+	unsigned ms = ctl.wait_ms;
+	bool waiting;
+
+	pthread_mutex_lock(&go.lock);
+	waiting = !go.released;
+	pthread_mutex_unlock(&go.lock);
+	if (!waiting || ms == NO_LIMIT || ms <= DP_APP_TIMEOUT_MS)
+		return DP_APP_TIMEOUT_MS;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
 /* HELLO and its reply.  0, -ECONNREFUSED when the daemon will not talk to
  * us (or we to it), or -errno. */
 static int handshake(int fd)
@@ -938,7 +958,7 @@ static int handshake(int fd)
 	if (ret)
 		return ret;
 
-	ret = dp_app_recv(fd, &rep, DP_APP_TIMEOUT_MS, &why);
+	ret = dp_app_recv(fd, &rep, hello_wait_ms(), &why);
 	if (!ret && rep.type == DP_APP_REFUSE) {
 		dbg("the daemon refused us (its protocol %u.%u, ours %u.%u): %s", rep.refuse.major,
 		    rep.refuse.minor, DP_APP_MAJOR, DP_APP_MINOR, rep.refuse.reason);

@@ -14,7 +14,9 @@
  * DPA_CONTROL_ENV_REGISTER_TIMEOUT milliseconds (default
  * DPA_CONTROL_REGISTER_TIMEOUT_MS; 0: no wait; -1: no limit), or
  * DP_APP_ENV_WAIT's when `lttng trace` sets it; it ends as soon as the
- * connection fails (no daemon: nothing beyond the connection attempt).  An
+ * connection fails (no daemon: nothing beyond the connection attempt).
+ * HELLO's reply is waited for DP_APP_TIMEOUT_MS, or as long as that wait
+ * when it is longer and finite: a slow daemon does not end it early.  An
  * injected agent never waits: its constructor runs in the thread the
  * injection created (not the main thread), inside dlopen.
  *
