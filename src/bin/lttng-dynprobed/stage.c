@@ -761,6 +761,10 @@ static int led_bytes(const struct dpd_proc *p, struct dpd_work *w)
 	for (unsigned k = 0; k < led->nwrites; k++)
 		if (led->w[k].kind == DP_APP_WRITE_HOP)
 			hop = led->w[k].addr;
+	/* A recovered led no plan claims: where its branches lead is not
+	 * known, and it is only ever restored. */
+	if (led->recovered)
+		ret = -ENOENT;
 	for (unsigned k = 0; k < led->nwrites && !ret; k++) {
 		const struct dp_app_write *wr = &led->w[k];
 		uint64_t dest = led->to[k] && led->to[k] < w->rec.ninsns ?
@@ -1273,10 +1277,17 @@ void dpd_work_rebuild(struct dpd_work *w, const struct dpd_proc *p, uint32_t i)
 	w->replaces = true;
 	w->old = i;
 	w->rec.patch = p->sites[i].patch;
-	if (led)
+	if (led && led->recovered && p->sites[i].nowners) {
+		/* Where each branch leads is its owners' plan's (the same
+		 * writes: the plan claimed it). */
+		const struct dpd_owner *o = &p->sites[i].owners[0];
+
+		dpd_patch_led(o->pl, o->ev->obj->obj, o->bias, &w->led);
+	} else if (led) {
 		w->led = *led;
-	else
+	} else {
 		memset(&w->led, 0, sizeof(w->led));
+	}
 	w->rec.nowners = p->sites[i].nowners;
 	memcpy(w->rec.owners, p->sites[i].owners, sizeof(w->rec.owners));
 }
