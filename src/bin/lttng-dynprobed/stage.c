@@ -1259,12 +1259,22 @@ int dpd_work_record(struct dpd_proc *p, const struct dpd_work *w)
 		if (dpd_proc_reserve(p, 0, 1))
 			return -ENOMEM;
 		s = &p->sites[p->nsites++];
+		s->led = 0;
 	}
+	uint32_t slot = s->led;
+
 	if (w->replaces)
 		p->sites[w->old].installed = false;
 	*s = w->rec;
 	snprintf(s->event, sizeof(s->event), "%s", s->owners[0].ev->names[0]);
 	s->installed = true;
+	/* The record of a trampoline used again keeps its led's place (the
+	 * same writes: the same window). */
+	if (slot && slot <= p->nleds && w->led.nwrites) {
+		p->leds[slot - 1] = w->led;
+		s->led = slot;
+		return 0;
+	}
 	return dpd_site_set_led(p, s, &w->led);
 }
 
