@@ -60,6 +60,11 @@ tap_ok $? "every call recorded: $events events for $calls calls (entry and retur
 tap_ok $? "nothing discarded ($discarded discarded-event messages)"
 grep -q "process [0-9]* started with the agent: dynprobe:w_entry: installed" "$DP_TMP/dynprobed.log"
 tap_ok $? "the daemon installed the path-wide event when the agent said HELLO"
+# No event follows exec, and the agent reported no patch: its follow mode
+# is known (off) without asking it (FOLLOW, a round trip at every start).
+grep -q "agent of process [0-9]* connected" "$DP_TMP/dynprobed.log" &&
+	! grep -q "following executed images" "$DP_TMP/dynprobed.log"
+tap_ok $? "no FOLLOW sent at GO: no event follows exec"
 dp_lttng destroy s1 >/dev/null
 
 # ---- LTTNG_DYNPROBE_REGISTER_TIMEOUT=0: no wait, still correct ----

@@ -13,19 +13,23 @@
 # python3.11 (every function its symbols name, entries and returns), and
 # --function 'dp_w_*' in tests/daemon/wide-fns (10,000 functions, 70,000
 # sites), installed then removed; the trampolines' memory as the daemon
-# reports it.  python3.11, and 1,000 of wide-fns' functions, are measured
-# twice in the same run: with the agent speaking the protocol's batches
+# reports it; wide-fns again with its DWARF (wide-fns-g: each function's
+# return type read at its entry, typed returns recorded).  python3.11, and
+# 1,000 of wide-fns' functions, are measured twice in the same run: with the agent speaking the protocol's batches
 # (1.3), and announcing 1.2 (LTTNG_DYNPROBE_PROTO_MINOR=2), which the daemon
 # serves one message per probe and patch, as before the batches (every
 # message waits for the target's agent thread to run: on a loaded machine,
 # milliseconds each).  The goal is the whole program
 # with the target stopped less than 20 ms in all, and under 2 s of wall
-# time.  Not pass/fail: prints tables; exits non-zero only if the benchmark
-# could not run or a target computed a wrong result.
+# time.  Last, recovery: the daemon killed with wide-fns' 70,000 patches
+# in place and started again, how long until the agent's HELLO, which
+# reports them all, is served.  Not pass/fail: prints tables; exits
+# non-zero only if the benchmark could not run or a target computed a
+# wrong result.
 #
 #   tests/perf/install-cost.sh [THREADS]       from the build tree, after
-#                                              make (tests/daemon's dpctl and
-#                                              wide-fns too)
+#                                              make (tests/daemon's dpctl,
+#                                              wide-fns and wide-fns-g too)
 #   PYTHON=/usr/bin/python3.11 ...             the python to probe (skipped
 #                                              when absent)
 #   DP_KEEP=1 ...                              keeps the daemon's log
@@ -39,8 +43,9 @@ abs_top_builddir=$(cd "$top_builddir" && pwd)
 builddir=$abs_top_builddir/tests/daemon
 TARGET=$abs_top_builddir/tests/perf/many-fns
 WIDE=$builddir/wide-fns
+WIDEG=$builddir/wide-fns-g
 PYTHON=${PYTHON:-/usr/bin/python3.11}
-for f in "$TARGET" "$builddir/dpctl" "$WIDE"; do
+for f in "$TARGET" "$builddir/dpctl" "$WIDE" "$WIDEG"; do
 	[ -x "$f" ] || { echo "install-cost.sh: build $f first" >&2; exit 1; }
 done
 THREADS=${1:-4}
@@ -198,11 +203,69 @@ if [ -x "$PYTHON" ]; then
 		"$PYTHON" -c "$PYCODE"
 fi
 whole "wide-fns 'dp_w_*' (1.3)" wide3 wide3 'dp_w_*' "$WIDE" -- "$WIDE" spin 2
+# The same program with its DWARF: each function's return type read at its
+# entry (the events record typed returns), from the index of its one CU.
+whole "wide-fns -g 'dp_w_*' (1.3)" wideg wideg 'dp_w_*' "$WIDEG" -- "$WIDEG" spin 2
 # One message a probe and a patch is too slow for 70,000 sites: 1,000
 # functions (7,000 sites) of them, and the same with the batches.
 whole "wide-fns 'dp_w_10*' (1.3)" wide13 wide13 'dp_w_10*' "$WIDE" -- "$WIDE" spin 2
 whole "wide-fns 'dp_w_10*' (1.2)" wide12 wide12 'dp_w_10*' "$WIDE" \
 	LTTNG_DYNPROBE_PROTO_MINOR=2 -- "$WIDE" spin 2
+
+# ---- recovery: the daemon killed, a new one started ----
+# log_ms LINE: the time of a daemon's log line, in ms of the day.
+log_ms() {
+	sed -nE 's/^[^ ]+ ([0-9]+):([0-9]+):([0-9]+)\.([0-9]+) .*/\1 \2 \3 \4/p' <<<"$1" |
+		awk '{ print (($1 * 60 + $2) * 60 + $3) * 1000 + $4 }'
+}
+
+# recovery LABEL SESSION PATTERN PATH -- CMD...: a new target, the pattern
+# installed, the daemon killed with SIGKILL and started again: how long
+# until its agent's HELLO (which reports every patch) is answered, and how
+# long the daemon took to serve that HELLO (its log's times: from the
+# agent's connection to the answer).
+recovery() {
+	local label=$1 s=$2 pattern=$3 path=$4 t0 wall from conn done n
+	shift 5
+	dp_lttng create "$s" --output="$DP_TMP/trace-$s" >/dev/null &&
+		dp_lttng enable-channel -u -s "$s" chan >/dev/null ||
+		{ cat "$DP_TMP/lttng.log" >&2; exit 1; }
+	start_target "$s" "$@" || { echo "install-cost.sh: $s does not start" >&2; exit 1; }
+	tpid=$TARGET_PID
+	tpids="$tpids $tpid"
+	dpctl enable "$s" chan all function "$pattern" "$path" -p "$tpid" ||
+		{ echo "install-cost.sh: $label: $(tail -n 3 "$DP_TMP/out")" >&2; exit 1; }
+	kill_dynprobed
+	from=$(($(wc -l <"$DP_TMP/dynprobed.log") + 1))
+	t0=$(date +%s%N)
+	start_dynprobed || { cat "$DP_TMP/dynprobed.start" >&2; exit 1; }
+	for _ in $(seq 1200); do
+		tail -n +"$from" "$DP_TMP/dynprobed.log" |
+			grep -q "agent of process $tpid connected (uid" && break
+		sleep 0.05
+	done
+	wall=$((($(date +%s%N) - t0) / 1000000))
+	conn=$(tail -n +"$from" "$DP_TMP/dynprobed.log" | grep "agent of pid $tpid connected" | tail -n 1)
+	done=$(tail -n +"$from" "$DP_TMP/dynprobed.log" | grep -m1 "agent of process $tpid connected (uid")
+	n=$(tail -n +"$from" "$DP_TMP/dynprobed.log" |
+		sed -nE "s/.*process $tpid: recovered ([0-9]+) patches.*/\1/p" | tail -n 1)
+	if [ -z "$done" ]; then
+		printf "| %-28s | %7s | %22s | %17s |\n" "$label" "${n:--}" "none in 60 s" "-"
+	else
+		printf "| %-28s | %7s | %22d | %17d |\n" "$label" "${n:--}" "$wall" \
+			$(($(log_ms "$done") - $(log_ms "$conn")))
+	fi
+	dpctl disable "$s" chan all ||
+		{ echo "install-cost.sh: $label: removal: $(tail -n 3 "$DP_TMP/out")" >&2; exit 1; }
+	sessions="$sessions $s"
+}
+
+echo
+echo "Recovery: the daemon killed with SIGKILL, a new one started, the target's agent reporting every patch:"
+echo
+echo "| step                         | patches | restart to answer (ms) | HELLO served (ms) |"
+echo "|------------------------------|--------:|-----------------------:|------------------:|"
+recovery "wide-fns 'dp_w_*'" rec 'dp_w_*' "$WIDE" -- "$WIDE" spin 2
 
 # A target that exited stays a zombie of ours: kill -0 would not tell.
 sleep 0.2

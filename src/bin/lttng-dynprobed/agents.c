@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "daemon.h"
 #include "proc/maps.h"
 #include "proc/proc-status.h"
@@ -54,7 +55,7 @@ static void conn_lost(struct dpd_proc *p)
 }
 
 /* Whether a probe of the patch records one of ev's lttng names. */
-static bool names_probe(const struct dpd_proc *p, const struct dpd_event *ev,
+static bool names_probe(struct dpd_proc *p, const struct dpd_event *ev,
 			const struct dp_app_patch *ap)
 {
 	for (uint32_t i = 0; i < ap->nprobes; i++) {
@@ -65,6 +66,69 @@ static bool names_probe(const struct dpd_proc *p, const struct dpd_event *ev,
 				return true;
 	}
 	return false;
+}
+
+/* ev's plan entries that are patches, by window address (then plan order):
+ * a recovered process's patches are matched to them by binary search (a
+ * walk of the plan for each made recovery quadratic). */
+struct plan_ix {
+	const struct dpd_event *ev;
+	uint32_t *idx;
+	size_t n;
+};
+
+static int plan_cmp(const void *a, const void *b, void *arg)
+{
+	const struct dp_patch *plan = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint64_t ax = plan[x].win.addr, ay = plan[y].win.addr;
+
+	if (ax != ay)
+		return ax < ay ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static int plan_ix_build(const struct dpd_event *ev, struct plan_ix *ix)
+{
+	ix->ev = ev;
+	ix->n = 0;
+	ix->idx = malloc((ev->nplan ? ev->nplan : 1) * sizeof(*ix->idx));
+	if (!ix->idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < ev->nplan; i++)
+		if (ev->plan[i].method != DP_SITE_REFUSED)
+			ix->idx[ix->n++] = (uint32_t)i;
+	qsort_r(ix->idx, ix->n, sizeof(*ix->idx), plan_cmp, ev->plan);
+	return 0;
+}
+
+/* What dpd_event_window answers: the first plan entry (in plan order) whose
+ * window at bias is ap's. */
+static const struct dp_patch *plan_ix_window(const struct plan_ix *ix, uint64_t bias,
+					     const struct dp_app_patch *ap, const struct dpd_led *led)
+{
+	const struct dp_patch *plan = ix->ev->plan;
+	uint64_t addr = ap->site - bias;
+	size_t lo = 0, hi = ix->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (plan[ix->idx[mid]].win.addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < ix->n && plan[ix->idx[lo]].win.addr == addr; lo++) {
+		struct dp_app_patch w;
+		struct dpd_led wl;
+
+		dpd_patch_window(&plan[ix->idx[lo]], bias, &w);
+		dpd_patch_led(&plan[ix->idx[lo]], ix->ev->obj->obj, bias, &wl);
+		if (dpd_same_window(&w, &wl, ap, led))
+			return &plan[ix->idx[lo]];
+	}
+	return NULL;
 }
 
 /*
@@ -89,6 +153,7 @@ static void claim_sites(struct dpd_proc *p)
 		/* By pid: its processes and their descendants (a forked
 		 * child reports the patches it inherited). */
 		bool listed = !ev->npids || dpd_event_reaches(ev, p->pid), biased = false;
+		struct plan_ix pix = { 0 };
 		uint64_t bias = 0;
 
 		if ((ev->owner && ev->owner != p->uid) || !ev->enabled || !ev->obj || !listed)
@@ -101,18 +166,51 @@ static void claim_sites(struct dpd_proc *p)
 				continue;
 			if (!biased && dpd_object_bias(ev->obj, p->pid, &bias))
 				break;
+			if (!biased && plan_ix_build(ev, &pix)) {
+				dpd_err("process %d: out of memory matching its patches to %s",
+					(int)p->pid, ev->names[0]);
+				break;
+			}
 			biased = true;
-			pl = dpd_event_window(ev, bias, &s->patch, dpd_site_led(p, s));
+			pl = plan_ix_window(&pix, bias, &s->patch, dpd_site_led(p, s));
 			if (pl)
 				s->owners[s->nowners++] = (struct dpd_owner){ ev, pl, bias };
 		}
+		free(pix.idx);
 	}
 	free(idx);
+}
+
+/* The records of p by site address: the latest one of each address in at,
+ * the one before it in prev[index] (index + 1, 0: none). */
+struct site_chain {
+	struct dp_u64map at;
+	uint32_t *prev;
+	size_t cap;
+};
+
+static int chain_add(struct site_chain *c, const struct dpd_proc *p, uint32_t k)
+{
+	uint32_t head = 0;
+
+	if (DP_ARRAY_RESERVE(c->prev, c->cap, k, 64))
+		return -ENOMEM;
+	dp_u64map_get(&c->at, p->sites[k].patch.site, &head);
+	c->prev[k] = head;
+	return dp_u64map_put(&c->at, p->sites[k].patch.site, k + 1);
+}
+
+static void chain_free(struct site_chain *c)
+{
+	dp_u64map_free(&c->at);
+	free(c->prev);
 }
 
 /* What HELLO says is installed, merged into our record of the process. */
 static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 {
+	struct dpd_claim_files files = { .fd = -1 };
+	struct site_chain chain = { 0 };
 	struct dp_maps maps = { 0 };
 	uint32_t nbad = 0;
 
@@ -138,15 +236,21 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 	/* Unreadable (the process exited): no claim can be believed. */
 	if (s->npatches && dp_maps_read(p->pid, &maps))
 		maps = (struct dp_maps){ 0 };
+	/* Our records of each site address (tens of thousands in a process
+	 * whose whole program is probed): a chain through them, not a walk. */
+	for (uint32_t k = 0; k < p->nsites && s->npatches; k++)
+		if (chain_add(&chain, p, k))
+			goto nomem;
+	dpd_claim_files_init(&files, p->pid);
 	for (uint32_t i = 0; i < s->npatches; i++) {
 		const struct dp_app_patch *ap = &s->patches[i];
 		const struct dpd_probe *first = dpd_proc_probe(p, ap->probes[0]);
 		struct dpd_site *site, *v;
-		uint32_t at = p->nsites;
+		uint32_t at = p->nsites, head = 0;
 		struct dp_err why = DP_ERR_INIT;
 
 		/* Never believed blindly: restoring it writes its bytes. */
-		if (dpd_claim_check(p->pid, &maps, ap, false, &why) < 0) {
+		if (dpd_claim_check_files(&files, &maps, ap, false, &why) < 0) {
 			dpd_err("process %d: its agent reports a patch at 0x%" PRIx64 " that cannot "
 				"be: %s; ignored, nothing is written there", (int)p->pid, ap->site,
 				why.msg);
@@ -154,23 +258,26 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 			continue;
 		}
 
-		/* Our own record of that trampoline, when we wrote it. */
-		for (uint32_t k = 0; k < p->nsites; k++)
-			if (p->sites[k].patch.site == ap->site && p->sites[k].patch.tramp == ap->tramp)
-				at = k;
+		/* Our own record of that trampoline, when we wrote it (the last
+		 * one). */
+		dp_u64map_get(&chain.at, ap->site, &head);
+		for (uint32_t k = head; k && at == p->nsites; k = chain.prev[k - 1])
+			if (p->sites[k - 1].patch.tramp == ap->tramp)
+				at = k - 1;
 		if (at == p->nsites) {
-			if (dpd_proc_reserve(p, 0, 1)) {
-				dp_maps_free(&maps);
-				return -ENOMEM;
-			}
+			if (dpd_proc_reserve(p, 0, 1))
+				goto nomem;
 			v = p->sites;
 			memset(&v[p->nsites++], 0, sizeof(*v));
 			v[at].entry = ap->tramp;
+			v[at].patch.site = ap->site;
+			if (chain_add(&chain, p, at))
+				goto nomem;
+			dp_u64map_get(&chain.at, ap->site, &head);
 		}
 		/* The agent knows which one the code holds. */
-		for (uint32_t k = 0; k < p->nsites; k++)
-			if (p->sites[k].patch.site == ap->site)
-				p->sites[k].installed = false;
+		for (uint32_t k = head; k; k = chain.prev[k - 1])
+			p->sites[k - 1].installed = false;
 		site = &p->sites[at];
 		site->patch = *ap;
 		site->installed = true;
@@ -178,11 +285,18 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 			snprintf(site->event, sizeof(site->event), "%s", first->event);
 		p->recovered = true;
 	}
+	dpd_claim_files_release(&files);
+	chain_free(&chain);
 	dp_maps_free(&maps);
 	if (s->npatches)
 		dpd_info("process %d: recovered %u patches and %u probes from its agent",
 			 (int)p->pid, s->npatches - nbad, s->nprobes);
 	return 0;
+nomem:
+	dpd_claim_files_release(&files);
+	chain_free(&chain);
+	dp_maps_free(&maps);
+	return -ENOMEM;
 }
 
 /*
@@ -351,8 +465,9 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 	 * less than it knows). */
 	p->minor = hello.hello.major == DP_APP_MAJOR && hello.hello.minor < hello.minor ?
 		   hello.hello.minor : hello.minor;
-	/* A forked child's agent has its parent's mode, a new image's none. */
-	p->follow_known = false;
+	/* A forked child's agent has its parent's mode, a new image's none:
+	 * unknown, unless it cannot have been told to follow. */
+	dpd_follow_hello(p, hello.hello.state.npatches);
 	if (adopt_state(p, &hello.hello.state))
 		dpd_err("process %d: out of memory recording its state", (int)p->pid);
 	dpd_fault("hello");
@@ -616,6 +731,10 @@ bool dpd_agent_readable(pid_t pid, int fd)
  */
 void dpd_agent_reconcile(struct dpd_proc *p)
 {
+	struct dpd_claim_files mem;
+
+	/* One /proc/PID/mem for all the reads. */
+	dpd_claim_files_init(&mem, p->pid);
 	for (uint32_t i = 0; i < p->nsites && p->fd >= 0; i++) {
 		struct dpd_site *s = &p->sites[i];
 		uint8_t cur[DP_APP_MAX_ORIG];
@@ -623,7 +742,7 @@ void dpd_agent_reconcile(struct dpd_proc *p)
 
 		/* A led's parts are looked at together (adopt_leds). */
 		if (!s->installed || s->led ||
-		    dp_proc_mem_read(p->pid, s->patch.site, cur, s->patch.len) ||
+		    dpd_claim_files_read(&mem, s->patch.site, cur, s->patch.len) ||
 		    memcmp(cur, s->patch.orig, s->patch.len))
 			continue;
 		dpd_info("process %d: the patch at 0x%" PRIx64 " its agent reports is not in "
@@ -631,6 +750,7 @@ void dpd_agent_reconcile(struct dpd_proc *p)
 		s->installed = false;
 		dpd_agent_note_removed(p, s->patch.site, &msg);
 	}
+	dpd_claim_files_release(&mem);
 }
 
 void dpd_procs_reap(void)

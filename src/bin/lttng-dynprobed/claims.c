@@ -76,20 +76,107 @@ static int open_mapped(pid_t pid, const struct dp_map *m)
 	return fd;
 }
 
+void dpd_claim_files_init(struct dpd_claim_files *f, pid_t pid)
+{
+	memset(f, 0, sizeof(*f));
+	f->pid = pid;
+	f->fd = -1;
+	f->mem = -1;
+}
+
+static void files_close(struct dpd_claim_files *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	f->fblock.len = 0;
+}
+
+void dpd_claim_files_release(struct dpd_claim_files *f)
+{
+	files_close(f);
+	if (f->mem >= 0)
+		close(f->mem);
+	f->mem = -1;
+	free(f->fblock.buf);
+	free(f->mblock.buf);
+	f->fblock = f->mblock = (struct dpd_claim_block){ 0 };
+}
+
+/* len bytes at off of fd, from b's block (read when off is not in it).  0,
+ * -errno, or -EIO for fewer bytes.  A block that cannot be read whole (a
+ * mapping's end, a hole of /proc/PID/mem) leaves the read to be direct. */
+static int block_read(int fd, struct dpd_claim_block *b, uint64_t off, void *out, size_t len)
+{
+	ssize_t n;
+
+	if (b->len && off >= b->at && off + len <= b->at + b->len) {
+		memcpy(out, b->buf + (off - b->at), len);
+		return 0;
+	}
+	if (!b->buf)
+		b->buf = malloc(DPD_CLAIM_BLOCK);
+	if (b->buf && len <= DPD_CLAIM_BLOCK) {
+		uint64_t at = off & ~(uint64_t)(DPD_CLAIM_BLOCK - 1);
+
+		n = pread(fd, b->buf, DPD_CLAIM_BLOCK, (off_t)at);
+		b->at = at;
+		b->len = n > 0 ? (size_t)n : 0;
+		if (b->len && off + len <= b->at + b->len) {
+			memcpy(out, b->buf + (off - b->at), len);
+			return 0;
+		}
+	}
+	n = pread(fd, out, len, (off_t)off);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+int dpd_claim_files_read(struct dpd_claim_files *f, uint64_t addr, void *buf, size_t len)
+{
+	char path[64];
+
+	if (f->mem < 0) {
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)f->pid);
+		f->mem = open(path, O_RDONLY | O_CLOEXEC);
+		if (f->mem < 0)
+			return -errno;
+	}
+	return block_read(f->mem, &f->mblock, addr, buf, len);
+}
+
+/* The file m maps, opened in f (the one open already when it is m's). */
+static int files_open(struct dpd_claim_files *f, const struct dp_map *m)
+{
+	if (f->fd >= 0 && f->start == m->start && f->end == m->end && f->inode == m->inode)
+		return f->fd;
+	files_close(f);
+	f->fd = open_mapped(f->pid, m);
+	if (f->fd < 0) {
+		int ret = f->fd;
+
+		f->fd = -1;
+		return ret;
+	}
+	f->start = m->start;
+	f->end = m->end;
+	f->inode = m->inode;
+	return f->fd;
+}
+
 /* Whether bytes, at addr in m, are the file's there.  0, or -errno with msg. */
-static int same_as_file(pid_t pid, const struct dp_map *m, uint64_t addr, const uint8_t *bytes,
-			size_t len, const char *what, struct dp_err *msg)
+static int same_as_file(struct dpd_claim_files *f, const struct dp_map *m, uint64_t addr,
+			const uint8_t *bytes, size_t len, const char *what, struct dp_err *msg)
 {
 	uint8_t file[DP_APP_MAX_ORIG];
-	int fd = open_mapped(pid, m);
-	ssize_t n;
+	int fd = files_open(f, m), ret;
 
 	if (fd < 0)
 		return dp_err_set(msg, fd, "the file mapped at its %s 0x%" PRIx64 " (%s) cannot "
 				  "be read: %s", what, addr, m->path, strerror(-fd));
-	n = pread(fd, file, len, (off_t)(m->offset + (addr - m->start)));
-	close(fd);
-	if (n != (ssize_t)len || memcmp(file, bytes, len))
+	ret = block_read(fd, &f->fblock, m->offset + (addr - m->start), file, len);
+	if (ret || memcmp(file, bytes, len))
 		return dp_err_set(msg, -EINVAL, "the original bytes it gives for its %s 0x%" PRIx64
 				  " are not those of %s there", what, addr, m->path);
 	return 0;
@@ -105,8 +192,8 @@ static int same_as_file(pid_t pid, const struct dp_map *m, uint64_t addr, const 
  * while the code holds the old; restoring either gives the same file
  * bytes.  0, or -EINVAL with msg.
  */
-static int holds_patch(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
-		       const uint8_t *cur, struct dp_err *msg)
+static int holds_patch(struct dpd_claim_files *f, const struct dp_maps *maps,
+		       const struct dp_app_patch *ap, const uint8_t *cur, struct dp_err *msg)
 {
 	uint64_t to = 0, hop;
 	uint8_t hb[5];
@@ -127,7 +214,7 @@ static int holds_patch(pid_t pid, const struct dp_maps *maps, const struct dp_ap
 		int32_t rel;
 
 		hop = ap->site + 2 + (int64_t)(int8_t)cur[1];
-		if (dp_proc_mem_read(pid, hop, hb, sizeof(hb)) || hb[0] != 0xe9)
+		if (dpd_claim_files_read(f, hop, hb, sizeof(hb)) || hb[0] != 0xe9)
 			return dp_err_set(msg, -EINVAL, "the code at 0x%" PRIx64 " jumps to a hop "
 					  "(0x%" PRIx64 ") that holds no jump", ap->site, hop);
 		memcpy(&rel, hb + 1, 4);
@@ -153,6 +240,18 @@ static int holds_patch(pid_t pid, const struct dp_maps *maps, const struct dp_ap
 int dpd_claim_check(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
 		    bool orig_known, struct dp_err *msg)
 {
+	struct dpd_claim_files f;
+	int ret;
+
+	dpd_claim_files_init(&f, pid);
+	ret = dpd_claim_check_files(&f, maps, ap, orig_known, msg);
+	dpd_claim_files_release(&f);
+	return ret;
+}
+
+int dpd_claim_check_files(struct dpd_claim_files *f, const struct dp_maps *maps,
+			  const struct dp_app_patch *ap, bool orig_known, struct dp_err *msg)
+{
 	uint8_t cur[DP_APP_MAX_ORIG];
 	const struct dp_map *m, *hm = NULL;
 	int ret;
@@ -170,19 +269,19 @@ int dpd_claim_check(pid_t pid, const struct dp_maps *maps, const struct dp_app_p
 			return msg->code;
 	}
 	if (!orig_known) {
-		ret = same_as_file(pid, m, ap->site, ap->orig, ap->len, "site", msg);
+		ret = same_as_file(f, m, ap->site, ap->orig, ap->len, "site", msg);
 		if (!ret && hm)
-			ret = same_as_file(pid, hm, ap->hop, ap->hop_orig, ap->hop_len, "hop", msg);
+			ret = same_as_file(f, hm, ap->hop, ap->hop_orig, ap->hop_len, "hop", msg);
 		if (ret)
 			return ret;
 	}
-	ret = dp_proc_mem_read(pid, ap->site, cur, ap->len);
+	ret = dpd_claim_files_read(f, ap->site, cur, ap->len);
 	if (ret)
 		return dp_err_set(msg, ret, "the code at 0x%" PRIx64 " cannot be read: %s",
 				  ap->site, strerror(-ret));
 	if (!memcmp(cur, ap->orig, ap->len))
 		return 0;
-	ret = holds_patch(pid, maps, ap, cur, msg);
+	ret = holds_patch(f, maps, ap, cur, msg);
 	return ret ? ret : 1;
 }
 
@@ -214,11 +313,11 @@ int dpd_image_id(pid_t pid, uint8_t id[DPD_IMAGE_ID_LEN])
 /* What write w holds: 0 its original bytes, 1 a patch of its kind (a
  * branch whose displacement alone changed; a jmp rel32 into executable
  * memory), or -EINVAL with msg. */
-static int write_state(pid_t pid, const struct dp_maps *maps, const struct dp_app_write *w,
-		       uint8_t disp_len, struct dp_err *msg)
+static int write_state(struct dpd_claim_files *f, const struct dp_maps *maps,
+		       const struct dp_app_write *w, uint8_t disp_len, struct dp_err *msg)
 {
 	uint8_t cur[DP_APP_MAX_WRITE_LEN];
-	int ret = dp_proc_mem_read(pid, w->addr, cur, w->len);
+	int ret = dpd_claim_files_read(f, w->addr, cur, w->len);
 	size_t keep;
 
 	if (ret)
@@ -246,8 +345,9 @@ static int write_state(pid_t pid, const struct dp_maps *maps, const struct dp_ap
 			  "bytes nor they with another displacement", w->addr);
 }
 
-int dpd_claim_check_led(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
-			const struct dpd_led *led, bool orig_known, struct dp_err *msg)
+static int check_led(struct dpd_claim_files *f, const struct dp_maps *maps,
+		     const struct dp_app_patch *ap, const struct dpd_led *led, bool orig_known,
+		     struct dp_err *msg)
 {
 	unsigned norig = 0, npatch = 0;
 	int ret;
@@ -264,11 +364,11 @@ int dpd_claim_check_led(pid_t pid, const struct dp_maps *maps, const struct dp_a
 		if (!m)
 			return msg->code;
 		if (!orig_known) {
-			ret = same_as_file(pid, m, ap->site, ap->orig, ap->len, "site", msg);
+			ret = same_as_file(f, m, ap->site, ap->orig, ap->len, "site", msg);
 			if (ret)
 				return ret;
 		}
-		ret = dp_proc_mem_read(pid, ap->site, cur, ap->len);
+		ret = dpd_claim_files_read(f, ap->site, cur, ap->len);
 		if (ret)
 			return dp_err_set(msg, ret, "the code at 0x%" PRIx64 " cannot be read: %s",
 					  ap->site, strerror(-ret));
@@ -276,7 +376,7 @@ int dpd_claim_check_led(pid_t pid, const struct dp_maps *maps, const struct dp_a
 			return dp_err_set(msg, -EINVAL, "the window of the redirect at 0x%" PRIx64
 					  " is not its original bytes", ap->site);
 	} else {
-		ret = dpd_claim_check(pid, maps, ap, orig_known, msg);
+		ret = dpd_claim_check_files(f, maps, ap, orig_known, msg);
 		if (ret < 0)
 			return ret;
 		norig += ret == 0;
@@ -284,26 +384,37 @@ int dpd_claim_check_led(pid_t pid, const struct dp_maps *maps, const struct dp_a
 	}
 	for (unsigned k = 0; led && k < led->nwrites; k++) {
 		const struct dp_app_write *w = &led->w[k];
+		const char *what = w->kind == DP_APP_WRITE_HOP ? "hop" : "branch";
 		const struct dp_map *m;
 
 		if (!w->len || w->len > DP_APP_MAX_WRITE_LEN)
 			return dp_err_set(msg, -EINVAL, "a write of %u bytes is not one a patch has",
 					  w->len);
-		m = code_map(maps, w->addr, w->len, w->kind == DP_APP_WRITE_HOP ? "hop" : "branch",
-			     msg);
+		m = code_map(maps, w->addr, w->len, what, msg);
 		if (!m)
 			return msg->code;
 		if (!orig_known) {
-			ret = same_as_file(pid, m, w->addr, w->orig, w->len,
-					   w->kind == DP_APP_WRITE_HOP ? "hop" : "branch", msg);
+			ret = same_as_file(f, m, w->addr, w->orig, w->len, what, msg);
 			if (ret)
 				return ret;
 		}
-		ret = write_state(pid, maps, w, led->disp_len[k], msg);
+		ret = write_state(f, maps, w, led->disp_len[k], msg);
 		if (ret < 0)
 			return ret;
 		norig += ret == 0;
 		npatch += ret == 1;
 	}
 	return !npatch ? 0 : !norig ? 1 : 2;
+}
+
+int dpd_claim_check_led(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
+			const struct dpd_led *led, bool orig_known, struct dp_err *msg)
+{
+	struct dpd_claim_files f;
+	int ret;
+
+	dpd_claim_files_init(&f, pid);
+	ret = check_led(&f, maps, ap, led, orig_known, msg);
+	dpd_claim_files_release(&f);
+	return ret;
 }

@@ -706,6 +706,7 @@ static void do_event_flags(const struct dpd_client *c, const struct dp_client_ev
 	add_names(r, ev);
 	if (ev->flags != f->flags) {
 		ev->flags = f->flags;
+		dpd_follow_flags_set(ev->flags);
 		dpd_state_save();
 		dpd_info("event %s of session %s: flags 0x%x", ev->names[0], ev->session,
 			 (unsigned)ev->flags);

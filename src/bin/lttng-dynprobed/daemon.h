@@ -518,6 +518,9 @@ struct dpd_proc {
 	size_t probes_cap;
 	struct dp_u64map probe_ix;	/* site -> index of the latest probe defined
 					   there (stage.c; recovered ones are not) */
+	struct dp_u64map id_ix;		/* id -> index + 1 (dpd_proc_probe) of the
+					   first id_done probes */
+	uint32_t id_done;
 	uint32_t nsites;
 	struct dpd_site *sites;
 	size_t sites_cap;
@@ -545,8 +548,12 @@ struct dpd_proc *dpd_proc_add(pid_t pid);
 void dpd_proc_forget(struct dpd_proc *p);
 /* Room for `probes` more probes and `sites` more sites in p: 0 or -ENOMEM. */
 int dpd_proc_reserve(struct dpd_proc *p, uint32_t probes, uint32_t sites);
-/* The probe of p with that id, or NULL. */
-const struct dpd_probe *dpd_proc_probe(const struct dpd_proc *p, uint32_t id);
+/* The probe of p with that id, or NULL (through id_ix, brought up to date
+ * with the probes appended since). */
+const struct dpd_probe *dpd_proc_probe(struct dpd_proc *p, uint32_t id);
+/* Probes were taken off the end of p->probes: id_ix is rebuilt at the next
+ * lookup. */
+void dpd_proc_probes_cut(struct dpd_proc *p);
 /* Whether ev is among the owners of s. */
 bool dpd_site_owned(const struct dpd_site *s, const struct dpd_event *ev);
 /* Takes ev out of the owners of s (its probes stay until s is rebuilt). */
@@ -634,6 +641,38 @@ int dpd_claim_check(pid_t pid, const struct dp_maps *maps, const struct dp_app_p
 int dpd_claim_check_led(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
 			const struct dpd_led *led, bool orig_known, struct dp_err *msg);
 
+/* A block of a file read once, for the reads that fall in it. */
+struct dpd_claim_block {
+	uint8_t *buf;			/* DPD_CLAIM_BLOCK bytes, NULL until used */
+	uint64_t at;			/* its offset in the file */
+	size_t len;			/* bytes read there (0: none) */
+};
+
+#define DPD_CLAIM_BLOCK (64u << 10)
+
+/*
+ * The reads of a series of checks in one process, during which nothing
+ * writes its code (a HELLO's, under the state lock): the file mapping read
+ * last kept open, it and /proc/PID/mem read by blocks of 64 KiB.  The
+ * checks of a HELLO reporting tens of thousands of patches read a few
+ * blocks, not two files for each.
+ */
+struct dpd_claim_files {
+	pid_t pid;
+	int fd;				/* -1: none open */
+	uint64_t start, end, inode;
+	int mem;			/* /proc/PID/mem, -1 until read */
+	struct dpd_claim_block fblock, mblock;
+};
+
+void dpd_claim_files_init(struct dpd_claim_files *f, pid_t pid);
+void dpd_claim_files_release(struct dpd_claim_files *f);
+/* dp_proc_mem_read through f's /proc/PID/mem, opened at the first read. */
+int dpd_claim_files_read(struct dpd_claim_files *f, uint64_t addr, void *buf, size_t len);
+/* dpd_claim_check in f's process, its file kept open in f. */
+int dpd_claim_check_files(struct dpd_claim_files *f, const struct dp_maps *maps,
+			  const struct dp_app_patch *ap, bool orig_known, struct dp_err *msg);
+
 /* The identity of the program pid runs now: AT_RANDOM's 16 bytes, drawn
  * afresh by every execve.  0 or -errno. */
 #define DPD_IMAGE_ID_LEN 16
@@ -676,6 +715,12 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 void dpd_follow_sync(void);
 /* The same for one process its caller holds (after a HELLO, before GO). */
 void dpd_follow_sync_held(struct dpd_proc *p);
+/* An event's flags were set (a request, the state file): follow mode may
+ * be asked from now on. */
+void dpd_follow_flags_set(uint32_t flags);
+/* A HELLO reporting npatches patches: what its agent's mode is, when it can
+ * be known without asking (p->follow_known). */
+void dpd_follow_hello(struct dpd_proc *p, uint32_t npatches);
 
 /* NOTE_INSTALLED and NOTE_REMOVED: 0 or -errno with a message. */
 int dpd_agent_note(struct dpd_proc *p, const struct dp_app_patch *ap, struct dp_err *msg);

@@ -22,6 +22,31 @@
 
 #include "daemon.h"
 
+/* Some event had FOLLOW_EXEC in this daemon's life: agents may have been
+ * told to follow. */
+static bool follow_used;
+
+void dpd_follow_flags_set(uint32_t flags)
+{
+	if (flags & DP_CLIENT_EVENT_FOLLOW_EXEC)
+		follow_used = true;
+}
+
+/*
+ * An agent follows for us only where an event with FOLLOW_EXEC had a site
+ * installed: in its process, or in the parent it was forked from (whose
+ * patches it then reports too).  An agent that reports no patch, in a
+ * daemon that never had such an event (the one before a restart had the
+ * same events: they come back from the state file, flags and all), does not
+ * follow for us: no FOLLOW to send it at GO (a round trip to every agent
+ * that starts, for nothing).
+ */
+void dpd_follow_hello(struct dpd_proc *p, uint32_t npatches)
+{
+	p->follow_known = !follow_used && !npatches;
+	p->follow = 0;
+}
+
 /* The flags p's agent should have: with the state lock. */
 static uint32_t wanted(const struct dpd_proc *p)
 {

@@ -187,6 +187,7 @@ static void defs_drop(struct dpd_proc *p, const struct defs *d, uint32_t keep)
 		dp_u64map_put(&p->probe_ix, pr->site, pr->prev);
 		free(pr->sig);
 	}
+	dpd_proc_probes_cut(p);
 }
 
 /* The probe of p at `site` recording `name` with these contexts, or -1. */

@@ -326,6 +326,7 @@ void dpd_proc_forget(struct dpd_proc *p)
 		free(p->probes[i].sig);
 	free(p->probes);
 	dp_u64map_free(&p->probe_ix);
+	dp_u64map_free(&p->id_ix);
 	free(p->sites);
 	free(p->leds);
 	free(p->code);
@@ -346,12 +347,43 @@ int dpd_proc_reserve(struct dpd_proc *p, uint32_t probes, uint32_t sites)
 	return ret;
 }
 
-const struct dpd_probe *dpd_proc_probe(const struct dpd_proc *p, uint32_t id)
+void dpd_proc_probes_cut(struct dpd_proc *p)
+{
+	dp_u64map_clear(&p->id_ix);
+	p->id_done = 0;
+}
+
+/* The first probe with that id, by walking them (ids are unique but for a
+ * forged HELLO; id 0, or memory that ran out). */
+static const struct dpd_probe *probe_walk(const struct dpd_proc *p, uint32_t id)
 {
 	for (uint32_t i = 0; i < p->nprobes; i++)
 		if (p->probes[i].id == id)
 			return &p->probes[i];
 	return NULL;
+}
+
+const struct dpd_probe *dpd_proc_probe(struct dpd_proc *p, uint32_t id)
+{
+	uint32_t v;
+
+	/* Probes are appended, or cut from the end (dpd_proc_probes_cut). */
+	if (p->id_done > p->nprobes)
+		dpd_proc_probes_cut(p);
+	for (; p->id_done < p->nprobes; p->id_done++) {
+		uint32_t key = p->probes[p->id_done].id;
+
+		if (!key || dp_u64map_get(&p->id_ix, key, &v))
+			continue;	/* the first of an id answers */
+		if (dp_u64map_put(&p->id_ix, key, p->id_done + 1)) {
+			dpd_proc_probes_cut(p);
+			return probe_walk(p, id);
+		}
+	}
+	if (!id)
+		return probe_walk(p, id);
+	return dp_u64map_get(&p->id_ix, id, &v) && v <= p->nprobes && p->probes[v - 1].id == id ?
+	       &p->probes[v - 1] : NULL;
 }
 
 bool dpd_site_owned(const struct dpd_site *s, const struct dpd_event *ev)
@@ -751,6 +783,7 @@ static struct dpd_event *parse_event(char **f, size_t n)
 		snprintf(ev->ctx[i], sizeof(ev->ctx[i]), "%s", f[at++]);
 	if (at < n && !strncmp(f[at], "flags=", 6))
 		ev->flags = (uint32_t)strtoul(f[at] + 6, NULL, 10) & DP_CLIENT_EVENT_FLAGS_ALL;
+	dpd_follow_flags_set(ev->flags);
 	return ev;
 bad:
 	dpd_event_free(ev);

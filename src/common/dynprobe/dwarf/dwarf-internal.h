@@ -45,9 +45,18 @@ struct dp_dwarf {
 	int inl_err;
 	struct dp_dwarf_icopy *copies;	/* by name */
 	size_t ncopies;
+
+	/* dwarf-index.c: scopes and variables by address and name */
+	struct dp_dwarf_index *index;
+	int index_err;
 };
 
 void dp_dwarf_lines_free(struct dp_dwarf *dw);
 void dp_dwarf_inlines_free(struct dp_dwarf *dw);
+void dp_dwarf_index_free(struct dp_dwarf *dw);
+
+/* The cache's entry whose handle is dbg, or NULL (a Dwarf opened
+ * elsewhere). */
+struct dp_dwarf *dp_dwarf_of_handle(Dwarf *dbg);
 
 #endif /* DP_DWARF_INTERNAL_H */

@@ -392,6 +392,7 @@ static void entry_free(struct dp_dwarf *dw)
 {
 	dp_dwarf_lines_free(dw);
 	dp_dwarf_inlines_free(dw);
+	dp_dwarf_index_free(dw);
 	if (dw->dbg)
 		dwarf_end(dw->dbg);
 	if (dw->alt_dbg)
@@ -405,6 +406,14 @@ static void entry_free(struct dp_dwarf *dw)
 	if (dw->alt_fd >= 0)
 		close(dw->alt_fd);
 	free(dw);
+}
+
+struct dp_dwarf *dp_dwarf_of_handle(Dwarf *dbg)
+{
+	for (struct dp_dwarf *dw = cache; dw && dbg; dw = dw->next)
+		if (dw->dbg == dbg)
+			return dw;
+	return NULL;
 }
 
 void dp_dwarf_cache_clear(void)

@@ -52,6 +52,28 @@ int vx_reg(unsigned dwreg);
 /* Appends an op to a part: 0 or -E2BIG. */
 int vx_push(struct vpart *p, uint8_t op, uint8_t arg, int64_t imm, struct dp_err *err);
 
+/* ---- the scope index (dwarf-index.c) ----
+ *
+ * Each answer is the first in DIE order, as walking the units would give
+ * it; for the cache's DWARF (dwarf.h) from tables built once per object
+ * and CU, for any other Dwarf by those walks.
+ */
+
+/* The CU of pc: .debug_aranges, else the first CU whose ranges hold it. */
+bool vi_cu_of(Dwarf *dbg, uint64_t pc, Dwarf_Die *cu);
+
+/* The outermost scope (subprogram, lexical block or inlined copy) among
+ * cu's children, through namespaces and modules, whose ranges hold pc. */
+bool vi_scope_of(Dwarf *dbg, Dwarf_Die *cu, uint64_t pc, Dwarf_Die *scope);
+
+/* cu's first variable (or parameter) child named name. */
+bool vi_cu_var(Dwarf *dbg, Dwarf_Die *cu, const char *name, Dwarf_Die *var);
+
+/* The defined (not a declaration, a location or a constant value)
+ * external variable named name of the first CU whose first variable of
+ * that name is one. */
+bool vi_global_var(Dwarf *dbg, const char *name, Dwarf_Die *var);
+
 /* ---- types (dwarf-types.c) ---- */
 
 /* The type a DIE has (DW_AT_type, through abstract origins): 0, or 1 for

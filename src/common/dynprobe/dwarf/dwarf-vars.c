@@ -49,30 +49,18 @@ static void descend(Dwarf_Die *parent, uint64_t pc, struct scopes *s)
 	} while (dwarf_siblingof(&c, &c) == 0);
 }
 
-/* The CU of pc: through .debug_aranges, else every CU's ranges (some
- * compilers write no aranges). */
-static bool cu_of(Dwarf *dbg, uint64_t pc, Dwarf_Die *cu)
-{
-	Dwarf_Off off = 0, next;
-	size_t hsize;
-
-	if (dwarf_addrdie(dbg, pc, cu))
-		return true;
-	while (dwarf_nextcu(dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		if (dwarf_offdie(dbg, off + hsize, cu) && dwarf_haspc(cu, pc) > 0)
-			return true;
-		off = next;
-	}
-	return false;
-}
-
 static int scopes_at(const struct dp_dwarf_at *at, struct scopes *s, struct dp_err *err)
 {
 	memset(s, 0, sizeof(*s));
-	if (!cu_of(at->dbg, at->pc, &s->cu))
+	if (!vi_cu_of(at->dbg, at->pc, &s->cu))
 		return dp_err_set(err, -ENOENT, "no DWARF describes the code at 0x%" PRIx64
 				  " (the object's debug information does not cover it)", at->pc);
-	descend(&s->cu, at->pc, s);
+	/* The function from the index (a walk of the CU's DIEs for each site
+	 * was quadratic over a pattern), its inner scopes by walking it. */
+	if (vi_scope_of(at->dbg, &s->cu, at->pc, &s->v[0])) {
+		s->n = 1;
+		descend(&s->v[0], at->pc, s);
+	}
 	return 0;
 }
 
@@ -121,22 +109,6 @@ static bool defines(Dwarf_Die *v)
 	       (dwarf_hasattr(v, DW_AT_location) || dwarf_hasattr_integrate(v, DW_AT_const_value));
 }
 
-/* A global named name defined in any CU. */
-static int global_named(Dwarf *dbg, const char *name, Dwarf_Die *var)
-{
-	Dwarf_Off off = 0, next;
-	size_t hsize;
-	Dwarf_Die cu;
-
-	while (dwarf_nextcu(dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		if (dwarf_offdie(dbg, off + hsize, &cu) && child_named(&cu, name, var) &&
-		    defines(var) && dwarf_hasattr_integrate(var, DW_AT_external))
-			return 1;
-		off = next;
-	}
-	return 0;
-}
-
 /* Appends the names of scope's variables to buf (each once). */
 static void scope_names(Dwarf_Die *scope, char *buf, size_t size, size_t *used)
 {
@@ -177,9 +149,9 @@ static int lookup(const struct dp_dwarf_at *at, struct scopes *s, const char *na
 		    dwarf_formref_die(&a, &origin) && child_named(&origin, name, var))
 			return 0;
 	}
-	if (child_named(&s->cu, name, var) && defines(var))
+	if (vi_cu_var(at->dbg, &s->cu, name, var) && defines(var))
 		return 0;
-	if (global_named(at->dbg, name, var))
+	if (vi_global_var(at->dbg, name, var))
 		return 0;
 	for (int i = s->n - 1; i >= 0; i--)
 		scope_names(&s->v[i], names, sizeof(names), &used);
