@@ -613,7 +613,8 @@ out:
  * regrouping, a patch in place of another at the same site when either
  * has a led (its record would be replaced before the code is).
  */
-static void check_leds(struct dpd_proc *p, struct dpd_work *ws, size_t n)
+static void check_leds(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_work *ws,
+		       size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct dpd_work *w = &ws[i];
@@ -630,8 +631,12 @@ static void check_leds(struct dpd_proc *p, struct dpd_work *ws, size_t n)
 			snprintf(text, sizeof(text), "its branches are led to the trampoline, and "
 				 "the agent of process %d (protocol 1.%u) cannot record them: "
 				 "use an agent of this version", (int)p->pid, p->minor);
-		for (uint32_t k = 0; !text[0] && w->regroup && k < p->nsites; k++) {
-			const struct dpd_site *s = &p->sites[k];
+		size_t from = 0, to = 0;
+
+		if (w->regroup)
+			dpd_site_ix_range(p, ix, w->rec.patch.site, w->rec.patch.site, &from, &to);
+		for (size_t k = from; !text[0] && k < to; k++) {
+			const struct dpd_site *s = &p->sites[ix->idx[k]];
 
 			if (s->installed && s->patch.site == w->rec.patch.site &&
 			    (led || dpd_site_led(p, s)))
@@ -1188,15 +1193,16 @@ int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *
 
 	clock_gettime(CLOCK_MONOTONIC, &t[0]);
 
-	check_leds(p, ws, n);
-	ret = check_works(p, ws, n);
+	ret = dpd_site_ix_build(p, &ix) ? dp_err_set(msg, -ENOMEM, "out of memory") : 0;
+	if (!ret)
+		check_leds(p, &ix, ws, n);
+	if (!ret)
+		ret = check_works(p, ws, n);
 	clock_gettime(CLOCK_MONOTONIC, &t[1]);
 	for (size_t i = 0; i < n && !ret; i++)
 		if (!ws[i].fail)
 			ret = owner_probes(p, &d, &ws[i], msg);
 	clock_gettime(CLOCK_MONOTONIC, &t[2]);
-	if (!ret && dpd_site_ix_build(p, &ix))
-		ret = dp_err_set(msg, -ENOMEM, "out of memory");
 	/* Code memory first: an agent that cannot map any fails the request
 	 * before it defines probes for nothing (a process short of memory
 	 * may not even answer once they are defined).  Asked only when a
