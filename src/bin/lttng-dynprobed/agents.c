@@ -209,11 +209,12 @@ static void chain_free(struct site_chain *c)
 /* What HELLO says is installed, merged into our record of the process. */
 static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 {
-	struct dpd_claim_files files = { .fd = -1 };
+	struct dpd_claim_files files;
 	struct site_chain chain = { 0 };
 	struct dp_maps maps = { 0 };
 	uint32_t nbad = 0;
 
+	dpd_claim_files_init(&files, p->pid, true);
 	if (dpd_proc_reserve(p, s->nprobes, 0))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < s->nprobes; i++) {
@@ -241,7 +242,6 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 	for (uint32_t k = 0; k < p->nsites && s->npatches; k++)
 		if (chain_add(&chain, p, k))
 			goto nomem;
-	dpd_claim_files_init(&files, p->pid);
 	for (uint32_t i = 0; i < s->npatches; i++) {
 		const struct dp_app_patch *ap = &s->patches[i];
 		const struct dpd_probe *first = dpd_proc_probe(p, ap->probes[0]);
@@ -732,9 +732,12 @@ bool dpd_agent_readable(pid_t pid, int fd)
 void dpd_agent_reconcile(struct dpd_proc *p)
 {
 	struct dpd_claim_files mem;
+	struct dp_maps maps;
 
-	/* One /proc/PID/mem for all the reads. */
-	dpd_claim_files_init(&mem, p->pid);
+	/* One /proc/PID/mem for all the reads, by blocks of each mapping. */
+	dpd_claim_files_init(&mem, p->pid, true);
+	if (!dp_maps_read(p->pid, &maps))
+		mem.maps = &maps;
 	for (uint32_t i = 0; i < p->nsites && p->fd >= 0; i++) {
 		struct dpd_site *s = &p->sites[i];
 		uint8_t cur[DP_APP_MAX_ORIG];
@@ -751,6 +754,8 @@ void dpd_agent_reconcile(struct dpd_proc *p)
 		dpd_agent_note_removed(p, s->patch.site, &msg);
 	}
 	dpd_claim_files_release(&mem);
+	if (mem.maps)
+		dp_maps_free(&maps);
 }
 
 void dpd_procs_reap(void)

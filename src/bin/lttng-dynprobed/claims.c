@@ -76,9 +76,10 @@ static int open_mapped(pid_t pid, const struct dp_map *m)
 	return fd;
 }
 
-void dpd_claim_files_init(struct dpd_claim_files *f, pid_t pid)
+void dpd_claim_files_init(struct dpd_claim_files *f, pid_t pid, bool blocks)
 {
 	memset(f, 0, sizeof(*f));
+	f->blocks = blocks;
 	f->pid = pid;
 	f->fd = -1;
 	f->mem = -1;
@@ -103,10 +104,12 @@ void dpd_claim_files_release(struct dpd_claim_files *f)
 	f->fblock = f->mblock = (struct dpd_claim_block){ 0 };
 }
 
-/* len bytes at off of fd, from b's block (read when off is not in it).  0,
- * -errno, or -EIO for fewer bytes.  A block that cannot be read whole (a
- * mapping's end, a hole of /proc/PID/mem) leaves the read to be direct. */
-static int block_read(int fd, struct dpd_claim_block *b, uint64_t off, void *out, size_t len)
+/* len bytes at off of fd, from b's block (read when off is not in it), a
+ * block never reaching out of [lo, hi).  0, -errno, or -EIO for fewer
+ * bytes.  A block that cannot be read whole (a file's end, a hole of
+ * /proc/PID/mem) leaves the read to be direct. */
+static int block_read(int fd, struct dpd_claim_block *b, uint64_t lo, uint64_t hi, uint64_t off,
+		      void *out, size_t len)
 {
 	ssize_t n;
 
@@ -116,10 +119,13 @@ static int block_read(int fd, struct dpd_claim_block *b, uint64_t off, void *out
 	}
 	if (!b->buf)
 		b->buf = malloc(DPD_CLAIM_BLOCK);
-	if (b->buf && len <= DPD_CLAIM_BLOCK) {
+	if (b->buf && len <= DPD_CLAIM_BLOCK && lo <= off && off + len <= hi) {
 		uint64_t at = off & ~(uint64_t)(DPD_CLAIM_BLOCK - 1);
+		uint64_t end = at + DPD_CLAIM_BLOCK < hi ? at + DPD_CLAIM_BLOCK : hi;
 
-		n = pread(fd, b->buf, DPD_CLAIM_BLOCK, (off_t)at);
+		if (at < lo)
+			at = lo;
+		n = pread(fd, b->buf, end - at, (off_t)at);
 		b->at = at;
 		b->len = n > 0 ? (size_t)n : 0;
 		if (b->len && off + len <= b->at + b->len) {
@@ -135,6 +141,9 @@ static int block_read(int fd, struct dpd_claim_block *b, uint64_t off, void *out
 
 int dpd_claim_files_read(struct dpd_claim_files *f, uint64_t addr, void *buf, size_t len)
 {
+	/* Blocks only within the mapping read: the bytes of another (a
+	 * device's, whose reads may do something) are never touched. */
+	const struct dp_map *m = f->blocks && f->maps ? dp_maps_find(f->maps, addr) : NULL;
 	char path[64];
 
 	if (f->mem < 0) {
@@ -143,7 +152,7 @@ int dpd_claim_files_read(struct dpd_claim_files *f, uint64_t addr, void *buf, si
 		if (f->mem < 0)
 			return -errno;
 	}
-	return block_read(f->mem, &f->mblock, addr, buf, len);
+	return block_read(f->mem, &f->mblock, m ? m->start : 0, m ? m->end : 0, addr, buf, len);
 }
 
 /* The file m maps, opened in f (the one open already when it is m's). */
@@ -175,7 +184,8 @@ static int same_as_file(struct dpd_claim_files *f, const struct dp_map *m, uint6
 	if (fd < 0)
 		return dp_err_set(msg, fd, "the file mapped at its %s 0x%" PRIx64 " (%s) cannot "
 				  "be read: %s", what, addr, m->path, strerror(-fd));
-	ret = block_read(fd, &f->fblock, m->offset + (addr - m->start), file, len);
+	ret = block_read(fd, &f->fblock, 0, f->blocks ? UINT64_MAX : 0, m->offset + (addr - m->start),
+			 file, len);
 	if (ret || memcmp(file, bytes, len))
 		return dp_err_set(msg, -EINVAL, "the original bytes it gives for its %s 0x%" PRIx64
 				  " are not those of %s there", what, addr, m->path);
@@ -243,7 +253,7 @@ int dpd_claim_check(pid_t pid, const struct dp_maps *maps, const struct dp_app_p
 	struct dpd_claim_files f;
 	int ret;
 
-	dpd_claim_files_init(&f, pid);
+	dpd_claim_files_init(&f, pid, false);
 	ret = dpd_claim_check_files(&f, maps, ap, orig_known, msg);
 	dpd_claim_files_release(&f);
 	return ret;
@@ -256,6 +266,8 @@ int dpd_claim_check_files(struct dpd_claim_files *f, const struct dp_maps *maps,
 	const struct dp_map *m, *hm = NULL;
 	int ret;
 
+	if (f->blocks)
+		f->maps = maps;
 	if (!ap->len || ap->len > DP_APP_MAX_ORIG || ap->hop_len > DP_APP_HOP_LEN ||
 	    (ap->method != DP_APP_METHOD_JUMP && ap->method != DP_APP_METHOD_INT3))
 		return dp_err_set(msg, -EINVAL, "its window (%u bytes, method %u) is not one a "

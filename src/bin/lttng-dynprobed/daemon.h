@@ -663,11 +663,17 @@ struct dpd_claim_files {
 	uint64_t start, end, inode;
 	int mem;			/* /proc/PID/mem, -1 until read */
 	struct dpd_claim_block fblock, mblock;
+	bool blocks;			/* read by blocks (a series of checks;
+					   one check reads only its bytes) */
+	const struct dp_maps *maps;	/* the process's, to keep the blocks of
+					   /proc/PID/mem within one mapping (NULL:
+					   no blocks there) */
 };
 
-void dpd_claim_files_init(struct dpd_claim_files *f, pid_t pid);
+void dpd_claim_files_init(struct dpd_claim_files *f, pid_t pid, bool blocks);
 void dpd_claim_files_release(struct dpd_claim_files *f);
-/* dp_proc_mem_read through f's /proc/PID/mem, opened at the first read. */
+/* dp_proc_mem_read through f's /proc/PID/mem, opened at the first read (by
+ * blocks when f->maps is set). */
 int dpd_claim_files_read(struct dpd_claim_files *f, uint64_t addr, void *buf, size_t len);
 /* dpd_claim_check in f's process, its file kept open in f. */
 int dpd_claim_check_files(struct dpd_claim_files *f, const struct dp_maps *maps,
