@@ -425,7 +425,7 @@ int dpd_claim_check_led(pid_t pid, const struct dp_maps *maps, const struct dp_a
 	struct dpd_claim_files f;
 	int ret;
 
-	dpd_claim_files_init(&f, pid);
+	dpd_claim_files_init(&f, pid, false);
 	ret = check_led(&f, maps, ap, led, orig_known, msg);
 	dpd_claim_files_release(&f);
 	return ret;
