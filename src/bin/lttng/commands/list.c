@@ -2,8 +2,9 @@
  * lttng list, extended:
  *   list -u --path PATH --sites FUNCTION   every instruction of FUNCTION with
  *       its offset, bytes, mnemonic and how a probe there would be installed
- *       (jump, int3 and why, or refused and why).  No session, no daemon: the
- *       analysis and the planner of libdynprobe run here, on the file.
+ *       (jump, a led window or a redirect and how, int3 and why, or refused
+ *       and why), planned as lttng-dynprobed plans.  No session, no daemon:
+ *       the analysis and the planner of libdynprobe run here, on the file.
  *   list -u --path PATH --functions [PATTERN]   the functions of PATH (all,
  *       or those PATTERN or a C++/Rust name matches) by the names their
  *       authors wrote, demangled, with their addresses and sizes; with -v,
