@@ -105,7 +105,7 @@ static int plan_ix_build(const struct dpd_event *ev, struct plan_ix *ix)
 /* What dpd_event_window answers: the first plan entry (in plan order) whose
  * window at bias is ap's. */
 static const struct dp_patch *plan_ix_window(const struct plan_ix *ix, uint64_t bias,
-					     const struct dp_app_patch *ap)
+					     const struct dp_app_patch *ap, const struct dpd_led *led)
 {
 	const struct dp_patch *plan = ix->ev->plan;
 	uint64_t addr = ap->site - bias;
@@ -121,9 +121,11 @@ static const struct dp_patch *plan_ix_window(const struct plan_ix *ix, uint64_t 
 	}
 	for (; lo < ix->n && plan[ix->idx[lo]].win.addr == addr; lo++) {
 		struct dp_app_patch w;
+		struct dpd_led wl;
 
 		dpd_patch_window(&plan[ix->idx[lo]], bias, &w);
-		if (dpd_same_window(&w, ap))
+		dpd_patch_led(&plan[ix->idx[lo]], ix->ev->obj->obj, bias, &wl);
+		if (dpd_same_window(&w, &wl, ap, led))
 			return &plan[ix->idx[lo]];
 	}
 	return NULL;
@@ -139,9 +141,14 @@ static void claim_sites(struct dpd_proc *p)
 {
 	uint32_t *idx = calloc(p->nsites ? p->nsites : 1, sizeof(*idx)), n = 0;
 
-	for (uint32_t i = 0; idx && i < p->nsites; i++)
-		if (p->sites[i].installed && !p->sites[i].nowners)
+	/* A led written in part (a daemon killed between its writes) is
+	 * no event's: it is restored (install.c). */
+	for (uint32_t i = 0; idx && i < p->nsites; i++) {
+		const struct dpd_led *led = dpd_site_led(p, &p->sites[i]);
+
+		if (p->sites[i].installed && !p->sites[i].nowners && !(led && led->partial))
 			idx[n++] = i;
+	}
 	for (struct dpd_event *ev = n ? dpd_events : NULL; ev; ev = ev->next) {
 		/* By pid: its processes and their descendants (a forked
 		 * child reports the patches it inherited). */
@@ -165,7 +172,7 @@ static void claim_sites(struct dpd_proc *p)
 				break;
 			}
 			biased = true;
-			pl = plan_ix_window(&pix, bias, &s->patch);
+			pl = plan_ix_window(&pix, bias, &s->patch, dpd_site_led(p, s));
 			if (pl)
 				s->owners[s->nowners++] = (struct dpd_owner){ ev, pl, bias };
 		}
@@ -281,7 +288,6 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 	dpd_claim_files_release(&files);
 	chain_free(&chain);
 	dp_maps_free(&maps);
-	claim_sites(p);
 	if (s->npatches)
 		dpd_info("process %d: recovered %u patches and %u probes from its agent",
 			 (int)p->pid, s->npatches - nbad, s->nprobes);
@@ -291,6 +297,89 @@ nomem:
 	chain_free(&chain);
 	dp_maps_free(&maps);
 	return -ENOMEM;
+}
+
+/*
+ * The leds an agent of minor 4 records (LIST_WRITES), after its HELLO:
+ * each one's patch and writes checked against the code (claims.c), joined
+ * to the record of its jump (HELLO's), or a record of its own (a
+ * redirect).  One whose every byte is original is forgotten (and the
+ * agent told); one written in part stays, for no event to claim.
+ */
+static void adopt_leds(struct dpd_proc *p)
+{
+	struct dp_app_msg req = { .type = DP_APP_LIST_WRITES }, rep;
+	struct dp_maps maps = { 0 };
+	struct dp_err msg = DP_ERR_INIT;
+	uint32_t nled = 0;
+
+	uint8_t image[DPD_IMAGE_ID_LEN];
+
+	if (p->minor < DP_APP_MINOR_WRITES || p->fd < 0)
+		return;
+	/* Another program since HELLO: nothing of the old one is there to
+	 * ask about (the next write says so, and writes nothing). */
+	if (p->image_known && !dpd_image_id(p->pid, image) && memcmp(image, p->image, sizeof(image)))
+		return;
+	if (dpd_agent_call(p, &req, &rep, &msg)) {
+		dpd_err("process %d: its agent's leds cannot be read: %s", (int)p->pid, msg.msg);
+		dp_app_msg_release(&rep);
+		return;
+	}
+	if (rep.leds.nleds && dp_maps_read(p->pid, &maps))
+		maps = (struct dp_maps){ 0 };
+	for (uint32_t i = 0; i < rep.leds.nleds; i++) {
+		const struct dp_app_led *l = &rep.leds.leds[i];
+		const struct dpd_probe *first = dpd_proc_probe(p, l->patch.probes[0]);
+		struct dpd_led led = { .nwrites = (uint8_t)l->nwrites };
+		struct dpd_site *site = NULL;
+		struct dp_err why = DP_ERR_INIT;
+		int st;
+
+		led.want = led.nwrites;
+		led.recovered = true;
+		memcpy(led.w, l->writes, l->nwrites * sizeof(l->writes[0]));
+		st = dpd_claim_check_led(p->pid, &maps, &l->patch, &led, false, &why);
+		if (st < 0) {
+			dpd_err("process %d: its agent reports led writes at 0x%" PRIx64 " that "
+				"cannot be: %s; ignored, nothing is written there", (int)p->pid,
+				l->patch.site, why.msg);
+			continue;
+		}
+		led.partial = st == 2;
+		for (uint32_t k = 0; k < p->nsites; k++)
+			if (p->sites[k].patch.site == l->patch.site &&
+			    p->sites[k].patch.tramp == l->patch.tramp &&
+			    p->sites[k].patch.method == l->patch.method)
+				site = &p->sites[k];
+		if (!site) {
+			if (dpd_proc_reserve(p, 0, 1))
+				break;
+			for (uint32_t k = 0; k < p->nsites; k++)
+				if (p->sites[k].patch.site == l->patch.site)
+					p->sites[k].installed = false;
+			site = &p->sites[p->nsites++];
+			memset(site, 0, sizeof(*site));
+			site->entry = l->patch.tramp;
+			site->patch = l->patch;
+			if (first)
+				snprintf(site->event, sizeof(site->event), "%s", first->event);
+		}
+		site->installed = st != 0;
+		if (dpd_site_set_led(p, site, &led))
+			break;
+		nled++;
+		p->recovered = true;
+		if (!st) {
+			dpd_info("process %d: the led at 0x%" PRIx64 " its agent reports is not in "
+				 "its code: forgotten", (int)p->pid, l->patch.site);
+			dpd_agent_note_removed(p, l->patch.site, &msg);
+		}
+	}
+	dp_maps_free(&maps);
+	dp_app_msg_release(&rep);
+	if (nled)
+		dpd_info("process %d: recovered %u leds from its agent", (int)p->pid, nled);
 }
 
 static void refuse(int fd, uint8_t major, uint8_t minor)
@@ -399,6 +488,8 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 		return false;
 	}
 	dpd_watch_set(pid, fd, uid);
+	adopt_leds(p);
+	claim_sites(p);
 	p->go_pending = true;
 	dpd_info("agent of process %d connected (uid %u, protocol %u.%u)", (int)p->pid,
 		 (unsigned)p->uid, DP_APP_MAJOR, p->minor);
@@ -652,7 +743,9 @@ void dpd_agent_reconcile(struct dpd_proc *p)
 		uint8_t cur[DP_APP_MAX_ORIG];
 		struct dp_err msg;
 
-		if (!s->installed || dpd_claim_files_read(&mem, s->patch.site, cur, s->patch.len) ||
+		/* A led's parts are looked at together (adopt_leds). */
+		if (!s->installed || s->led ||
+		    dpd_claim_files_read(&mem, s->patch.site, cur, s->patch.len) ||
 		    memcmp(cur, s->patch.orig, s->patch.len))
 			continue;
 		dpd_info("process %d: the patch at 0x%" PRIx64 " its agent reports is not in "

@@ -321,3 +321,112 @@ int dpd_image_id(pid_t pid, uint8_t id[DPD_IMAGE_ID_LEN])
 	}
 	return ret;
 }
+
+/* What write w holds: 0 its original bytes, 1 a patch of its kind (a
+ * branch whose displacement alone changed; a jmp rel32 into executable
+ * memory), or -EINVAL with msg. */
+static int write_state(struct dpd_claim_files *f, const struct dp_maps *maps,
+		       const struct dp_app_write *w, uint8_t disp_len, struct dp_err *msg)
+{
+	uint8_t cur[DP_APP_MAX_WRITE_LEN];
+	int ret = dpd_claim_files_read(f, w->addr, cur, w->len);
+	size_t keep;
+
+	if (ret)
+		return dp_err_set(msg, ret, "the code at 0x%" PRIx64 " cannot be read: %s",
+				  w->addr, strerror(-ret));
+	if (!memcmp(cur, w->orig, w->len))
+		return 0;
+	if (w->kind == DP_APP_WRITE_HOP) {
+		int32_t rel;
+		const struct dp_map *m;
+
+		memcpy(&rel, cur + 1, 4);
+		m = dp_maps_find(maps, w->addr + 5 + (int64_t)rel);
+		if (cur[0] == 0xe9 && m && (m->prot & PROT_EXEC))
+			return 1;
+		return dp_err_set(msg, -EINVAL, "the hop at 0x%" PRIx64 " is neither a jump into "
+				  "executable memory nor its original bytes", w->addr);
+	}
+	if (!disp_len)
+		disp_len = w->len >= 5 ? 4 : 1;
+	keep = w->len > disp_len ? w->len - disp_len : 0;
+	if (keep && !memcmp(cur, w->orig, keep))
+		return 1;
+	return dp_err_set(msg, -EINVAL, "the branch at 0x%" PRIx64 " is neither its original "
+			  "bytes nor they with another displacement", w->addr);
+}
+
+static int check_led(struct dpd_claim_files *f, const struct dp_maps *maps,
+		     const struct dp_app_patch *ap, const struct dpd_led *led, bool orig_known,
+		     struct dp_err *msg)
+{
+	unsigned norig = 0, npatch = 0;
+	int ret;
+
+	if (ap->method == DP_APP_METHOD_REDIRECT) {
+		uint8_t cur[DP_APP_MAX_ORIG];
+		const struct dp_map *m;
+
+		/* Never written: its bytes must be the file's, and be there. */
+		if (!ap->len || ap->len > DP_APP_MAX_ORIG || ap->hop_len)
+			return dp_err_set(msg, -EINVAL, "its window (%u bytes) is not one a "
+					  "redirect has", ap->len);
+		m = code_map(maps, ap->site, ap->len, "site", msg);
+		if (!m)
+			return msg->code;
+		if (!orig_known) {
+			ret = same_as_file(f, m, ap->site, ap->orig, ap->len, "site", msg);
+			if (ret)
+				return ret;
+		}
+		ret = dpd_claim_files_read(f, ap->site, cur, ap->len);
+		if (ret)
+			return dp_err_set(msg, ret, "the code at 0x%" PRIx64 " cannot be read: %s",
+					  ap->site, strerror(-ret));
+		if (memcmp(cur, ap->orig, ap->len))
+			return dp_err_set(msg, -EINVAL, "the window of the redirect at 0x%" PRIx64
+					  " is not its original bytes", ap->site);
+	} else {
+		ret = dpd_claim_check_files(f, maps, ap, orig_known, msg);
+		if (ret < 0)
+			return ret;
+		norig += ret == 0;
+		npatch += ret == 1;
+	}
+	for (unsigned k = 0; led && k < led->nwrites; k++) {
+		const struct dp_app_write *w = &led->w[k];
+		const char *what = w->kind == DP_APP_WRITE_HOP ? "hop" : "branch";
+		const struct dp_map *m;
+
+		if (!w->len || w->len > DP_APP_MAX_WRITE_LEN)
+			return dp_err_set(msg, -EINVAL, "a write of %u bytes is not one a patch has",
+					  w->len);
+		m = code_map(maps, w->addr, w->len, what, msg);
+		if (!m)
+			return msg->code;
+		if (!orig_known) {
+			ret = same_as_file(f, m, w->addr, w->orig, w->len, what, msg);
+			if (ret)
+				return ret;
+		}
+		ret = write_state(f, maps, w, led->disp_len[k], msg);
+		if (ret < 0)
+			return ret;
+		norig += ret == 0;
+		npatch += ret == 1;
+	}
+	return !npatch ? 0 : !norig ? 1 : 2;
+}
+
+int dpd_claim_check_led(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
+			const struct dpd_led *led, bool orig_known, struct dp_err *msg)
+{
+	struct dpd_claim_files f;
+	int ret;
+
+	dpd_claim_files_init(&f, pid, false);
+	ret = check_led(&f, maps, ap, led, orig_known, msg);
+	dpd_claim_files_release(&f);
+	return ret;
+}

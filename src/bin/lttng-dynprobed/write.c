@@ -79,25 +79,39 @@ static bool pc_within(const uint64_t *pcs, size_t n, uint64_t start, uint64_t en
  * original code, its event being out from now on.  Only threads whose PC
  * in pcs (held_pcs) lies there are looked at.
  */
+/* A thread at a hop that goes (it has taken a rel8 already) goes on to
+ * where the hop leads, as it holds it (else to `entry`). */
+static void hop_moves(struct dp_proc *proc, const uint64_t *pcs, size_t npcs, uint64_t hop,
+		      uint64_t entry)
+{
+	uint8_t cur[DP_APP_HOP_LEN];
+
+	if (!pc_within(pcs, npcs, hop, hop + 1))
+		return;
+	if (!dp_proc_read(proc, hop, cur, sizeof(cur)) && cur[0] == 0xe9) {
+		int32_t rel;
+
+		memcpy(&rel, cur + 1, 4);
+		entry = hop + 5 + (int64_t)rel;
+	}
+	struct dp_pc_move mv = { hop, entry };
+
+	dp_proc_move_pcs(proc, hop, hop + 1, &mv, 1, NULL);
+}
+
 static void restore_moves(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
-			  const struct dpd_site *s)
+			  const struct dpd_site *s, const struct dpd_led *led)
 {
 	const struct dp_app_patch *ap = &s->patch;
-	uint8_t cur[DP_APP_HOP_LEN];
-	uint64_t entry = s->entry;
 
-	if (ap->hop_len && pc_within(pcs, npcs, ap->hop, ap->hop + 1)) {
-		if (!dp_proc_read(proc, ap->hop, cur, sizeof(cur)) && cur[0] == 0xe9) {
-			int32_t rel;
-
-			memcpy(&rel, cur + 1, 4);
-			entry = ap->hop + 5 + (int64_t)rel;
-		}
-		struct dp_pc_move mv = { ap->hop, entry };
-
-		dp_proc_move_pcs(proc, ap->hop, ap->hop + 1, &mv, 1, NULL);
-	}
-	for (uint8_t i = 0; i < s->ninsns && ap->method == DP_APP_METHOD_JUMP; i++) {
+	if (ap->hop_len)
+		hop_moves(proc, pcs, npcs, ap->hop, s->entry);
+	for (unsigned k = 0; led && k < led->nwrites; k++)
+		if (led->w[k].kind == DP_APP_WRITE_HOP)
+			hop_moves(proc, pcs, npcs, led->w[k].addr, s->entry);
+	/* A redirect's window holds its code: a thread about to run a hook
+	 * goes there as for a jump. */
+	for (uint8_t i = 0; i < s->ninsns && ap->method != DP_APP_METHOD_INT3; i++) {
 		struct dp_pc_move mv = { s->insn_at[i], ap->site + s->off[i] };
 
 		if (pc_within(pcs, npcs, s->insn_at[i], s->insn_at[i] + 1))
@@ -132,14 +146,33 @@ static int put_moves(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
 /* The longest run: one read and one write of at most this much. */
 #define RUN_MAX (1u << 20)
 
+/*
+ * The order of a batch's writes (a daemon killed between two leaves the
+ * code runnable): restored windows, then the leds' restored branches,
+ * then their hops; new leds' hops, then their branches, then the new
+ * windows.  A branch never leads where nothing is yet, nor into a window
+ * not yet left.  A batch with no led writes all in one phase.
+ */
+enum phase {
+	PH_GONE = 0,		/* restored windows and their own hops */
+	PH_GONE_BRANCH,		/* restored branches of leds */
+	PH_GONE_HOP,		/* restored hops of leds */
+	PH_NEW_HOP,		/* new hops of leds */
+	PH_NEW_BRANCH,		/* new branches of leds */
+	PH_NEW,			/* new windows and their own hops */
+};
+
 /* Bytes to write at addr: a restored site's or hop's (gone[owner]), or a
  * work's (ws[owner]). */
 struct piece {
 	uint64_t addr;
 	uint32_t owner;
 	uint8_t len;
+	uint8_t phase;			/* enum phase */
+	uint8_t wi;			/* a led's write: its index + 1; else 0 */
 	bool work;
-	bool hop;		/* a restored site's hop (gone_holding tells them) */
+	bool hop;			/* a restored site's own hop (gone_holding
+					   tells them) */
 	uint8_t bytes[DP_WINDOW_MAX_LEN > DP_APP_MAX_ORIG ? DP_WINDOW_MAX_LEN : DP_APP_MAX_ORIG];
 };
 
@@ -148,8 +181,8 @@ struct pieces {
 	size_t n;
 };
 
-static void piece_add(struct pieces *ps, uint64_t addr, const uint8_t *bytes, size_t len,
-		      uint32_t owner, bool work)
+static void piece_add_in(struct pieces *ps, uint64_t addr, const uint8_t *bytes, size_t len,
+			 uint32_t owner, bool work, enum phase phase)
 {
 	struct piece *pc = &ps->v[ps->n++];
 
@@ -157,14 +190,49 @@ static void piece_add(struct pieces *ps, uint64_t addr, const uint8_t *bytes, si
 	pc->owner = owner;
 	pc->len = (uint8_t)len;
 	pc->work = work;
+	pc->phase = (uint8_t)phase;
+	pc->wi = 0;
 	pc->hop = false;
 	memcpy(pc->bytes, bytes, len);
+}
+
+static void piece_add(struct pieces *ps, uint64_t addr, const uint8_t *bytes, size_t len,
+		      uint32_t owner, bool work)
+{
+	piece_add_in(ps, addr, bytes, len, owner, work, work ? PH_NEW : PH_GONE);
+}
+
+/* The pieces of a led's writes: its original bytes, or the new ones. */
+static void led_pieces(struct pieces *ps, const struct dpd_led *led, uint32_t owner, bool work)
+{
+	for (unsigned k = 0; led && k < led->nwrites; k++) {
+		bool hop = led->w[k].kind == DP_APP_WRITE_HOP;
+
+		piece_add_in(ps, led->w[k].addr, work ? led->now[k] : led->w[k].orig, led->w[k].len,
+			     owner, work,
+			     work ? (hop ? PH_NEW_HOP : PH_NEW_BRANCH) :
+				    (hop ? PH_GONE_HOP : PH_GONE_BRANCH));
+		ps->v[ps->n - 1].wi = (uint8_t)(k + 1);
+	}
+}
+
+/* With no led piece, one phase for all: the runs as before leds. */
+static void phases_settle(struct pieces *ps)
+{
+	bool leds = false;
+
+	for (size_t i = 0; i < ps->n && !leds; i++)
+		leds = ps->v[i].phase != PH_GONE && ps->v[i].phase != PH_NEW;
+	for (size_t i = 0; i < ps->n && !leds; i++)
+		ps->v[i].phase = PH_GONE;
 }
 
 static int piece_cmp(const void *a, const void *b)
 {
 	const struct piece *x = a, *y = b;
 
+	if (x->phase != y->phase)
+		return (int)x->phase - (int)y->phase;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	return (int)x->work - (int)y->work;
@@ -203,6 +271,8 @@ static size_t run_end(const struct pieces *ps, size_t i, uint64_t *end)
 		const struct piece *pc = &ps->v[j];
 		uint64_t pend = pc->addr + pc->len > *end ? pc->addr + pc->len : *end;
 
+		if (pc->phase != ps->v[i].phase)
+			break;
 		if (pc->addr >= *end &&
 		    (pc->addr / PAGE > (*end - 1) / PAGE + 1 || pend - start > RUN_MAX))
 			break;
@@ -233,6 +303,13 @@ static int write_runs(struct dp_proc *proc, const struct pieces *ps, bool *faile
 		size_t j = run_end(ps, i, &end);
 		int ret;
 
+		/* Tests: a daemon killed between the leds and the windows. */
+		if (i && ps->v[i].phase != ps->v[i - 1].phase) {
+			if (ps->v[i].phase == PH_NEW)
+				dpd_fault("led");
+			else if (ps->v[i - 1].phase == PH_GONE)
+				dpd_fault("unled");
+		}
 		r->addr = start;
 		r->len = end - start;
 		r->orig = malloc(r->len);
@@ -315,7 +392,11 @@ static bool dpd_write_holds(struct dpd_proc *p, struct dpd_claim_files *f,
 
 	if (!maps->n)
 		return true;	/* unreadable: the write will say why */
-	ret = dpd_claim_check_files(f, maps, &s->patch, s->ninsns != 0, &why);
+	if (s->led)
+		ret = dpd_claim_check_led(p->pid, maps, &s->patch, dpd_site_led(p, s),
+					  s->ninsns != 0, &why);
+	else
+		ret = dpd_claim_check_files(f, maps, &s->patch, s->ninsns != 0, &why);
 	if (ret == 0) {
 		dpd_info("process %d: 0x%" PRIx64 " holds its original bytes already", (int)p->pid,
 			 s->patch.site);
@@ -328,12 +409,36 @@ static bool dpd_write_holds(struct dpd_proc *p, struct dpd_claim_files *f,
 }
 
 /*
+ * The pieces of restoring the sites gone, sorted (piece_cmp): each site's
+ * original bytes, its hop's, its led's writes.  Built before the threads
+ * are held: a whole program's restore costs the stop no sort and no page
+ * of memory touched for the first time.  A redirect's window, never
+ * written, has its piece too, for gone_holding only.
+ */
+static void gone_pieces(const struct dpd_proc *p, const uint32_t *gone, size_t ngone,
+			struct pieces *ps)
+{
+	for (size_t k = 0; k < ngone; k++) {
+		const struct dpd_site *s = &p->sites[gone[k]];
+		const struct dp_app_patch *ap = &s->patch;
+
+		piece_add(ps, ap->site, ap->orig, ap->len, (uint32_t)k, false);
+		if (ap->hop_len) {
+			piece_add(ps, ap->hop, ap->hop_orig, ap->hop_len, (uint32_t)k, false);
+			ps->v[ps->n - 1].hop = true;
+		}
+		led_pieces(ps, dpd_site_led(p, s), (uint32_t)k, false);
+	}
+	qsort(ps->v, ps->n, sizeof(*ps->v), piece_cmp);
+}
+
+/*
  * Which sites to restore hold their patch, threads held: those whose bytes
- * (and hop's) are exactly what this daemon wrote there go on at once; any
- * other is asked of dpd_write_holds (a site that holds its original bytes
- * is marked gone there).  ps holds the pieces of restoring them (sorted,
- * built before the stop: nothing here allocates per site), read in runs as
- * write_runs makes them.  keep[k] says whether gone[k] is to be restored.
+ * (and hop's, and led's) are exactly what this daemon wrote there go on at
+ * once; any other is asked of dpd_write_holds (a site that holds its
+ * original bytes is marked gone there).  ps holds gone_pieces(), read in
+ * runs as write_runs makes them, compared in the buffer read.  keep[k]
+ * says whether gone[k] is to be restored.
  */
 static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_t *gone,
 			 size_t ngone, const struct pieces *ps, bool *keep)
@@ -346,8 +451,12 @@ static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_
 	uint8_t *buf = NULL;
 	size_t i = 0;
 
-	for (size_t k = 0; ours && k < ngone; k++)
-		ours[k] = true;
+	for (size_t k = 0; ours && k < ngone; k++) {
+		const struct dpd_led *led = dpd_site_led(p, &p->sites[gone[k]]);
+
+		/* A recovered led's bytes are not known: claims.c looks. */
+		ours[k] = !led || !led->recovered;
+	}
 	while (ours && i < ps->n) {
 		uint64_t start = ps->v[i].addr, end;
 		size_t j = run_end(ps, i, &end);
@@ -371,9 +480,26 @@ static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_
 
 			if (!ours[pc->owner])
 				continue;
+			if (!cur) {
+				ours[pc->owner] = false;
+				continue;
+			}
+			if (pc->wi) {
+				const struct dpd_led *led = dpd_site_led(p, s);
+
+				if (memcmp(cur, led->now[pc->wi - 1], pc->len))
+					ours[pc->owner] = false;
+				continue;
+			}
+			/* A redirect's window is never written. */
+			if (ap->method == DP_APP_METHOD_REDIRECT) {
+				if (memcmp(cur, ap->orig, pc->len))
+					ours[pc->owner] = false;
+				continue;
+			}
 			/* What the write left: the patch's bytes, then the
 			 * window's original ones after them. */
-			if (!cur || dp_patch_bytes_fill(&place, s->entry, &b) ||
+			if (dp_patch_bytes_fill(&place, s->entry, &b) ||
 			    (pc->hop ? b.hop_len != pc->len : b.site_len > pc->len) ||
 			    memcmp(cur, pc->hop ? b.hop : b.site, pc->hop ? b.hop_len : b.site_len) ||
 			    (!pc->hop && memcmp(cur + b.site_len, ap->orig + b.site_len,
@@ -425,26 +551,14 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		nwrite += !ws[i].fail;
 	if (!nwrite && !ngone)
 		return 0;
-	/* Two pieces (site, hop) a patch or site at most. */
-	ps.v = malloc(2 * (n + ngone) * sizeof(*ps.v));
-	failed = calloc(2 * (n + ngone), sizeof(*failed));
-	run_of = calloc(2 * (n + ngone), sizeof(*run_of));
+	/* Two pieces (site, hop) a patch or site at most, and its led's. */
+	ps.v = malloc((2 + DP_APP_MAX_WRITES) * (n + ngone) * sizeof(*ps.v));
+	failed = calloc((2 + DP_APP_MAX_WRITES) * (n + ngone), sizeof(*failed));
+	run_of = calloc((2 + DP_APP_MAX_WRITES) * (n + ngone), sizeof(*run_of));
 	gone_ok = calloc(ngone ? ngone : 1, sizeof(*gone_ok));
 	hold = calloc(ngone ? ngone : 1, sizeof(*hold));
-	/* The pieces of the sites that go, sorted before the threads are
-	 * held: a whole program's restore costs the stop no sort, and no
-	 * page of memory touched for the first time. */
-	for (size_t k = 0; ps.v && k < ngone; k++) {
-		const struct dp_app_patch *ap = &p->sites[gone[k]].patch;
-
-		piece_add(&ps, ap->site, ap->orig, ap->len, (uint32_t)k, false);
-		if (ap->hop_len) {
-			piece_add(&ps, ap->hop, ap->hop_orig, ap->hop_len, (uint32_t)k, false);
-			ps.v[ps.n - 1].hop = true;
-		}
-	}
 	if (ps.v)
-		qsort(ps.v, ps.n, sizeof(*ps.v), piece_cmp);
+		gone_pieces(p, gone, ngone, &ps);
 	proc = ps.v && failed && run_of && gone_ok && hold ? dp_proc_open(p->pid) : NULL;
 	if (!proc) {
 		free(ps.v);
@@ -487,15 +601,28 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	/* The sites that go first: a window that replaces them may cover
 	 * their bytes (threads they send back to the original code are then
 	 * moved again, into the new trampoline: their PCs are read again). */
-	for (size_t k = 0; k < ngone; k++)
+	for (size_t k = 0; k < ngone; k++) {
+		const struct dpd_site *s = &p->sites[gone[k]];
+
 		if (hold[k])
-			restore_moves(proc, pcs, npcs, &p->sites[gone[k]]);
+			restore_moves(proc, pcs, npcs, s, dpd_site_led(p, s));
+	}
+	/* Their pieces (gone_pieces, sorted): those of the sites restored,
+	 * but a redirect's window, which is never written. */
 	{
 		size_t m = 0;
 
-		for (size_t k = 0; k < ps.n; k++)
-			if (hold[ps.v[k].owner] && m++ != k)
-				ps.v[m - 1] = ps.v[k];
+		for (size_t k = 0; k < ps.n; k++) {
+			const struct piece *pc = &ps.v[k];
+
+			if (!hold[pc->owner] ||
+			    (!pc->wi && !pc->hop && pc->addr == p->sites[gone[pc->owner]].patch.site &&
+			     p->sites[gone[pc->owner]].patch.method == DP_APP_METHOD_REDIRECT))
+				continue;
+			if (m != k)
+				ps.v[m] = *pc;
+			m++;
+		}
 		ps.n = m;
 	}
 	if (ngone) {
@@ -520,6 +647,11 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 
 		if (w->fail)
 			continue;
+		/* A redirect writes its led alone. */
+		if (ap->method == DP_APP_METHOD_REDIRECT) {
+			led_pieces(&ps, &w->led, (uint32_t)i, true);
+			continue;
+		}
 		if (dp_patch_bytes_fill(&place, w->rec.entry, &b) ||
 		    (!w->replaces && put_moves(proc, pcs, npcs, &w->rec))) {
 			dpd_work_fail(p->pid, w, DP_REASON_NONE,
@@ -530,8 +662,10 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		piece_add(&ps, ap->site, b.site, b.site_len, (uint32_t)i, true);
 		if (b.hop_len)
 			piece_add(&ps, ap->hop, b.hop, b.hop_len, (uint32_t)i, true);
+		led_pieces(&ps, &w->led, (uint32_t)i, true);
 	}
 	free(pcs);
+	phases_settle(&ps);
 	pieces_sort(&ps);
 	if (!(any_fail && all) && write_runs(proc, &ps, failed, run_of, &runs, &nruns)) {
 		for (size_t k = 0; k < ps.n; k++)
@@ -559,12 +693,13 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 			/* Threads this patch moved go back to the original
 			 * code, which is what the site holds. */
 			if (!ws[pc->owner].replaces)
-				restore_moves(proc, NULL, SIZE_MAX, &ws[pc->owner].rec);
+				restore_moves(proc, NULL, SIZE_MAX, &ws[pc->owner].rec, NULL);
 		}
 	}
 	/* An owner with a piece that failed has its other pieces (written by
-	 * another run: a hop far from its site) put back as they were. */
-	for (size_t k = 0; any_fail && !all && k < ps.n; k++) {
+	 * another run: a hop far from its site, a led's branch) put back as
+	 * they were, the last phase first. */
+	for (size_t k = ps.n; any_fail && !all && k-- > 0;) {
 		const struct piece *pc = &ps.v[k];
 		bool owner_failed = pc->work ? ws[pc->owner].fail : !gone_ok[pc->owner];
 
@@ -579,7 +714,7 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		undo_runs(proc, runs, nruns);
 		for (size_t i = 0; i < n; i++) {
 			if (!ws[i].fail && !ws[i].replaces)
-				restore_moves(proc, NULL, SIZE_MAX, &ws[i].rec);
+				restore_moves(proc, NULL, SIZE_MAX, &ws[i].rec, NULL);
 			ws[i].fail = true;
 		}
 		for (size_t k = 0; k < ngone; k++)
