@@ -31,6 +31,10 @@
 #include "daemon.h"
 #include "proc/maps.h"
 #include "proc/proc-status.h"
+#include "proto/codec.h"
+
+/* How long a reconciliation's notes may take in all (dpd_agent_reconcile). */
+#define DPD_RECONCILE_MS 10000
 
 int dpd_app_listen_fd = -1;
 
@@ -418,15 +422,23 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms)
 {
 	int64_t deadline = dpd_now_ms() + timeout_ms;
+	/* A HELLO being served is waited for past the deadline, as long as
+	 * one may take: its reply (DP_APP_TIMEOUT_MS) and its
+	 * reconciliation (DPD_RECONCILE_MS), with room to spare. */
+	int64_t borrow_end = deadline + 2 * DP_APP_TIMEOUT_MS + DPD_RECONCILE_MS;
 
 	for (;;) {
 		struct dpd_proc *p = dpd_proc_find(pid);
 		int64_t left = deadline - dpd_now_ms();
 
-		/* A HELLO being served is waited for, deadline or not: it
-		 * ends (its agent's calls have their timeouts). */
 		if (dpd_hold_borrowed(pid)) {
-			dpd_wait_change(0);
+			if (dpd_now_ms() >= borrow_end) {
+				dpd_err("process %d: its HELLO is still being served %d ms past "
+					"the wait for it: the install goes on without it",
+					(int)pid, (int)(borrow_end - deadline));
+				return NULL;
+			}
+			dpd_wait_change(borrow_end);
 			continue;
 		}
 		if (p && p->fd >= 0)
@@ -482,22 +494,35 @@ int dpd_agent_mapped_reply(struct dpd_proc *p, uint64_t cookie, uint32_t seq)
 	return ret;
 }
 
+/* While a HELLO is served (its reconciliation's notes): the end of every
+ * call this thread makes, so that the HELLO, which an install may wait
+ * for (dpd_agent_wait), ends by then however many calls it makes. */
+static __thread int64_t calls_until;
+
 int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg *rep,
 		   struct dp_err *msg)
 {
 	enum dp_proto_err why = DP_PROTO_ERR_NONE;
 	const char *name = dp_app_type_name(req->type);
-	int ret;
+	int ret, timeout_ms = DP_APP_TIMEOUT_MS;
 
 	memset(rep, 0, sizeof(*rep));
 	if (p->fd < 0) {
 		dp_err_set(msg, -ENOTCONN, "the agent of process %d is not connected", (int)p->pid);
 		return -ENOTCONN;
 	}
-	/* The wait is the agent's: others go on meanwhile (p is ours). */
+	if (calls_until) {
+		int64_t left = calls_until - dpd_now_ms();
+
+		timeout_ms = left <= 0 ? 0 : left < timeout_ms ? (int)left : timeout_ms;
+	}
+	/* The wait is the agent's: others go on meanwhile (p is ours).  It
+	 * has one deadline, which the agent's MAPPED do not move, and a
+	 * bound on their number (dp_app_call_cb). */
 	dpd_unlock();
-	ret = dp_app_call_cb(p->fd, req, &p->seq, rep, DP_APP_TIMEOUT_MS, &why,
-			     agent_request_unlocked, p);
+	ret = timeout_ms ? dp_app_call_cb(p->fd, req, &p->seq, rep, timeout_ms, &why,
+					  agent_request_unlocked, p)
+			 : -ETIMEDOUT;
 	dpd_lock();
 	if (ret == -EOPNOTSUPP) {
 		dp_err_set(msg, ret, "the agent of process %d does not know %s: it is older than "
@@ -510,11 +535,23 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 		if (!alive)
 			dp_err_set(msg, -ESRCH, "process %d exited during the operation",
 				   (int)p->pid);
+		else if (ret == -ETIMEDOUT)
+			dp_err_set(msg, ret, "the agent of process %d did not answer %s within "
+				   "%d ms: connection closed", (int)p->pid, name, timeout_ms);
+		else if (ret == -EOVERFLOW)
+			dp_err_set(msg, ret, "the agent of process %d sent more than %d requests "
+				   "instead of answering %s: connection closed", (int)p->pid,
+				   DP_CODEC_MAX_PEER_REQUESTS, name);
 		else
 			dp_err_set(msg, ret, "the agent of process %d did not answer %s: %s",
 				   (int)p->pid, name,
 				   ret == -EPROTO ? dp_proto_err_str(why) : strerror(-ret));
-		dpd_dbg("%s to %d: %s", name, (int)p->pid, msg->msg);
+		/* Said once here, whoever the caller is: a stuck agent is
+		 * what holds its process's requests up. */
+		if (alive && (ret == -ETIMEDOUT || ret == -EOVERFLOW))
+			dpd_err("%s", msg->msg);
+		else
+			dpd_dbg("%s to %d: %s", name, (int)p->pid, msg->msg);
 		/* The stream cannot be trusted after a failed call. */
 		dpd_agent_close(p);
 		return alive ? ret : -ESRCH;
@@ -641,23 +678,39 @@ bool dpd_agent_readable(pid_t pid, int fd)
 void dpd_agent_reconcile(struct dpd_proc *p)
 {
 	struct dpd_claim_files mem;
+	uint64_t *sites = NULL;
+	size_t n = 0, cap = 0;
+	struct dp_err msg = DP_ERR_INIT;
 
 	/* One /proc/PID/mem for all the reads. */
 	dpd_claim_files_init(&mem, p->pid);
 	for (uint32_t i = 0; i < p->nsites && p->fd >= 0; i++) {
 		struct dpd_site *s = &p->sites[i];
 		uint8_t cur[DP_APP_MAX_ORIG];
-		struct dp_err msg;
 
 		if (!s->installed || dpd_claim_files_read(&mem, s->patch.site, cur, s->patch.len) ||
 		    memcmp(cur, s->patch.orig, s->patch.len))
 			continue;
-		dpd_info("process %d: the patch at 0x%" PRIx64 " its agent reports is not in "
-			 "its code: forgotten", (int)p->pid, s->patch.site);
+		dpd_dbg("process %d: the patch at 0x%" PRIx64 " its agent reports is not in "
+			"its code: forgotten", (int)p->pid, s->patch.site);
 		s->installed = false;
-		dpd_agent_note_removed(p, s->patch.site, &msg);
+		if (DP_ARRAY_RESERVE(sites, cap, n, 64) == 0)
+			sites[n++] = s->patch.site;
 	}
 	dpd_claim_files_release(&mem);
+	if (!n)
+		return;
+	dpd_info("process %d: %zu patches its agent reports are not in its code: forgotten",
+		 (int)p->pid, n);
+	/* In batches (one NOTE_REMOVED each for an older agent), all of them
+	 * within one deadline: an agent that reports tens of thousands of
+	 * such patches and answers slowly holds its process that long, no
+	 * more (its connection is closed; it says HELLO again). */
+	calls_until = dpd_now_ms() + DPD_RECONCILE_MS;
+	if (dpd_notes_removed(p, sites, n, &msg))
+		dpd_info("process %d: %s", (int)p->pid, msg.msg);
+	calls_until = 0;
+	free(sites);
 }
 
 void dpd_procs_reap(void)
