@@ -5,6 +5,12 @@
 # HELLO) ends by its one deadline, the log says so, others are served
 # meanwhile, and SIGTERM during such a call still ends the daemon.
 #
+# Then another user floods root's app socket with large HELLOs (dpstall
+# flood: NFLOOD connections of 17 MB each, kept open): the frames a
+# user's connections and jobs hold stay within 64 MiB, so the daemon's peak
+# resident memory (VmHWM) stays under a generous bound, while root is
+# served.
+#
 # The bounds below only catch a hang (a call that every MAPPED renews
 # never ends): they are no speed goal.
 . "$top_srcdir/tests/utils/tap.sh"
@@ -78,6 +84,44 @@ done
 tap_ok $? "SIGTERM during that call: the daemon exits (after $((($(date +%s%N) - t0) / 1000000)) ms; it sent $(grep -c '^mapped' "$DP_TMP/two.out") MAPPED)"
 kill -0 "$DPD_PID" 2>/dev/null || DPD_PID=
 kill_stallers
+
+# ---- a flood of large HELLOs from another user ---------------------------
+NFLOOD=64
+# A daemon that holds the frames of queued HELLOs uncounted holds NFLOOD of
+# them (1.1 GB); one that counts them, three at a time.  The bound leaves
+# room for a sanitized build's quarantine.
+BOUND_KB=$((768 * 1024))
+if [ "$(id -u)" -ne 0 ]; then
+	tap_diag "not root: the flood from another user was not run"
+elif ! dp_test_user; then
+	tap_bail "cannot create the test user $DP_TEST_USER"
+else
+	pub=$DP_TMP/pub
+	mkdir -p "$pub" && chmod 0755 "$pub" && cp "$builddir/dpstall" "$pub/dpstall" &&
+		chmod a+rx "$pub/dpstall" || tap_bail "cannot copy dpstall to $pub"
+	start_dynprobed || tap_bail "lttng-dynprobed does not start again"
+	kb() { awk -v k="$1:" '$1 == k { print $2 }' /proc/"$DPD_PID"/status; }
+	before=$(kb VmHWM)
+	setpriv --reuid="$DP_TEST_USER" --regid="$DP_TEST_USER" --clear-groups \
+		"$pub/dpstall" "$RUN/dynprobe-app.sock" flood "$NFLOOD" >"$DP_TMP/flood.out" 2>&1 &
+	flooder=$!
+	said flood "^frame"
+	tap_ok $? "$DP_TEST_USER floods root's app socket: $NFLOOD HELLOs of $(awk '/^frame/ { print $2 }' "$DP_TMP/flood.out") bytes"
+	dpctl ping && out_has "pid=$DPD_PID " &&
+		dpctl enable s channel0 fl probe dp_work "$PIE" -p "$b" &&
+		out_has "^proc pid=$b status=0" && dpctl disable s channel0 fl &&
+		same_as_file "$b" "$PIE" dp_work "$LEN"
+	tap_ok $? "root is served meanwhile (PING, ENABLE and DISABLE in process $b; the flood: $(tail -n1 "$DP_TMP/flood.out"))"
+	wait "$flooder"
+	tap_ok $? "the flood ends: $(tail -n1 "$DP_TMP/flood.out")"
+	hwm=$(kb VmHWM)
+	[ -n "$hwm" ] && [ "$hwm" -le "$BOUND_KB" ]
+	tap_ok $? "the daemon's peak resident memory stays bounded: VmHWM $hwm kB (before the flood $before kB, bound $BOUND_KB kB), VmRSS now $(kb VmRSS) kB"
+	dpctl ping && out_has "pid=$DPD_PID "
+	tap_ok $? "the daemon serves on"
+	stop_dynprobed
+	tap_ok $? "SIGTERM: the daemon exits"
+fi
 
 kill -TERM "$b"
 wait "$b"
