@@ -309,15 +309,15 @@ static void refuse(int fd, uint8_t major, uint8_t minor)
 	dp_app_send(fd, &m, DP_APP_TIMEOUT_MS);
 }
 
+static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_msg *hp);
+
 bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *frame,
 		     size_t len)
 {
-	struct dp_app_msg hello, rep = { .type = DP_APP_HELLO_REPLY };
 	enum dp_proto_err why = DP_PROTO_ERR_NONE;
 	struct dp_err why_perm = DP_ERR_INIT;
-	uint8_t image[DPD_IMAGE_ID_LEN];
-	bool image_known;
-	struct dpd_proc *p;
+	struct dp_app_msg hello;
+	bool adopted;
 	int ret;
 
 	/* Root's socket is everyone's: the process must still run as the
@@ -343,6 +343,23 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 	if ((pid_t)hello.hello.pid != pid)
 		dpd_info("agent says pid %u, its socket says %d: using %d", hello.hello.pid,
 			 (int)pid, (int)pid);
+	/* Checked and decoded (a large state takes a while) before the state
+	 * lock, which the rest needs. */
+	dpd_lock();
+	adopted = hello_serve(fd, pid, uid, gid, &hello);
+	dpd_unlock();
+	return adopted;
+}
+
+/* The rest of dpd_agent_hello, with the state lock; releases hello. */
+static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_msg *hp)
+{
+	struct dp_app_msg hello = *hp, rep = { .type = DP_APP_HELLO_REPLY };
+	uint8_t image[DPD_IMAGE_ID_LEN];
+	bool image_known;
+	struct dpd_proc *p;
+	int ret;
+
 	/* An install waiting for this very HELLO lends its hold. */
 	if (dpd_hold_hello(pid)) {
 		dp_app_msg_release(&hello);

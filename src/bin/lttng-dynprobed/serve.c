@@ -176,9 +176,8 @@ static void run_hello(struct job *j)
 	struct conn *c = j->c;
 	bool adopted;
 
-	dpd_lock();
+	/* It takes the state lock itself, once the frame is decoded. */
 	adopted = dpd_agent_hello(c->fd, c->pid, c->uid, c->gid, j->frame, j->len);
-	dpd_unlock();
 	pthread_mutex_lock(&q_mu);
 	c->adopted = adopted;
 	c->dead = !adopted;
