@@ -21,8 +21,9 @@ packages=(
 	libc6-dbg libdebuginfod1
 	# a busy interpreter attached by pid (tests/daemon/test-busy.sh); the
 	# SDT probes of real programs (tests/cli/test-sdt-real.sh): CPython's
-	# (python3.11), libstdc++'s and PostgreSQL's (postgresql-15, below)
-	python3 python3.11
+	# (python3.11, and libpython3.11 for a program linked to it),
+	# libstdc++'s and PostgreSQL's (postgresql-15, below)
+	python3 python3.11 libpython3.11
 	# --mi xml and saved sessions checked with an XML parser (tests/cli)
 	libxml2-utils xsltproc
 	# the soak (tests/soak): real servers under their load generators

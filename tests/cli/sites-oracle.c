@@ -1,7 +1,7 @@
 /*
  * sites-oracle FILE FUNCTION: how the analysis library itself would install
  * a probe on each instruction of FUNCTION, one line per instruction:
- * "+0xOFF METHOD[: REASON]".  test-sites.sh holds `lttng list --sites` to it.
+ * "+0xOFF METHOD[: REASON]" (a redirect or a led window: how it leads).  test-sites.sh holds `lttng list --sites` to it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,13 +32,22 @@ int main(int argc, char **argv)
 	}
 	for (uint32_t i = 0; i < fn->ninsns; i++) {
 		struct dp_patch p;
+		char led[160];
 
-		if (dp_plan_site(obj, fn->start + fn->insn_off[i], &p))
+		/* As lttng-dynprobed plans (plan.h): branches led, each patch
+		 * standing alone. */
+		if (dp_plan_site_flags(obj, fn->start + fn->insn_off[i],
+				       DP_PLAN_REDIRECT | DP_PLAN_ALONE, &p))
 			return 1;
 		dp_plan_refuse_unsafe_traps(obj, &p, 1);
-		printf("+0x%" PRIx32 " %s%s%s\n", fn->insn_off[i], dp_site_method_str(p.method),
-		       p.method == DP_SITE_JUMP ? "" : ": ",
-		       p.method == DP_SITE_JUMP ? "" : dp_reason_str(p.reason));
+		dp_plan_led_str(&p, led, sizeof(led));
+		if (p.method == DP_SITE_REDIRECT)
+			printf("+0x%" PRIx32 " %s\n", fn->insn_off[i], led);
+		else if (p.method == DP_SITE_JUMP)
+			printf("+0x%" PRIx32 " jump%s%s\n", fn->insn_off[i], led[0] ? ": " : "", led);
+		else
+			printf("+0x%" PRIx32 " %s: %s\n", fn->insn_off[i],
+			       dp_site_method_str(p.method), dp_reason_str(p.reason));
 	}
 	dp_object_close(obj);
 	return 0;

@@ -21,7 +21,9 @@
 #   (string contexts); its semaphore, read in /proc/PID/mem, is 1 while
 #   enabled and 0 after, when CPython records nothing more and computes the
 #   same; the sites hold the file's bytes whenever no event uses them
-#   (--sdt by pid, --userspace-probe path-wide, lttng trace);
+#   (--sdt by pid, --userspace-probe path-wide, lttng trace); python:line
+#   records target's body line, gc__start the generation gc.collect(2) is
+#   given (read at 112(%rsp)), gc__done the count it returns;
 # - PostgreSQL: a private cluster, events by pid on the postmaster and its
 #   children; the backend forked for a psql connection records
 #   query__start with the query (a string context through its pointer), its
@@ -35,14 +37,20 @@ dp_isolate "$0" "$@"
 
 THROW=$top_builddir/tests/cli/sdt-throw
 CALLS=$top_srcdir/tests/cli/sdt-calls.py
+EMBED=$top_builddir/tests/cli/sdt-embed
 PY=/usr/bin/python3.11
-LIBSTDCXX=$(ldd "$THROW" | awk '$1 ~ /^libstdc\+\+\.so/ { print $3 }')
-LIBSTDCXX=$(readlink -f "$LIBSTDCXX")
+# As the loader names it (/lib/x86_64-linux-gnu/libstdc++.so.6: two
+# symbolic links, /lib and the soname's), and the file itself.
+LIBSTDCXX_LINK=$(ldd "$THROW" | awk '$1 ~ /^libstdc\+\+\.so/ { print $3 }')
+LIBSTDCXX=$(readlink -f "$LIBSTDCXX_LINK")
 POSTGRES=/usr/lib/postgresql/15/bin/postgres
 [ -x "$THROW" ] || tap_bail "no $THROW (make check builds it)"
 [ -f "$LIBSTDCXX" ] || tap_bail "sdt-throw links no libstdc++"
 [ -x "$POSTGRES" ] || tap_bail "no $POSTGRES (tools/deps.sh installs postgresql-15)"
 [ -x "$PY" ] || tap_bail "no $PY (tools/deps.sh installs python3.11)"
+[ -x "$EMBED" ] || tap_bail "no $EMBED (make check builds it)"
+LIBPY=$(readlink -f "$(ldd "$EMBED" | awk '$1 ~ /^libpython3/ { print $3 }')")
+[ -f "$LIBPY" ] || tap_bail "sdt-embed links no libpython3.11"
 
 # ---- listing: our view against readelf -n --------------------------------
 # "PROVIDER NAME ADDRESS SEMAPHORE ARGS" per site, sorted: from our listing...
@@ -73,7 +81,7 @@ our_probes() {
 	     END { for (p in n) print p, n[p] }' | sort
 }
 
-for obj in "$LIBSTDCXX" "$PY" "$POSTGRES"; do
+for obj in "$LIBSTDCXX" "$PY" "$LIBPY" "$POSTGRES"; do
 	b=$(basename "$obj")
 	readelf_probes "$obj" >"$DP_TMP/rp"
 	[ -s "$DP_TMP/rp" ] || tap_bail "$obj has no .note.stapsdt (readelf -n)"
@@ -112,7 +120,8 @@ run_lt() {
 }
 # ---- programs driven through a fifo --------------------------------------
 # start_prog NAME CMD... starts one (the agent preloaded), `cmd NAME C`
-# sends command C and waits for its "ok" (10 s at most).
+# sends command C and waits for its "ok" (60 s at most: a process started
+# under a path-wide event waits for its probes first, on a loaded machine).
 start_prog() {
 	local name=$1 fd
 	shift
@@ -127,7 +136,7 @@ cmd() {
 	local fdv="${1}_fd" before i
 	before=$(grep -c '^ok$' "$DP_TMP/$1.out")
 	echo "$2" >&"${!fdv}"
-	for i in $(seq 100); do
+	for i in $(seq 600); do
 		[ "$(grep -c '^ok$' "$DP_TMP/$1.out")" -gt "$before" ] && return 0
 		sleep 0.1
 	done
@@ -227,11 +236,12 @@ tap_ok $? "every event, in order, holds the object's address (arg0) and its type
 [ -z "$(errors "$DP_TMP/t1")" ]
 tap_ok $? "no argument read failed (catch's arg1 is read from the stack: -80(%rbx))"
 
-# The stock syntax, path-wide, in a second session: a process started later.
+# The stock syntax, path-wide, in a second session: a process started
+# later; the library named by the loader's path, through its links.
 "$STOCK" -n create s2 --output="$DP_TMP/t2" >/dev/null || tap_bail "create s2"
 "$STOCK" -n add-context -u -s s2 -t vpid >/dev/null
-run_cli enable-event -u -s s2 --userspace-probe="sdt:$LIBSTDCXX:libstdcxx:catch"
-tap_ok "$status" "--userspace-probe=sdt:LIBSTDCXX:libstdcxx:catch, path-wide" || tap_diag "$err"
+run_cli enable-event -u -s s2 --userspace-probe="sdt:$LIBSTDCXX_LINK:libstdcxx:catch"
+tap_ok "$status" "--userspace-probe=sdt:$LIBSTDCXX_LINK:libstdcxx:catch, path-wide" || tap_diag "$err"
 start_prog b "$THROW"
 cmd b t || tap_bail "the second sdt-throw does not answer"
 wait_sites s2 "$b_pid" libstdcxx:catch
@@ -316,6 +326,48 @@ tap_ok $? "disabled: CPython records nothing more"
 tap_ok $? "... and computes the same ($total2)"
 "$LTTNG" -n destroy s4 >/dev/null
 
+# python:line: 3.11 passes the file (%r14), the function (%rax) and the
+# line (%ebp).  Its site's nop is followed by a jmp whose last byte a word
+# of python's data happens to name ("ABC", 0x434241): a number, not a
+# label, so it gets a jump like the others.
+body=$(awk '$1 == "body" { print $2 }' "$DP_TMP/p.out")
+"$STOCK" -n create s6 --output="$DP_TMP/t6l" >/dev/null || tap_bail "create s6"
+"$STOCK" -n add-context -u -s s6 -t vpid >/dev/null
+run_lt enable-event -u -s s6 --path "$PY" --pid "$p_pid" --sdt python:line
+tap_ok "$status" "--sdt python:line --pid" || tap_diag "$err"
+run_lt add-context -u -s s6 -e python:line -t string:func:rax
+# And the collector's: gc__start's generation is read at 112(%rsp) (the
+# stack of the probed code, not the trampoline's), gc__done's count is an
+# int64 in %r12.
+run_lt enable-event -u -s s6 --path "$PY" --pid "$p_pid" --sdt 'python:gc__*'
+tap_ok "$status" "--sdt 'python:gc__*' --pid: gc__start and gc__done" || tap_diag "$err"
+wait_sites s6 "$p_pid" python:line
+placed=$("$LTTNG" list -u --path "$PY" --sdt python:line | tail -1 |
+	sed -nE 's/.*: ([0-9]+) by jump, ([0-9]+) by int3, 0 refused$/\1 site by jump, \2 by int3/p')
+[ "$placed" = "1 site by jump, 0 by int3" ] && "$LTTNG" -n list s6 | grep -q "process $p_pid: $placed"
+tap_ok $? "its site placed by a jump, as list --sdt says ($placed)" || tap_diag "$("$LTTNG" -n list s6)"
+[ "$(sem_value "$p_pid" "$PY" python line)" = 1 ] &&
+	[ "$(sem_value "$p_pid" "$PY" python function__entry)" = 0 ]
+tap_ok $? "its semaphore is 1, function__entry's still 0"
+"$STOCK" -n start s6 >/dev/null
+cmd p "c 11" && cmd p "g 5"
+"$STOCK" -n stop s6 >/dev/null
+found=$(awk '$1 == "gc" { f = $3 } END { print f }' "$DP_TMP/p.out")
+[ -n "$found" ] && [ "$(recorded "$DP_TMP/t6l" "$p_pid" | grep '^python:gc__' | tr '\n' ' ')" = \
+	"python:gc__start { arg0 = 2 } python:gc__done { arg0 = $found } " ]
+tap_ok $? "gc.collect(2): gc__start { arg0 = 2 }, then gc__done with what gc.collect returned ($found)" ||
+	tap_diag "$(recorded "$DP_TMP/t6l" "$p_pid" | grep '^python:gc__')"
+total3=$(awk '$1 == "total" { t = $2 } END { print t }' "$DP_TMP/p.out")
+n=$(recorded "$DP_TMP/t6l" "$p_pid" | grep -c "^python:line { .*arg2 = $body, func = \"target\" }$")
+[ "$n" -eq 11 ] && [ "$(recorded "$DP_TMP/t6l" "$p_pid" | grep -c 'func = "target"')" -eq 11 ]
+tap_ok $? "11 calls of target(): 11 python:line events of target, each with its body's line ($body)" ||
+	tap_diag "$(recorded "$DP_TMP/t6l" "$p_pid" | tail -4)"
+[ "$total3" = $((2 * N * (N - 1) + 110)) ] && [ -z "$(errors "$DP_TMP/t6l")" ]
+tap_ok $? "the interpreter computed what it computes untraced ($total3), no read failed"
+"$LTTNG" -n destroy s6 >/dev/null
+[ "$(sem_value "$p_pid" "$PY" python line)" = 0 ] && sites_as_file "$p_pid" "$PY"
+tap_ok $? "destroyed: its semaphore 0, its site the file's bytes"
+
 # Path-wide, the stock syntax: a process started later, beside one running.
 "$STOCK" -n create s5 --output="$DP_TMP/t5" >/dev/null || tap_bail "create s5"
 "$STOCK" -n add-context -u -s s5 -t vpid >/dev/null
@@ -341,6 +393,33 @@ tap_ok $? "the later one's 9 calls of target recorded with the def's line" ||
 tap_ok $? "destroyed: semaphores 0 and the file's bytes in both"
 cmd p q; cmd q q
 wait "$p_pid" "$q_pid" 2>/dev/null
+
+# CPython in a shared library: sdt-embed links libpython3.11.so.1.0, whose
+# semaphores lie in its own data, at the note's address plus its bias.
+"$STOCK" -n create s9 --output="$DP_TMP/t9" >/dev/null || tap_bail "create s9"
+"$STOCK" -n add-context -u -s s9 -t vpid >/dev/null
+start_prog e "$EMBED" "$CALLS"
+cmd e "c 0" || tap_bail "sdt-embed does not answer"
+[ "$(sem_value "$e_pid" "$LIBPY" python function__entry)" = 0 ] && sites_as_file "$e_pid" "$LIBPY"
+tap_ok $? "libpython3.11: a fresh process's semaphore is 0, its sites the file's bytes"
+run_lt enable-event -u -s s9 --path "$LIBPY" --pid "$e_pid" --sdt "$ENTRY"
+tap_ok "$status" "--path LIBPY --sdt $ENTRY --pid" || tap_diag "$err"
+run_lt add-context -u -s s9 -e "$ENTRY" -t string:func:r12
+wait_sites s9 "$e_pid" "$ENTRY"
+[ "$(sem_value "$e_pid" "$LIBPY" python function__entry)" = 1 ] &&
+	[ "$(sem_value "$e_pid" "$LIBPY" python function__return)" = 0 ]
+tap_ok $? "its semaphore in the library is 1 (function__return's still 0)"
+"$STOCK" -n start s9 >/dev/null
+cmd e "c 8"
+"$STOCK" -n stop s9 >/dev/null
+[ "$(recorded "$DP_TMP/t9" "$e_pid" | grep -c "^$ENTRY { .*arg2 = $def, func = \"target\" }$")" -eq 8 ]
+tap_ok $? "its 8 calls of target recorded with the def's line" ||
+	tap_diag "$(recorded "$DP_TMP/t9" "$e_pid" | tail -3)"
+"$LTTNG" -n destroy s9 >/dev/null
+[ "$(sem_value "$e_pid" "$LIBPY" python function__entry)" = 0 ] && sites_as_file "$e_pid" "$LIBPY"
+tap_ok $? "destroyed: the library's semaphore 0, its sites the file's bytes"
+cmd e q
+wait "$e_pid" 2>/dev/null
 
 printf 'c 6\nq\n' | "$LTTNG" trace --no-view -o "$DP_TMP/t6" --path "$PY" --sdt "$ENTRY" \
 	-t vpid -t string:func:r12 -- "$PY" "$CALLS" >"$DP_TMP/r.out" 2>"$DP_TMP/r.err"

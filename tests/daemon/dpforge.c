@@ -230,6 +230,8 @@ int main(int argc, char **argv)
 				printf("removed 0x%" PRIx64 "\n", m.removed_many.sites[i]);
 		} else if (m.type == DP_APP_PING) {
 			rep.ping = m.ping;
+		} else if (m.type == DP_APP_LIST_WRITES) {
+			rep.leds.nleds = 0;	/* no led: its claim is a jump's */
 		} else {
 			rep.result.status = -ENOTSUP;
 			snprintf(rep.result.error, sizeof(rep.result.error), "dpforge serves no %s",

@@ -38,6 +38,10 @@
  * every case rather than every round of one case.
  */
 #define RUNS 15
+/* Rounds, RUNS unless given (a second argument): many rounds of fewer
+ * iterations keep batches short enough to run between the bursts of a
+ * loaded machine. */
+static int rounds = RUNS;
 
 typedef uint64_t (*target_fn)(uint64_t);
 
@@ -179,13 +183,13 @@ static double batch(target_fn fn, uint64_t iters)
 	return (now_ns() - t0) / iters;
 }
 
-/* ns per call, the best of RUNS batches (for a profiler: one case alone). */
+/* ns per call, the best of `rounds` batches (for a profiler: one case alone). */
 static double per_call(target_fn fn, uint64_t iters)
 {
 	double best = 1e30;
 
 	batch(fn, iters / 10);	/* warm up: caches, first-hit setup */
-	for (int r = 0; r < RUNS; r++) {
+	for (int r = 0; r < rounds; r++) {
 		double t = batch(fn, iters);
 
 		if (t < best)
@@ -348,6 +352,8 @@ int main(int argc, char **argv)
 	double base;
 	int ret = 0;
 
+	if (argc > 2 && atoi(argv[2]) > 0)
+		rounds = atoi(argv[2]);
 	pool = dp_code_pool_new();
 	self = dp_object_open("/proc/self/exe");
 	dl_iterate_phdr(find_self, NULL);
@@ -401,7 +407,7 @@ int main(int argc, char **argv)
 		batch(rows[i].fn, rows[i].iters / 10);	/* warm up */
 		rows[i].ns = 1e30;
 	}
-	for (int r = 0; r < RUNS; r++) {
+	for (int r = 0; r < rounds; r++) {
 		double t = batch(t_base, iters);
 
 		if (t < base)
@@ -416,7 +422,7 @@ int main(int argc, char **argv)
 		rows[i].ns -= base;
 
 	printf("probe-cost: ns per hit over an unprobed call (%.1f ns), best of %d rounds, "
-	       "%d frames deep, vector save: %s\n", base, RUNS, DEPTH, dp_vec_save_str(vec));
+	       "%d frames deep, vector save: %s\n", base, rounds, DEPTH, dp_vec_save_str(vec));
 	printf("%-42s %10s %8s\n", "case", "ns/hit", "ratio");
 	for (size_t i = 0; i < nrows; i++)
 		printf("%-42s %10.1f %8.2f\n", rows[i].what, rows[i].ns, rows[i].ns / rows[0].ns);

@@ -4,7 +4,8 @@
 # channel holding the static tracepoint and every probe's event but the one
 # meant to stay disabled.  Not a pass/fail test: prints probe-cost's table.
 #
-#   tests/perf/probe-cost.sh [ITERATIONS]       from the build tree
+#   tests/perf/probe-cost.sh [ITERATIONS [ROUNDS]]   from the build tree
+#       (on a loaded machine: fewer iterations, more rounds, e.g. 20000 150)
 #   PROBE_COST_ONLY=reg:rdi PROBE_COST_PERF="perf record -e cpu-clock" \
 #       tests/perf/probe-cost.sh 5000000        one case, under a profiler
 

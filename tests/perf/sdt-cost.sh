@@ -4,7 +4,8 @@
 # channel holding dpsdt:on and the dynprobe events; dpsdt:off is left
 # disabled.  Not a pass/fail test: prints sdt-cost's table.
 #
-#   tests/perf/sdt-cost.sh [ITERATIONS]       from the build tree
+#   tests/perf/sdt-cost.sh [ITERATIONS [ROUNDS]]   from the build tree
+#       (on a loaded machine: fewer calls, more rounds, e.g. 100000 150)
 
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"

@@ -376,6 +376,36 @@ static void scenario_args(void)
 	count("dynprobe:args", 2);
 }
 
+/*
+ * A probe of one reg: context alone (the hit path computes its value in
+ * line): the register's value as loaded, or its view (ah: shifted and
+ * masked), and every register intact after the hit.
+ */
+static void scenario_one_reg(const char *name, uint64_t site, void (*fn)(void), const char *spec,
+			     const char *want)
+{
+	const char *specs[] = { spec, NULL };
+	unsigned methods[3] = { 0 };
+	struct dpa_probe_stats st;
+	struct dpa_probe *p;
+	bool intact = true;
+
+	p = probe(site, name, 0, specs);
+	if (!check(p && install(&self, &(struct point){ site, p }, 1, methods),
+		   "%s: probe installed", name))
+		return;
+	check(methods[DP_SITE_JUMP] == 1, "%s: the site takes a jump", name);
+	fn();
+	for (unsigned r = 0; r < 16; r++)
+		intact &= fx_regs_after[r] == (r == 4 ? fx_regs_rsp : fx_regs_value[r]);
+	check(intact, "%s: every register is intact after the hit", name);
+	dpa_probe_stats(p, &st);
+	check(st.hits == 1 && st.recorded == 1, "%s: one hit, recorded (%" PRIu64 ", %" PRIu64 ")",
+	      name, st.hits, st.recorded);
+	event(f("dynprobe:%s", name), want, NULL);
+	count(f("dynprobe:%s", name), 1);
+}
+
 /* Every register, at a jump site and at an int3 site. */
 static void scenario_regs(const char *name, uint64_t site, void (*fn)(void), unsigned want)
 {
@@ -844,6 +874,9 @@ static int run(const char *path)
 	scenario_args();
 	scenario_regs("regs_jump", fx_regs_jump_site, fx_regs_jump, DP_SITE_JUMP);
 	scenario_regs("regs_int3", fx_regs_int3_site, fx_regs_int3, DP_SITE_INT3);
+	scenario_one_reg("one_ah", fx_regs_one_ah_site, fx_regs_one_ah, "reg:ah", "{ ah = 0x11 }");
+	scenario_one_reg("one_rdi", fx_regs_one_rdi_site, fx_regs_one_rdi, "reg:rdi",
+			 f("{ rdi = %s }", hex(fx_regs_value[DP_REG_RDI])));
 	scenario_values();
 	scenario_frames();
 	scenario_stacks();

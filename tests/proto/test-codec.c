@@ -114,6 +114,37 @@ static void sample_ctx(struct dp_ctx *c, uint32_t i, bool ext)
 	c->walker = i % 2 ? DP_BT_CFI : DP_BT_FP;
 }
 
+/* n leds: jumps (a window written too) and redirects, every write bound
+ * reached in one. */
+static void sample_leds(struct dp_app_leds *l, uint32_t n)
+{
+	l->nleds = n;
+	l->leds = calloc(n, sizeof(*l->leds));
+	for (uint32_t i = 0; i < n; i++) {
+		struct dp_app_led *d = &l->leds[i];
+
+		sample_patch(&d->patch, 2 * i);
+		if (i % 2) {
+			d->patch.method = DP_APP_METHOD_REDIRECT;
+			d->patch.hop = 0;
+			d->patch.hop_len = 0;
+			d->patch.len = 1 + i % 8;
+		}
+		d->nwrites = i ? 1 + i % DP_APP_MAX_WRITES : DP_APP_MAX_WRITES;
+		for (uint32_t k = 0; k < d->nwrites; k++) {
+			struct dp_app_write *w = &d->writes[k];
+
+			w->addr = 0x7f0000500000ull + 0x100 * i + 8 * k;
+			w->kind = k + 1 == d->nwrites ? DP_APP_WRITE_HOP : DP_APP_WRITE_BRANCH;
+			w->len = w->kind == DP_APP_WRITE_HOP ? DP_APP_HOP_LEN : 2 + k % 7;
+			for (unsigned b = 0; b < w->len; b++)
+				w->orig[b] = (uint8_t)(0x70 + b + k);
+		}
+	}
+}
+
+static bool eq_leds(const struct dp_app_leds *a, const struct dp_app_leds *b);
+
 /* One message of each type, with bounds reached where it is cheap. */
 static const uint16_t all_types[] = {
 	DP_APP_HELLO, DP_APP_HELLO_REPLY, DP_APP_DEFINE_PROBE, DP_APP_DEFINE_PROBE_REPLY,
@@ -124,6 +155,7 @@ static const uint16_t all_types[] = {
 	DP_APP_MAPPED, DP_APP_MAPPED_REPLY, DP_APP_UNSUPPORTED, DP_APP_REFUSE,
 	DP_APP_DEFINE_PROBES, DP_APP_DEFINE_PROBES_REPLY, DP_APP_NOTE_INSTALLED_MANY,
 	DP_APP_NOTE_INSTALLED_MANY_REPLY, DP_APP_NOTE_REMOVED_MANY, DP_APP_NOTE_REMOVED_MANY_REPLY,
+	DP_APP_NOTE_WRITES, DP_APP_NOTE_WRITES_REPLY, DP_APP_LIST_WRITES, DP_APP_LIST_WRITES_REPLY,
 };
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -256,6 +288,19 @@ static void sample_msg(struct dp_app_msg *m, uint16_t type)
 	case DP_APP_NOTE_REMOVED_MANY_REPLY:
 		m->result.status = -ENOENT;
 		snprintf(m->result.error, sizeof(m->result.error), "2 of the 33 sites");
+		break;
+	case DP_APP_NOTE_WRITES:
+		sample_leds(&m->leds, 13);
+		break;
+	case DP_APP_NOTE_WRITES_REPLY:
+		m->result.status = -ENOSPC;
+		m->result.value = 12;
+		snprintf(m->result.error, sizeof(m->result.error), "no room");
+		break;
+	case DP_APP_LIST_WRITES:
+		break;
+	case DP_APP_LIST_WRITES_REPLY:
+		sample_leds(&m->leds, 5);
 		break;
 	}
 }
@@ -424,11 +469,37 @@ static bool eq_msg(const struct dp_app_msg *a, const struct dp_app_msg *b)
 			       a->removed_many.nsites * sizeof(uint64_t));
 	case DP_APP_NOTE_REMOVED_MANY_REPLY:
 		return eq_result(&a->result, &b->result, false);
+	case DP_APP_NOTE_WRITES:
+	case DP_APP_LIST_WRITES_REPLY:
+		return eq_leds(&a->leds, &b->leds);
+	case DP_APP_NOTE_WRITES_REPLY:
+		return eq_result(&a->result, &b->result, true);
+	case DP_APP_LIST_WRITES:
+		return true;
 	case DP_APP_REFUSE:
 		return a->refuse.major == b->refuse.major && a->refuse.minor == b->refuse.minor &&
 		       !strcmp(a->refuse.reason, b->refuse.reason);
 	}
 	return false;
+}
+
+static bool eq_leds(const struct dp_app_leds *a, const struct dp_app_leds *b)
+{
+	if (a->nleds != b->nleds)
+		return false;
+	for (uint32_t i = 0; i < a->nleds; i++) {
+		const struct dp_app_led *x = &a->leds[i], *y = &b->leds[i];
+
+		if (!eq_patch(&x->patch, &y->patch) || x->nwrites != y->nwrites)
+			return false;
+		for (uint32_t k = 0; k < x->nwrites; k++)
+			if (x->writes[k].addr != y->writes[k].addr ||
+			    x->writes[k].kind != y->writes[k].kind ||
+			    x->writes[k].len != y->writes[k].len ||
+			    memcmp(x->writes[k].orig, y->writes[k].orig, x->writes[k].len))
+				return false;
+	}
+	return true;
 }
 
 /* Encodes a sample of `type` into a malloc'd frame. */
@@ -1068,6 +1139,35 @@ static void test_encoder_refuses(void)
 	tap_ok(ret == -EINVAL, "a 4-byte jump patch without a hop is not sent: %d", ret);
 	dp_wbuf_release(&w);
 	test_hop_refusals(&m);
+
+	dp_app_msg_release(&m);
+	sample_msg(&m, DP_APP_NOTE_WRITES);
+	m.leds.leds[2].writes[0].kind = 9;
+	ret = dp_app_encode(&m, &w);
+	tap_ok(ret == -EINVAL, "a led write of an unknown kind is not sent: %d", ret);
+	dp_wbuf_release(&w);
+	m.leds.leds[2].writes[0].kind = DP_APP_WRITE_HOP;
+	m.leds.leds[2].writes[0].len = 4;
+	ret = dp_app_encode(&m, &w);
+	tap_ok(ret == -EINVAL, "a hop of 4 bytes is not sent: %d", ret);
+	dp_wbuf_release(&w);
+	m.leds.leds[2].writes[0].kind = DP_APP_WRITE_BRANCH;
+	m.leds.leds[1].patch.hop = m.leds.leds[1].patch.site + 20;
+	m.leds.leds[1].patch.hop_len = DP_APP_HOP_LEN;
+	ret = dp_app_encode(&m, &w);
+	tap_ok(ret == -EINVAL, "a redirect with a hop of its own is not sent: %d", ret);
+	dp_wbuf_release(&w);
+	m.leds.leds[1].patch.hop = 0;
+	m.leds.leds[1].patch.hop_len = 0;
+	ret = dp_app_encode(&m, &w);
+	tap_ok(ret == 0, "fixed, it is: %d", ret);
+	dp_wbuf_release(&w);
+	dp_app_msg_release(&m);
+	sample_msg(&m, DP_APP_NOTE_INSTALLED);
+	m.note_installed.method = DP_APP_METHOD_REDIRECT;
+	ret = dp_app_encode(&m, &w);
+	tap_ok(ret == -EINVAL, "a redirect is never a NOTE_INSTALLED (only a led): %d", ret);
+	dp_wbuf_release(&w);
 
 	m.type = 0x0077;
 	ret = dp_app_encode(&m, &w);

@@ -18,6 +18,8 @@ PG_CHECKS=${SOAK_PG_CHECKS:-40}
 # Seconds the full-speed pgbench runs beyond WINDOW while its backends are
 # being probed.
 PG_SETUP=${SOAK_PG_SETUP:-15}
+# Transactions per client of the throughput baseline without probes.
+PG_BASE_TX=${SOAK_PG_BASE_TX:-250}
 
 as_pg() {
 	setpriv --reuid=postgres --regid=postgres --init-groups \
@@ -69,7 +71,7 @@ start_postgres() {
 		-c max_connections=20 >"$d/postgres.log" 2>&1 &
 	SERVER_PID=$!
 	STARTED="$STARTED $SERVER_PID"
-	for i in $(seq 300); do
+	for i in $(seq 3000); do
 		as_pg "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && return 0
 		kill -0 "$SERVER_PID" 2>/dev/null || break
 		sleep 0.1
@@ -102,14 +104,16 @@ soak_postgres() {
 	pgbench_run -i -s 2 >"$d/pgbench-init" 2>&1
 	tap_ok $? "postgres: pgbench -i" || tap_diag_file "$d/pgbench-init"
 	# pgbench -i's backend gone, what runs is the postmaster's own.
-	for i in $(seq 300); do
+	for i in $(seq 3000); do
 		[ -z "$(pg_backends)" ] && break
 		sleep 0.1
 	done
 	pids_before=$(server_pids | sort -n | tr '\n' ' ')
 	snapshot pre
 
-	pgbench_run -c "$PG_CLIENTS" -j 2 -T "$WINDOW" -n >"$d/pgbench-base" 2>&1
+	# A count of transactions, not a duration: on a loaded machine the
+	# clients' connections alone can outlast a short window (0 processed).
+	pgbench_run -c "$PG_CLIENTS" -j 2 -t "$PG_BASE_TX" -n >"$d/pgbench-base" 2>&1
 	pgbench_ok "$d/pgbench-base"
 	tap_ok $? "postgres: pgbench without probes, no failed transaction ($(pgbench_tx "$d/pgbench-base") transactions)" ||
 		tap_diag_file "$d/pgbench-base"
@@ -136,14 +140,23 @@ B b_lock -t backtrace"
 		>"$d/pgbench-probed" 2>&1 &
 	load=$!
 	STARTED="$STARTED $load"
-	for i in $(seq 300); do
+	# Its clients connect as fast as the machine lets them: wait for them
+	# while it runs (5 min at most, a hang bound).
+	for i in $(seq 3000); do
 		backends=$(pg_backends | tr '\n' ' ')
 		[ "$(wc -w <<<"$backends")" -ge "$PG_CLIENTS" ] && break
+		kill -0 "$load" 2>/dev/null || break
 		sleep 0.1
 	done
 	bl=$(tr ' ' ',' <<<"$backends" | sed 's/,$//')
 	n=0
-	for e in "A t_exec --path $POSTGRES --pid $bl --function Exec*" \
+	if [ -z "$bl" ]; then
+		# No backend seen: pgbench ended first (then not an error, as
+		# below), or its clients never connected (an error).
+		kill -0 "$load" 2>/dev/null && n=1
+		tap_diag "postgres: no backend of the full-speed pgbench seen while it ran ($(kill -0 "$load" 2>/dev/null && echo 'it still runs' || echo 'it ended'))"
+	fi
+	[ -n "$bl" ] && for e in "A t_exec --path $POSTGRES --pid $bl --function Exec*" \
 		"A t_heap --path $POSTGRES --pid $bl --function heap_*" \
 		"B t_lock --path $POSTGRES --pid $bl --function LWLock*" \
 		"A t_io --path $LIBC --pid $bl --function *write*"; do
@@ -173,7 +186,7 @@ B b_lock -t backtrace"
 
 	# The soak's pgbench, paced; its backends (new: forked probed) get
 	# libc probes by pid, once the last run's are gone.
-	for i in $(seq 300); do
+	for i in $(seq 3000); do
 		[ -z "$(pg_backends)" ] && break
 		sleep 0.1
 	done
@@ -182,9 +195,10 @@ B b_lock -t backtrace"
 		>"$d/pgbench-soak" 2>&1 &
 	load=$!
 	STARTED="$STARTED $load"
-	for i in $(seq 300); do
+	for i in $(seq 3000); do
 		backends=$(pg_backends | tr '\n' ' ')
 		[ "$(wc -w <<<"$backends")" -ge "$PG_CLIENTS" ] && break
+		kill -0 "$load" 2>/dev/null || break
 		sleep 0.1
 	done
 	n=$(wc -w <<<"$backends")
@@ -264,7 +278,7 @@ $more"
 	tap_ok $? "postgres: no crash in its log" ||
 		grep -E 'signal|PANIC|terminated|exit code' "$d/postgres.log" | head | sed 's/^/# /'
 	tap_diag "postgres figures: churn $t1 s, $(($(pgbench_tx "$d/pgbench-base") + $(pgbench_tx "$d/pgbench-probed") + $(pgbench_tx "$d/pgbench-soak"))) transactions ($(pgbench_tx "$d/pgbench-soak") in the soak's run, paced at $PG_RATE tps), $(grep -Eo '^number of failed transactions: [0-9]+' "$d"/pgbench-* | awk '{ s += $NF } END { print s + 0 }') failed, $CYCLES enable/disable cycles, hits $HITS, recorded $RECORDED, recursions $RECURSIONS, traced $TRACED, discarded $DISCARDED"
-	tap_diag "postgres throughput: $tps0 tps without probes, $tps1 tps with 4 events (Exec*, heap_*, LWLock*, libc's *write*) on its backends: ratio $(ratio "$tps1" "$tps0") (pgbench -c $PG_CLIENTS -j 2; $WINDOW s, and the progress after the probes of the second run)"
+	tap_diag "postgres throughput: $tps0 tps without probes, $tps1 tps with 4 events (Exec*, heap_*, LWLock*, libc's *write*) on its backends: ratio $(ratio "$tps1" "$tps0") (pgbench -c $PG_CLIENTS -j 2: $PG_BASE_TX transactions per client without, and the progress after the probes of a second run with)"
 	as_pg "$PGBIN/pg_ctl" -D "$d/data" -m fast -w -t 60 stop >>"$d/pgctl.log" 2>&1
 	dp_stop_pid "$SERVER_PID"
 }

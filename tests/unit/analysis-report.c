@@ -11,7 +11,8 @@
  *     -p    plan every entry and return site: jumps (through hops, and
  *           redirects: branches led to the trampoline), int3s, refusals,
  *           and the reasons
- *     -n    with -p, no redirects (DP_PLAN_REDIRECT), as the daemon plans
+ *     -n    with -p, as lttng-dynprobed plans: redirects that stand alone
+ *           (DP_PLAN_ALONE: no branch led through another window)
  *     -l    with -p, list each site that gets no jump, with the
  *           instructions around it
  *     -r N  repeat the analysis N times and print the best time
@@ -180,8 +181,9 @@ static void print_around(struct dp_object *obj, const struct dp_function *fn, ui
 	printf("\n");
 }
 
-/* With -p: redirects, as libdp-patchall.so plans them (not with -n). */
-static bool redirect = true;
+/* With -p: redirects, as libdp-patchall.so plans them; with -n, each
+ * patch standing alone, as the daemon plans them. */
+static bool alone;
 
 /* Plans every entry and return site at once, as libdp-patchall.so does. */
 static void report_plan(struct dp_object *obj, const struct dp_function *fns, size_t n,
@@ -224,7 +226,7 @@ static void report_plan(struct dp_object *obj, const struct dp_function *fns, si
 		goto out;
 	for (size_t i = 0; i < np; i++)
 		addrs[i] = pts[i].addr;
-	if (dp_plan_sites_flags(obj, addrs, np, redirect ? DP_PLAN_REDIRECT : 0, &plan, &nplan))
+	if (dp_plan_sites_flags(obj, addrs, np, DP_PLAN_REDIRECT | (alone ? DP_PLAN_ALONE : 0), &plan, &nplan))
 		goto out;
 	for (size_t i = 0; i < nplan; i++) {
 		const struct dp_patch *p = &plan[i];
@@ -332,7 +334,7 @@ int main(int argc, char **argv)
 			plan_list = true;
 			break;
 		case 'n':
-			redirect = false;
+			alone = true;
 			break;
 		case 'r':
 			reps = atoi(optarg) > 0 ? atoi(optarg) : 1;

@@ -273,7 +273,8 @@ __asm__(
  * data word at an offset that is a multiple of 4 but not of 8, held_text
  * in a word of .text that no function holds; each then jumps through a
  * pointer read from memory, which looks like a tail call but may reach
- * that label.
+ * that label.  held_number is an SDT-like nop and a mov whose middle a data
+ * word names: a number that looks like an address, no label.
  */
 __asm__(
 	"	.text\n"
@@ -312,7 +313,18 @@ __asm__(
 	"	ret\n"
 	"	.size held_text, .-held_text\n"
 	"	.balign 8\n"
-	"	.quad 3b\n");
+	"	.quad 3b\n"
+	"	.globl held_number\n"
+	"	.type held_number, @function\n"
+	"held_number:\n"
+	"	nop\n"
+	"	mov $0x12345678, %eax\n"
+	"	ret\n"
+	"	.size held_number, .-held_number\n"
+	"	.data\n"
+	"	.balign 8\n"
+	"	.quad held_number + 3\n"
+	"	.text\n");
 #endif
 
 #ifdef FIXTURE_MAIN

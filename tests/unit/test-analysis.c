@@ -323,7 +323,9 @@ static void check_tail_calls(struct dp_object *obj, const char *path)
 /*
  * A position-dependent executable's labels named only by an immediate, by
  * a data word, or by a word of .text between functions: targets, and their
- * functions' jmps may go anywhere.
+ * functions' jmps may go anywhere.  A data word that lands inside an
+ * instruction (held_number's mov) is a number, no target: the nop before
+ * that mov gets a jump over both.
  */
 static void check_held_labels(struct dp_object *obj, const char *path)
 {
@@ -342,6 +344,21 @@ static void check_held_labels(struct dp_object *obj, const char *path)
 		       labels);
 		tap_ok(fn->flags & DP_FN_INDIRECT, "%s: %s: its jmp may reach it, flagged (%#x)",
 		       path, names[i], fn->flags);
+	}
+	const struct dp_function *fn = dp_object_function_by_name(obj, "held_number");
+
+	if (tap_ok(fn != NULL && fn->ninsns == 3, "%s: held_number found, 3 instructions",
+		   path)) {
+		struct dp_patch plan = { .method = DP_SITE_REFUSED };
+		int err = dp_plan_site(obj, fn->start, &plan);
+
+		tap_ok(dp_object_target_kind(obj, fn->start + 3) == 0,
+		       "%s: held_number: the data word inside its mov is no target (%#x)", path,
+		       dp_object_target_kind(obj, fn->start + 3));
+		tap_ok(!err && plan.method == DP_SITE_JUMP && plan.win.addr == fn->start &&
+		       plan.win.len == 6,
+		       "%s: held_number: its nop gets a jump over the nop and the mov (%s, %s)",
+		       path, dp_site_method_str(plan.method), dp_reason_name(plan.reason));
 	}
 }
 

@@ -33,10 +33,15 @@
 #include "proc/proc-status.h"
 #include "proto/codec.h"
 
-/* How long a reconciliation's notes may take in all (dpd_agent_reconcile). */
+/* How long the calls of a HELLO, or of a reconciliation, may take in all. */
 #define DPD_RECONCILE_MS 10000
 
 int dpd_app_listen_fd = -1;
+
+/* While a HELLO is served (its leds, its reconciliation's notes): the end
+ * of every call this thread makes, so that the HELLO, which an install may
+ * wait for (dpd_agent_wait), ends by then however many calls it makes. */
+static __thread int64_t calls_until;
 
 void dpd_agent_close(struct dpd_proc *p)
 {
@@ -109,7 +114,7 @@ static int plan_ix_build(const struct dpd_event *ev, struct plan_ix *ix)
 /* What dpd_event_window answers: the first plan entry (in plan order) whose
  * window at bias is ap's. */
 static const struct dp_patch *plan_ix_window(const struct plan_ix *ix, uint64_t bias,
-					     const struct dp_app_patch *ap)
+					     const struct dp_app_patch *ap, const struct dpd_led *led)
 {
 	const struct dp_patch *plan = ix->ev->plan;
 	uint64_t addr = ap->site - bias;
@@ -125,9 +130,11 @@ static const struct dp_patch *plan_ix_window(const struct plan_ix *ix, uint64_t 
 	}
 	for (; lo < ix->n && plan[ix->idx[lo]].win.addr == addr; lo++) {
 		struct dp_app_patch w;
+		struct dpd_led wl;
 
 		dpd_patch_window(&plan[ix->idx[lo]], bias, &w);
-		if (dpd_same_window(&w, ap))
+		dpd_patch_led(&plan[ix->idx[lo]], ix->ev->obj->obj, bias, &wl);
+		if (dpd_same_window(&w, &wl, ap, led))
 			return &plan[ix->idx[lo]];
 	}
 	return NULL;
@@ -143,9 +150,14 @@ static void claim_sites(struct dpd_proc *p)
 {
 	uint32_t *idx = calloc(p->nsites ? p->nsites : 1, sizeof(*idx)), n = 0;
 
-	for (uint32_t i = 0; idx && i < p->nsites; i++)
-		if (p->sites[i].installed && !p->sites[i].nowners)
+	/* A led written in part (a daemon killed between its writes) is
+	 * no event's: it is restored (install.c). */
+	for (uint32_t i = 0; idx && i < p->nsites; i++) {
+		const struct dpd_led *led = dpd_site_led(p, &p->sites[i]);
+
+		if (p->sites[i].installed && !p->sites[i].nowners && !(led && led->partial))
 			idx[n++] = i;
+	}
 	for (struct dpd_event *ev = n ? dpd_events : NULL; ev; ev = ev->next) {
 		/* By pid: its processes and their descendants (a forked
 		 * child reports the patches it inherited). */
@@ -169,7 +181,7 @@ static void claim_sites(struct dpd_proc *p)
 				break;
 			}
 			biased = true;
-			pl = plan_ix_window(&pix, bias, &s->patch);
+			pl = plan_ix_window(&pix, bias, &s->patch, dpd_site_led(p, s));
 			if (pl)
 				s->owners[s->nowners++] = (struct dpd_owner){ ev, pl, bias };
 		}
@@ -206,11 +218,12 @@ static void chain_free(struct site_chain *c)
 /* What HELLO says is installed, merged into our record of the process. */
 static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 {
-	struct dpd_claim_files files = { .fd = -1 };
+	struct dpd_claim_files files;
 	struct site_chain chain = { 0 };
 	struct dp_maps maps = { 0 };
 	uint32_t nbad = 0;
 
+	dpd_claim_files_init(&files, p->pid, true);
 	if (dpd_proc_reserve(p, s->nprobes, 0))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < s->nprobes; i++) {
@@ -238,7 +251,6 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 	for (uint32_t k = 0; k < p->nsites && s->npatches; k++)
 		if (chain_add(&chain, p, k))
 			goto nomem;
-	dpd_claim_files_init(&files, p->pid);
 	for (uint32_t i = 0; i < s->npatches; i++) {
 		const struct dp_app_patch *ap = &s->patches[i];
 		const struct dpd_probe *first = dpd_proc_probe(p, ap->probes[0]);
@@ -285,7 +297,6 @@ static int adopt_state(struct dpd_proc *p, const struct dp_app_state *s)
 	dpd_claim_files_release(&files);
 	chain_free(&chain);
 	dp_maps_free(&maps);
-	claim_sites(p);
 	if (s->npatches)
 		dpd_info("process %d: recovered %u patches and %u probes from its agent",
 			 (int)p->pid, s->npatches - nbad, s->nprobes);
@@ -295,6 +306,89 @@ nomem:
 	chain_free(&chain);
 	dp_maps_free(&maps);
 	return -ENOMEM;
+}
+
+/*
+ * The leds an agent of minor 4 records (LIST_WRITES), after its HELLO:
+ * each one's patch and writes checked against the code (claims.c), joined
+ * to the record of its jump (HELLO's), or a record of its own (a
+ * redirect).  One whose every byte is original is forgotten (and the
+ * agent told); one written in part stays, for no event to claim.
+ */
+static void adopt_leds(struct dpd_proc *p)
+{
+	struct dp_app_msg req = { .type = DP_APP_LIST_WRITES }, rep;
+	struct dp_maps maps = { 0 };
+	struct dp_err msg = DP_ERR_INIT;
+	uint32_t nled = 0;
+
+	uint8_t image[DPD_IMAGE_ID_LEN];
+
+	if (p->minor < DP_APP_MINOR_WRITES || p->fd < 0)
+		return;
+	/* Another program since HELLO: nothing of the old one is there to
+	 * ask about (the next write says so, and writes nothing). */
+	if (p->image_known && !dpd_image_id(p->pid, image) && memcmp(image, p->image, sizeof(image)))
+		return;
+	if (dpd_agent_call(p, &req, &rep, &msg)) {
+		dpd_err("process %d: its agent's leds cannot be read: %s", (int)p->pid, msg.msg);
+		dp_app_msg_release(&rep);
+		return;
+	}
+	if (rep.leds.nleds && dp_maps_read(p->pid, &maps))
+		maps = (struct dp_maps){ 0 };
+	for (uint32_t i = 0; i < rep.leds.nleds; i++) {
+		const struct dp_app_led *l = &rep.leds.leds[i];
+		const struct dpd_probe *first = dpd_proc_probe(p, l->patch.probes[0]);
+		struct dpd_led led = { .nwrites = (uint8_t)l->nwrites };
+		struct dpd_site *site = NULL;
+		struct dp_err why = DP_ERR_INIT;
+		int st;
+
+		led.want = led.nwrites;
+		led.recovered = true;
+		memcpy(led.w, l->writes, l->nwrites * sizeof(l->writes[0]));
+		st = dpd_claim_check_led(p->pid, &maps, &l->patch, &led, false, &why);
+		if (st < 0) {
+			dpd_err("process %d: its agent reports led writes at 0x%" PRIx64 " that "
+				"cannot be: %s; ignored, nothing is written there", (int)p->pid,
+				l->patch.site, why.msg);
+			continue;
+		}
+		led.partial = st == 2;
+		for (uint32_t k = 0; k < p->nsites; k++)
+			if (p->sites[k].patch.site == l->patch.site &&
+			    p->sites[k].patch.tramp == l->patch.tramp &&
+			    p->sites[k].patch.method == l->patch.method)
+				site = &p->sites[k];
+		if (!site) {
+			if (dpd_proc_reserve(p, 0, 1))
+				break;
+			for (uint32_t k = 0; k < p->nsites; k++)
+				if (p->sites[k].patch.site == l->patch.site)
+					p->sites[k].installed = false;
+			site = &p->sites[p->nsites++];
+			memset(site, 0, sizeof(*site));
+			site->entry = l->patch.tramp;
+			site->patch = l->patch;
+			if (first)
+				snprintf(site->event, sizeof(site->event), "%s", first->event);
+		}
+		site->installed = st != 0;
+		if (dpd_site_set_led(p, site, &led))
+			break;
+		nled++;
+		p->recovered = true;
+		if (!st) {
+			dpd_info("process %d: the led at 0x%" PRIx64 " its agent reports is not in "
+				 "its code: forgotten", (int)p->pid, l->patch.site);
+			dpd_agent_note_removed(p, l->patch.site, &msg);
+		}
+	}
+	dp_maps_free(&maps);
+	dp_app_msg_release(&rep);
+	if (nled)
+		dpd_info("process %d: recovered %u leds from its agent", (int)p->pid, nled);
 }
 
 static void refuse(int fd, uint8_t major, uint8_t minor)
@@ -420,6 +514,11 @@ static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_m
 		return false;
 	}
 	dpd_watch_set(pid, fd, uid);
+	/* The calls of a HELLO (its leds, its reconciliation) have one
+	 * deadline in all: an install may be waiting for it to end. */
+	calls_until = dpd_now_ms() + DPD_RECONCILE_MS;
+	adopt_leds(p);
+	claim_sites(p);
 	p->go_pending = true;
 	dpd_info("agent of process %d connected (uid %u, protocol %u.%u)", (int)p->pid,
 		 (unsigned)p->uid, DP_APP_MAJOR, p->minor);
@@ -432,6 +531,7 @@ static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_m
 		 * served before its pending job lowers them. */
 		dpd_sem_adopt(p);
 	}
+	calls_until = 0;
 	dpd_unhold(pid);
 	return true;
 }
@@ -510,11 +610,6 @@ int dpd_agent_mapped_reply(struct dpd_proc *p, uint64_t cookie, uint32_t seq)
 	}
 	return ret;
 }
-
-/* While a HELLO is served (its reconciliation's notes): the end of every
- * call this thread makes, so that the HELLO, which an install may wait
- * for (dpd_agent_wait), ends by then however many calls it makes. */
-static __thread int64_t calls_until;
 
 int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg *rep,
 		   struct dp_err *msg)
@@ -698,14 +793,20 @@ void dpd_agent_reconcile(struct dpd_proc *p)
 	uint64_t *sites = NULL;
 	size_t n = 0, cap = 0;
 	struct dp_err msg = DP_ERR_INIT;
+	struct dp_maps maps;
+	bool mine;
 
-	/* One /proc/PID/mem for all the reads. */
-	dpd_claim_files_init(&mem, p->pid);
+	/* One /proc/PID/mem for all the reads, by blocks of each mapping. */
+	dpd_claim_files_init(&mem, p->pid, true);
+	if (!dp_maps_read(p->pid, &maps))
+		mem.maps = &maps;
 	for (uint32_t i = 0; i < p->nsites && p->fd >= 0; i++) {
 		struct dpd_site *s = &p->sites[i];
 		uint8_t cur[DP_APP_MAX_ORIG];
 
-		if (!s->installed || dpd_claim_files_read(&mem, s->patch.site, cur, s->patch.len) ||
+		/* A led's parts are looked at together (adopt_leds). */
+		if (!s->installed || s->led ||
+		    dpd_claim_files_read(&mem, s->patch.site, cur, s->patch.len) ||
 		    memcmp(cur, s->patch.orig, s->patch.len))
 			continue;
 		dpd_dbg("process %d: the patch at 0x%" PRIx64 " its agent reports is not in "
@@ -715,6 +816,8 @@ void dpd_agent_reconcile(struct dpd_proc *p)
 			sites[n++] = s->patch.site;
 	}
 	dpd_claim_files_release(&mem);
+	if (mem.maps)
+		dp_maps_free(&maps);
 	if (!n)
 		return;
 	dpd_info("process %d: %zu patches its agent reports are not in its code: forgotten",
@@ -723,10 +826,13 @@ void dpd_agent_reconcile(struct dpd_proc *p)
 	 * within one deadline: an agent that reports tens of thousands of
 	 * such patches and answers slowly holds its process that long, no
 	 * more (its connection is closed; it says HELLO again). */
-	calls_until = dpd_now_ms() + DPD_RECONCILE_MS;
+	mine = !calls_until;
+	if (mine)
+		calls_until = dpd_now_ms() + DPD_RECONCILE_MS;
 	if (dpd_notes_removed(p, sites, n, &msg))
 		dpd_info("process %d: %s", (int)p->pid, msg.msg);
-	calls_until = 0;
+	if (mine)
+		calls_until = 0;
 	free(sites);
 }
 

@@ -76,9 +76,10 @@ static int open_mapped(pid_t pid, const struct dp_map *m)
 	return fd;
 }
 
-void dpd_claim_files_init(struct dpd_claim_files *f, pid_t pid)
+void dpd_claim_files_init(struct dpd_claim_files *f, pid_t pid, bool blocks)
 {
 	memset(f, 0, sizeof(*f));
+	f->blocks = blocks;
 	f->pid = pid;
 	f->fd = -1;
 	f->mem = -1;
@@ -103,10 +104,12 @@ void dpd_claim_files_release(struct dpd_claim_files *f)
 	f->fblock = f->mblock = (struct dpd_claim_block){ 0 };
 }
 
-/* len bytes at off of fd, from b's block (read when off is not in it).  0,
- * -errno, or -EIO for fewer bytes.  A block that cannot be read whole (a
- * mapping's end, a hole of /proc/PID/mem) leaves the read to be direct. */
-static int block_read(int fd, struct dpd_claim_block *b, uint64_t off, void *out, size_t len)
+/* len bytes at off of fd, from b's block (read when off is not in it), a
+ * block never reaching out of [lo, hi).  0, -errno, or -EIO for fewer
+ * bytes.  A block that cannot be read whole (a file's end, a hole of
+ * /proc/PID/mem) leaves the read to be direct. */
+static int block_read(int fd, struct dpd_claim_block *b, uint64_t lo, uint64_t hi, uint64_t off,
+		      void *out, size_t len)
 {
 	ssize_t n;
 
@@ -116,10 +119,13 @@ static int block_read(int fd, struct dpd_claim_block *b, uint64_t off, void *out
 	}
 	if (!b->buf)
 		b->buf = malloc(DPD_CLAIM_BLOCK);
-	if (b->buf && len <= DPD_CLAIM_BLOCK) {
+	if (b->buf && len <= DPD_CLAIM_BLOCK && lo <= off && off + len <= hi) {
 		uint64_t at = off & ~(uint64_t)(DPD_CLAIM_BLOCK - 1);
+		uint64_t end = at + DPD_CLAIM_BLOCK < hi ? at + DPD_CLAIM_BLOCK : hi;
 
-		n = pread(fd, b->buf, DPD_CLAIM_BLOCK, (off_t)at);
+		if (at < lo)
+			at = lo;
+		n = pread(fd, b->buf, end - at, (off_t)at);
 		b->at = at;
 		b->len = n > 0 ? (size_t)n : 0;
 		if (b->len && off + len <= b->at + b->len) {
@@ -135,6 +141,9 @@ static int block_read(int fd, struct dpd_claim_block *b, uint64_t off, void *out
 
 int dpd_claim_files_read(struct dpd_claim_files *f, uint64_t addr, void *buf, size_t len)
 {
+	/* Blocks only within the mapping read: the bytes of another (a
+	 * device's, whose reads may do something) are never touched. */
+	const struct dp_map *m = f->blocks && f->maps ? dp_maps_find(f->maps, addr) : NULL;
 	char path[64];
 
 	if (f->mem < 0) {
@@ -143,7 +152,7 @@ int dpd_claim_files_read(struct dpd_claim_files *f, uint64_t addr, void *buf, si
 		if (f->mem < 0)
 			return -errno;
 	}
-	return block_read(f->mem, &f->mblock, addr, buf, len);
+	return block_read(f->mem, &f->mblock, m ? m->start : 0, m ? m->end : 0, addr, buf, len);
 }
 
 /* The file m maps, opened in f (the one open already when it is m's). */
@@ -175,7 +184,8 @@ static int same_as_file(struct dpd_claim_files *f, const struct dp_map *m, uint6
 	if (fd < 0)
 		return dp_err_set(msg, fd, "the file mapped at its %s 0x%" PRIx64 " (%s) cannot "
 				  "be read: %s", what, addr, m->path, strerror(-fd));
-	ret = block_read(fd, &f->fblock, m->offset + (addr - m->start), file, len);
+	ret = block_read(fd, &f->fblock, 0, f->blocks ? UINT64_MAX : 0, m->offset + (addr - m->start),
+			 file, len);
 	if (ret || memcmp(file, bytes, len))
 		return dp_err_set(msg, -EINVAL, "the original bytes it gives for its %s 0x%" PRIx64
 				  " are not those of %s there", what, addr, m->path);
@@ -243,7 +253,7 @@ int dpd_claim_check(pid_t pid, const struct dp_maps *maps, const struct dp_app_p
 	struct dpd_claim_files f;
 	int ret;
 
-	dpd_claim_files_init(&f, pid);
+	dpd_claim_files_init(&f, pid, false);
 	ret = dpd_claim_check_files(&f, maps, ap, orig_known, msg);
 	dpd_claim_files_release(&f);
 	return ret;
@@ -256,6 +266,8 @@ int dpd_claim_check_files(struct dpd_claim_files *f, const struct dp_maps *maps,
 	const struct dp_map *m, *hm = NULL;
 	int ret;
 
+	if (f->blocks)
+		f->maps = maps;
 	if (!ap->len || ap->len > DP_APP_MAX_ORIG || ap->hop_len > DP_APP_HOP_LEN ||
 	    (ap->method != DP_APP_METHOD_JUMP && ap->method != DP_APP_METHOD_INT3))
 		return dp_err_set(msg, -EINVAL, "its window (%u bytes, method %u) is not one a "
@@ -307,5 +319,114 @@ int dpd_image_id(pid_t pid, uint8_t id[DPD_IMAGE_ID_LEN])
 			break;
 		}
 	}
+	return ret;
+}
+
+/* What write w holds: 0 its original bytes, 1 a patch of its kind (a
+ * branch whose displacement alone changed; a jmp rel32 into executable
+ * memory), or -EINVAL with msg. */
+static int write_state(struct dpd_claim_files *f, const struct dp_maps *maps,
+		       const struct dp_app_write *w, uint8_t disp_len, struct dp_err *msg)
+{
+	uint8_t cur[DP_APP_MAX_WRITE_LEN];
+	int ret = dpd_claim_files_read(f, w->addr, cur, w->len);
+	size_t keep;
+
+	if (ret)
+		return dp_err_set(msg, ret, "the code at 0x%" PRIx64 " cannot be read: %s",
+				  w->addr, strerror(-ret));
+	if (!memcmp(cur, w->orig, w->len))
+		return 0;
+	if (w->kind == DP_APP_WRITE_HOP) {
+		int32_t rel;
+		const struct dp_map *m;
+
+		memcpy(&rel, cur + 1, 4);
+		m = dp_maps_find(maps, w->addr + 5 + (int64_t)rel);
+		if (cur[0] == 0xe9 && m && (m->prot & PROT_EXEC))
+			return 1;
+		return dp_err_set(msg, -EINVAL, "the hop at 0x%" PRIx64 " is neither a jump into "
+				  "executable memory nor its original bytes", w->addr);
+	}
+	if (!disp_len)
+		disp_len = w->len >= 5 ? 4 : 1;
+	keep = w->len > disp_len ? w->len - disp_len : 0;
+	if (keep && !memcmp(cur, w->orig, keep))
+		return 1;
+	return dp_err_set(msg, -EINVAL, "the branch at 0x%" PRIx64 " is neither its original "
+			  "bytes nor they with another displacement", w->addr);
+}
+
+static int check_led(struct dpd_claim_files *f, const struct dp_maps *maps,
+		     const struct dp_app_patch *ap, const struct dpd_led *led, bool orig_known,
+		     struct dp_err *msg)
+{
+	unsigned norig = 0, npatch = 0;
+	int ret;
+
+	if (ap->method == DP_APP_METHOD_REDIRECT) {
+		uint8_t cur[DP_APP_MAX_ORIG];
+		const struct dp_map *m;
+
+		/* Never written: its bytes must be the file's, and be there. */
+		if (!ap->len || ap->len > DP_APP_MAX_ORIG || ap->hop_len)
+			return dp_err_set(msg, -EINVAL, "its window (%u bytes) is not one a "
+					  "redirect has", ap->len);
+		m = code_map(maps, ap->site, ap->len, "site", msg);
+		if (!m)
+			return msg->code;
+		if (!orig_known) {
+			ret = same_as_file(f, m, ap->site, ap->orig, ap->len, "site", msg);
+			if (ret)
+				return ret;
+		}
+		ret = dpd_claim_files_read(f, ap->site, cur, ap->len);
+		if (ret)
+			return dp_err_set(msg, ret, "the code at 0x%" PRIx64 " cannot be read: %s",
+					  ap->site, strerror(-ret));
+		if (memcmp(cur, ap->orig, ap->len))
+			return dp_err_set(msg, -EINVAL, "the window of the redirect at 0x%" PRIx64
+					  " is not its original bytes", ap->site);
+	} else {
+		ret = dpd_claim_check_files(f, maps, ap, orig_known, msg);
+		if (ret < 0)
+			return ret;
+		norig += ret == 0;
+		npatch += ret == 1;
+	}
+	for (unsigned k = 0; led && k < led->nwrites; k++) {
+		const struct dp_app_write *w = &led->w[k];
+		const char *what = w->kind == DP_APP_WRITE_HOP ? "hop" : "branch";
+		const struct dp_map *m;
+
+		if (!w->len || w->len > DP_APP_MAX_WRITE_LEN)
+			return dp_err_set(msg, -EINVAL, "a write of %u bytes is not one a patch has",
+					  w->len);
+		m = code_map(maps, w->addr, w->len, what, msg);
+		if (!m)
+			return msg->code;
+		if (!orig_known) {
+			ret = same_as_file(f, m, w->addr, w->orig, w->len, what, msg);
+			if (ret)
+				return ret;
+		}
+		ret = write_state(f, maps, w, led->disp_len[k], msg);
+		if (ret < 0)
+			return ret;
+		norig += ret == 0;
+		npatch += ret == 1;
+	}
+	return !npatch ? 0 : !norig ? 1 : 2;
+}
+
+int dpd_claim_check_led(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
+			const struct dpd_led *led, bool orig_known, struct dp_err *msg)
+{
+	struct dpd_claim_files f;
+	int ret;
+
+	dpd_claim_files_init(&f, pid, false);
+	ret = check_led(&f, maps, ap, led, orig_known, msg);
+	dpd_claim_files_release(&f);
 	return ret;
 }

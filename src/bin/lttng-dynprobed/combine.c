@@ -117,15 +117,18 @@ static int take_met(struct group *g, const struct dp_patch *plan, size_t n, stru
 
 	for (size_t i = 0; i < n; i++) {
 		struct dp_app_patch ap;
+		struct dpd_led led;
 
 		if (plan[i].method == DP_SITE_REFUSED)
 			continue;
 		dpd_patch_window(&plan[i], g->bias, &ap);
+		dpd_patch_led(&plan[i], g->evs[0]->obj->obj, g->bias, &led);
 		for (uint32_t k = 0; k < g->p->nsites; k++) {
+			const struct dpd_site *s = &g->p->sites[k];
 			int ret;
 
-			if (!g->p->sites[k].installed ||
-			    !dpd_patches_meet(&g->p->sites[k].patch, &ap))
+			if (!s->installed ||
+			    !dpd_patches_meet(&s->patch, dpd_site_led(g->p, s), &ap, &led))
 				continue;
 			ret = add_site(g, k, msg);
 			if (ret)
@@ -170,7 +173,8 @@ static int plan_group(struct group *g, struct dp_err *msg)
 		g->nplan = 0;
 		if (!g->nmem)
 			return 0;
-		ret = dp_plan_sites(g->evs[0]->obj->obj, g->vaddrs, g->nmem, &g->plan, &g->nplan);
+		ret = dp_plan_sites_flags(g->evs[0]->obj->obj, g->vaddrs, g->nmem, DPD_PLAN_FLAGS,
+					  &g->plan, &g->nplan);
 		if (ret)
 			return dp_err_set(msg, ret, "cannot plan the probes of %s together: %s",
 					  g->evs[0]->path, strerror(-ret));
@@ -236,6 +240,7 @@ static int make_work(struct group *g, const struct dp_patch *pl, struct dpd_work
 	dpd_patch_window(pl, g->bias, &ap);
 	memset(w, 0, sizeof(*w));
 	w->rec.patch = ap;
+	dpd_patch_led(pl, g->evs[0]->obj->obj, g->bias, &w->led);
 	for (uint32_t e = 0; e < g->nev; e++) {
 		const struct dp_patch *sh = share_of(g, e, pl, &err);
 
@@ -252,7 +257,7 @@ static int make_work(struct group *g, const struct dp_patch *pl, struct dpd_work
 	for (size_t k = 0; k < g->nsites; k++) {
 		const struct dpd_site *s = &g->p->sites[g->sites[k]];
 
-		if (!dpd_same_window(&s->patch, &ap))
+		if (!dpd_same_window(&s->patch, dpd_site_led(g->p, s), &ap, &w->led))
 			continue;
 		kept[k] = true;
 		if (same_owners(s, w))
@@ -319,7 +324,7 @@ static bool way_back_covered(const struct dpd_site *s, const struct dpd_work *ws
 {
 	uint64_t back = s->patch.site + s->patch.len;
 
-	if (s->patch.method != DP_APP_METHOD_JUMP)
+	if (s->patch.method == DP_APP_METHOD_INT3)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		const struct dp_app_patch *ap = &ws[i].rec.patch;
@@ -356,10 +361,8 @@ static int apply(struct group *g, struct dpd_work *ws, size_t n, const uint32_t 
 			dpd_work_unnote(p, &ws[i]);
 		/* A new window at a replaced patch's site took its note. */
 		for (size_t k = 0; k < ngone && p->fd >= 0; k++) {
-			struct dp_err ignored;
-
 			if (p->sites[gone[k]].installed)
-				dpd_agent_note(p, &p->sites[gone[k]].patch, &ignored);
+				dpd_site_renote(p, &p->sites[gone[k]]);
 		}
 		return ret;
 	}

@@ -98,6 +98,10 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
  *   agent      install: the agent loaded and its HELLO read
  *   staged     install: trampolines written, patches noted to the agent
  *   held       every thread held for a batch, nothing written yet
+ *   led        a batch with led branches (DP_PLAN_REDIRECT): the new
+ *              leds' hops and branches written, not yet the new windows
+ *   unled      the same, removing: the windows restored, not yet the
+ *              leds' branches and hops
  *   written    the batch written (jumps, or original bytes), threads held
  *   detached   install: threads let go, the patches not yet recorded
  *   remove     removal: a process's removal begins, nothing done yet
@@ -299,6 +303,10 @@ void dpd_sites(const char *path, const char *function, struct dp_client_sites_re
 /* How a planned patch installs, in the client protocol's words. */
 void dpd_plan_method(const struct dp_patch *pl, struct dp_client_site *s);
 
+/* How the daemon plans: branches led into trampolines where only an int3
+ * fits otherwise, each patch standing alone (patch/plan.h). */
+#define DPD_PLAN_FLAGS (DP_PLAN_REDIRECT | DP_PLAN_ALONE)
+
 /* ---- state.c: events ---- */
 
 struct dpd_event {
@@ -429,6 +437,34 @@ struct dpd_owner {
 #define DPD_SITE_MAX_OWNERS DP_APP_MAX_PATCH_PROBES
 
 /*
+ * What a patch planned with DP_PLAN_REDIRECT (patch/plan.h) writes besides
+ * its window and hop: the displacements of the branches it leads into its
+ * trampoline (each write the whole branch, its bytes before the
+ * displacement unchanged), then the hop their rel8s go through.  A jump
+ * whose window holds such targets (a led window) writes them and its
+ * window; a redirect (DP_APP_METHOD_REDIRECT) writes them only.  Every
+ * write is part of the patch: checked against the file before, claimed,
+ * restored, and compared after.  Written in this order, after the
+ * trampoline and before the window; restored in the reverse order
+ * (write.c).  A plan of the daemon's (DP_PLAN_ALONE) never leads a branch
+ * through another patch, so each such patch stands alone.
+ */
+struct dpd_led {
+	uint8_t nwrites;
+	struct dp_app_write w[DP_APP_MAX_WRITES];
+	uint8_t disp_len[DP_APP_MAX_WRITES];	/* BRANCH: 1 or 4; 0 when recovered */
+	uint8_t to[DP_APP_MAX_WRITES];		/* the displaced instruction it leads to
+						   (0: the trampoline's entry) */
+	uint8_t now[DP_APP_MAX_WRITES][DP_APP_MAX_WRITE_LEN];	/* what the patch writes
+								   there (stage.c) */
+	uint8_t want;		/* the writes its plan has (fewer: one could not be
+				   recorded, the patch is refused) */
+	bool recovered;		/* from an agent's LIST_WRITES: `now` unknown */
+	bool partial;		/* recovered with some of its bytes written, others
+				   not (a daemon killed between them): only restored */
+};
+
+/*
  * A patch this daemon (or a previous one) wrote in a process, or a
  * trampoline kept for reuse: one record per trampoline, at most one
  * installed per site.  Events whose windows are the same (site, length,
@@ -445,6 +481,8 @@ struct dpd_site {
 	uint8_t off[DP_WINDOW_MAX_INSNS];	/* the window's instructions */
 	uint64_t insn_at[DP_WINDOW_MAX_INSNS];
 	bool installed;			/* false: replaced or removed, trampoline kept */
+	uint32_t led;			/* 1 + the index of its dpd_led in the
+					   process's leds; 0: none */
 };
 
 /* An SDT event whose semaphores a process holds raised (sem.c), at the
@@ -489,6 +527,10 @@ struct dpd_proc {
 	uint32_t ncode;			/* code blocks (stage.c) */
 	struct dpd_code_block *code;
 	uint64_t tramp_bytes;		/* bytes of trampolines written in them */
+	uint32_t nleds;			/* the sites' dpd_leds (never dropped while
+					   the record lives) */
+	struct dpd_led *leds;
+	size_t leds_cap;
 	uint32_t nholds;
 	struct dpd_sem_hold *holds;
 	/* follow.c: the FOLLOW flags its agent has from us, when known
@@ -520,13 +562,25 @@ void dpd_site_disown(struct dpd_site *s, const struct dpd_event *ev);
 uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *ev,
 			      uint32_t *njump, uint32_t *nint3);
 
-/* The window of plan entry pl at load bias `bias`, as the agent records it. */
+/* The window of plan entry pl at load bias `bias`, as the agent records it;
+ * its led writes (none for most) into *led when led is not NULL. */
 void dpd_patch_window(const struct dp_patch *pl, uint64_t bias, struct dp_app_patch *ap);
-/* Whether two patches overwrite the same bytes the same way: then they can
- * be one patch serving the probes of both. */
-bool dpd_same_window(const struct dp_app_patch *a, const struct dp_app_patch *b);
-/* Whether two patches write some byte in common, hops included. */
-bool dpd_patches_meet(const struct dp_app_patch *a, const struct dp_app_patch *b);
+void dpd_patch_led(const struct dp_patch *pl, struct dp_object *obj, uint64_t bias,
+		   struct dpd_led *led);
+/* The led of site s in p, or NULL. */
+const struct dpd_led *dpd_site_led(const struct dpd_proc *p, const struct dpd_site *s);
+/* Records led for s in p (a copy): 0 or -ENOMEM.  A led with no write
+ * leaves s without one. */
+int dpd_site_set_led(struct dpd_proc *p, struct dpd_site *s, const struct dpd_led *led);
+/* Whether two patches overwrite the same bytes the same way (their leds,
+ * NULL for none, too): then they can be one patch serving the probes of
+ * both. */
+bool dpd_same_window(const struct dp_app_patch *a, const struct dpd_led *la,
+		     const struct dp_app_patch *b, const struct dpd_led *lb);
+/* Whether two patches write some byte in common, hops and leds included (a
+ * redirect's window counts: its code is displaced). */
+bool dpd_patches_meet(const struct dp_app_patch *a, const struct dpd_led *la,
+		      const struct dp_app_patch *b, const struct dpd_led *lb);
 /* How far from its site a patch writes at most (its window, and its hop
  * within a rel8's reach of the site's first 2 bytes): patches whose sites
  * are further apart than twice this never meet. */
@@ -540,14 +594,26 @@ bool dpd_patches_meet(const struct dp_app_patch *a, const struct dp_app_patch *b
 struct dpd_site_ix {
 	uint32_t *idx;
 	size_t n;
+	uint32_t *leds;			/* the installed records with a led */
+	size_t nleds;
 };
 int dpd_site_ix_build(const struct dpd_proc *p, struct dpd_site_ix *ix);
 void dpd_site_ix_free(struct dpd_site_ix *ix);
 void dpd_site_ix_range(const struct dpd_proc *p, const struct dpd_site_ix *ix, uint64_t lo,
 		       uint64_t hi, size_t *from, size_t *to);
-/* ev's plan entry whose window, at load bias `bias`, is ap's, or NULL. */
+/*
+ * An installed site of p that the patch ap (with led, or NULL) meets
+ * (dpd_patches_meet): with the same window when `same`, else with
+ * another; NULL when none.  Its index in *at.  The records near ap's
+ * window and each of its writes are looked at, and every one with a led.
+ */
+const struct dpd_site *dpd_site_meeting(const struct dpd_proc *p, const struct dpd_site_ix *ix,
+					const struct dp_app_patch *ap, const struct dpd_led *led,
+					bool same, uint32_t *at);
+/* ev's plan entry whose window, at load bias `bias`, is ap's (with led),
+ * or NULL. */
 const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,
-					const struct dp_app_patch *ap);
+					const struct dp_app_patch *ap, const struct dpd_led *led);
 
 /* ---- claims.c ---- */
 
@@ -564,6 +630,16 @@ struct dp_maps;
  */
 int dpd_claim_check(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
 		    bool orig_known, struct dp_err *msg);
+/*
+ * The same for a patch with a led (its window, a redirect's unwritten, and
+ * every write): each write lies in an executable mapping of a file, its
+ * original bytes are the file's (unless orig_known), and it holds them or
+ * a patch of its kind (a branch whose displacement alone changed, a jmp
+ * rel32 hop).  1: every part holds the patch; 0: every part its original
+ * bytes; 2: some the one, some the other; -errno with msg.
+ */
+int dpd_claim_check_led(pid_t pid, const struct dp_maps *maps, const struct dp_app_patch *ap,
+			const struct dpd_led *led, bool orig_known, struct dp_err *msg);
 
 /* A block of a file read once, for the reads that fall in it. */
 struct dpd_claim_block {
@@ -587,11 +663,17 @@ struct dpd_claim_files {
 	uint64_t start, end, inode;
 	int mem;			/* /proc/PID/mem, -1 until read */
 	struct dpd_claim_block fblock, mblock;
+	bool blocks;			/* read by blocks (a series of checks;
+					   one check reads only its bytes) */
+	const struct dp_maps *maps;	/* the process's, to keep the blocks of
+					   /proc/PID/mem within one mapping (NULL:
+					   no blocks there) */
 };
 
-void dpd_claim_files_init(struct dpd_claim_files *f, pid_t pid);
+void dpd_claim_files_init(struct dpd_claim_files *f, pid_t pid, bool blocks);
 void dpd_claim_files_release(struct dpd_claim_files *f);
-/* dp_proc_mem_read through f's /proc/PID/mem, opened at the first read. */
+/* dp_proc_mem_read through f's /proc/PID/mem, opened at the first read (by
+ * blocks when f->maps is set). */
 int dpd_claim_files_read(struct dpd_claim_files *f, uint64_t addr, void *buf, size_t len);
 /* dpd_claim_check in f's process, its file kept open in f. */
 int dpd_claim_check_files(struct dpd_claim_files *f, const struct dp_maps *maps,
@@ -691,6 +773,7 @@ struct dpd_work {
 	bool regroup;			/* a new window over bytes of patches it replaces
 					   (combine.c): those bytes are not checked */
 	bool noted;			/* noted to the agent already */
+	struct dpd_led led;		/* its led writes (none for most) */
 	/* Its hooks (stage.c): the probes (indexes in p->probes) and where
 	 * each runs. */
 	uint32_t nhooks;
@@ -716,6 +799,9 @@ void dpd_work_rebuild(struct dpd_work *w, const struct dpd_proc *p, uint32_t i);
  * is dropped alone (w->fail, its reports say why).
  */
 int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *msg);
+/* Notes site s of p to the agent again: its patch (NOTE_INSTALLED, but for
+ * a redirect), then its led (NOTE_WRITES); errors ignored. */
+void dpd_site_renote(struct dpd_proc *p, const struct dpd_site *s);
 /* Takes back w's note: the agent's record of the site is again what the
  * code holds (the patch w would have replaced, or none). */
 void dpd_work_unnote(struct dpd_proc *p, struct dpd_work *w);

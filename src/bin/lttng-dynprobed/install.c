@@ -27,11 +27,14 @@
  *      code (a new daemon forgets the noted ones whose site still holds its
  *      original bytes).  A rebuilt patch's note replaces the agent's record
  *      of the site, for an int3 its trap entry too: its trampoline, which a
- *      trapped thread resumes in at once, is written already;
+ *      trapped thread resumes in at once, is written already.  A patch that
+ *      leads branches (a redirect, a led window: daemon.h's dpd_led) notes
+ *      what else it writes (NOTE_WRITES, protocol 1.4) after that;
  *   6. one stop of every thread for the whole batch: threads inside a new
  *      window moved to the matching relocated instruction, then the bytes
  *      of every patch (hops, jumps or int3s) written in runs of adjacent
- *      pages; a rebuilt patch's jump retargeted to its new trampoline
+ *      pages, led branches and their hops before any window (write.c's
+ *      phases); a rebuilt patch's jump retargeted to its new trampoline
  *      (threads inside the old one finish there); resume and detach;
  *   7. patches that could not be written taken back (NOTE_REMOVED_MANY, or
  *      the note of the patch still in place).
@@ -182,7 +185,7 @@ static bool has_site(const struct dpd_proc *p, const struct dpd_site_ix *ix,
  */
 static void place(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_work *ws,
 		  size_t *n, size_t others, const struct dpd_owner *o, struct dp_client_proc *rp,
-		  const struct dp_app_patch *ap)
+		  const struct dp_app_patch *ap, const struct dpd_led *led)
 {
 	const struct dpd_site *in_place = NULL;
 	const char *holder = NULL;
@@ -190,34 +193,27 @@ static void place(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_w
 	char text[DP_CLIENT_TEXT_MAX];
 	uint32_t old = 0, nowners;
 	uint64_t at = 0;
-	size_t from, to;
 
 	for (size_t i = 0; i < others && !w && !holder; i++) {
-		if (!dpd_patches_meet(&ws[i].rec.patch, ap))
+		if (!dpd_patches_meet(&ws[i].rec.patch, &ws[i].led, ap, led))
 			continue;
-		if (dpd_same_window(&ws[i].rec.patch, ap)) {
+		if (dpd_same_window(&ws[i].rec.patch, &ws[i].led, ap, led)) {
 			w = &ws[i];
 		} else {
 			holder = ws[i].rec.owners[0].ev->names[0];
 			at = ws[i].rec.patch.site;
 		}
 	}
-	/* The installed patches near it (the only ones it may meet). */
-	dpd_site_ix_range(p, ix, ap->site > DPD_PATCH_REACH * 2 ? ap->site - DPD_PATCH_REACH * 2 : 0,
-			  ap->site + DPD_PATCH_REACH * 2, &from, &to);
-	for (size_t k = from; k < to && !w && !in_place && !holder; k++) {
-		uint32_t i = ix->idx[k];
-		const struct dpd_site *s = &p->sites[i];
+	/* The installed patches it meets (near it, or with a led). */
+	if (!w && !holder) {
+		const struct dpd_site *s = dpd_site_meeting(p, ix, ap, led, false, &old);
 
-		if (!s->installed || !dpd_patches_meet(&s->patch, ap))
-			continue;
-		if (dpd_same_window(&s->patch, ap)) {
-			in_place = s;
-			old = i;
-		} else {
+		if (s) {
 			holder = s->nowners ? s->owners[0].ev->names[0] :
 				 s->event[0] ? s->event : "an event this daemon does not know";
 			at = s->patch.site;
+		} else {
+			in_place = dpd_site_meeting(p, ix, ap, led, true, &old);
 		}
 	}
 	if (holder) {
@@ -237,6 +233,7 @@ static void place(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_w
 	if (!w) {
 		w = &ws[(*n)++];
 		w->rec.patch = *ap;
+		w->led = *led;
 	}
 	if (in_place)
 		dpd_work_rebuild(w, p, old);
@@ -259,27 +256,22 @@ static int needs_combine(const struct dpd_proc *p, const struct dpd_site_ix *ix,
 		one_obj &= evs[e]->obj == evs[0]->obj;
 		for (size_t i = 0; i < evs[e]->nplan; i++) {
 			struct dp_app_patch ap, bp;
-			size_t from, to;
+			struct dpd_led al, bl;
+			uint32_t at;
 
 			if (evs[e]->plan[i].method == DP_SITE_REFUSED)
 				continue;
 			dpd_patch_window(&evs[e]->plan[i], bias[e], &ap);
-			dpd_site_ix_range(p, ix, ap.site > DPD_PATCH_REACH * 2 ?
-					  ap.site - DPD_PATCH_REACH * 2 : 0,
-					  ap.site + DPD_PATCH_REACH * 2, &from, &to);
-			for (size_t k = from; k < to; k++) {
-				const struct dpd_site *s = &p->sites[ix->idx[k]];
-
-				meet |= s->installed && dpd_patches_meet(&s->patch, &ap) &&
-					!dpd_same_window(&s->patch, &ap);
-			}
+			dpd_patch_led(&evs[e]->plan[i], evs[e]->obj->obj, bias[e], &al);
+			meet |= dpd_site_meeting(p, ix, &ap, &al, false, &at) != NULL;
 			for (size_t f = e + 1; f < nev; f++)
 				for (size_t j = 0; j < evs[f]->nplan; j++) {
 					if (evs[f]->plan[j].method == DP_SITE_REFUSED)
 						continue;
 					dpd_patch_window(&evs[f]->plan[j], bias[f], &bp);
-					meet |= dpd_patches_meet(&bp, &ap) &&
-						!dpd_same_window(&bp, &ap);
+					dpd_patch_led(&evs[f]->plan[j], evs[f]->obj->obj, bias[f], &bl);
+					meet |= dpd_patches_meet(&bp, &bl, &ap, &al) &&
+						!dpd_same_window(&bp, &bl, &ap, &al);
 				}
 		}
 	}
@@ -391,6 +383,7 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		for (size_t i = 0; i < ev->nplan; i++) {
 			const struct dpd_owner o = { ev, &ev->plan[i], bias[e] };
 			struct dp_app_patch ap;
+			struct dpd_led led;
 
 			if (o.pl->method == DP_SITE_REFUSED) {
 				dpd_report_refused(&o, rps[e], o.pl->reason, NULL);
@@ -418,7 +411,8 @@ int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 				dpd_report_installed(&o, rps[e]);
 				continue;
 			}
-			place(p, &ix, ws, &n, others, &o, rps[e], &ap);
+			dpd_patch_led(o.pl, ev->obj->obj, o.bias, &led);
+			place(p, &ix, ws, &n, others, &o, rps[e], &ap, &led);
 		}
 	}
 	ret = dpd_stage(p, ws, n, &msg);

@@ -484,9 +484,16 @@ static void set_method(const struct dp_patch *pl, uint8_t *method, char *reason,
 		       char *text, size_t tsize)
 {
 	switch (pl->method) {
+	case DP_SITE_REDIRECT:
+		/* Reached by its jumps: the branches led to the trampoline. */
+		*method = DP_CLIENT_METHOD_JUMP;
+		dp_plan_led_str(pl, text, tsize);
+		break;
 	case DP_SITE_JUMP:
 		*method = DP_CLIENT_METHOD_JUMP;
-		if (pl->hop.len)
+		if (pl->led)
+			dp_plan_led_str(pl, text, tsize);
+		else if (pl->hop.len)
 			snprintf(text, tsize, "jmp rel8 to a hop at 0x%" PRIx64, pl->hop.addr);
 		break;
 	case DP_SITE_INT3:
@@ -496,7 +503,7 @@ static void set_method(const struct dp_patch *pl, uint8_t *method, char *reason,
 		*method = DP_CLIENT_METHOD_REFUSED;
 		break;
 	}
-	if (pl->method != DP_SITE_JUMP) {
+	if (pl->method != DP_SITE_JUMP && pl->method != DP_SITE_REDIRECT) {
 		snprintf(reason, rsize, "%s", dp_reason_name(pl->reason));
 		snprintf(text, tsize, "%s", dp_reason_str(pl->reason));
 	}
@@ -554,7 +561,7 @@ void dpd_sites(const char *path, const char *function, struct dp_client_sites_re
 		memcpy(in->bytes, bytes, insn.len);
 		snprintf(in->mnemonic, sizeof(in->mnemonic), "%s",
 			 insn.mnemonic ? insn.mnemonic : "");
-		if (dp_plan_site(o->obj, a, &pl)) {
+		if (dp_plan_site_flags(o->obj, a, DPD_PLAN_FLAGS, &pl)) {
 			in->method = DP_CLIENT_METHOD_REFUSED;
 			snprintf(in->text, sizeof(in->text), "the analysis failed");
 		} else {

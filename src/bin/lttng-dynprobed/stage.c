@@ -28,6 +28,7 @@
 #include "array.h"
 #include "daemon.h"
 #include "proc/proc-status.h"
+#include "patch/write.h"
 #include "x86/emit.h"
 
 static struct dp_client_site *add_site(struct dp_client_proc *rp, const char *event,
@@ -393,7 +394,7 @@ static int defs_send(struct dpd_proc *p, struct defs *d, struct dp_err *msg)
  */
 static const struct dpd_site *reusable_tramp(const struct dpd_proc *p,
 					     const struct dpd_site_ix *ix,
-					     const struct dp_app_patch *ap)
+					     const struct dp_app_patch *ap, const struct dpd_led *led)
 {
 	size_t from, to;
 
@@ -401,7 +402,7 @@ static const struct dpd_site *reusable_tramp(const struct dpd_proc *p,
 	for (size_t k = from; k < to; k++) {
 		const struct dpd_site *s = &p->sites[ix->idx[k]];
 
-		if (!s->ninsns || !dpd_same_window(&s->patch, ap))
+		if (!s->ninsns || !dpd_same_window(&s->patch, dpd_site_led(p, s), ap, led))
 			continue;
 		if (ap->method == DP_APP_METHOD_INT3 ||
 		    (s->patch.nprobes == ap->nprobes &&
@@ -455,10 +456,16 @@ static bool patched_byte(const struct dpd_proc *p, uint64_t addr)
 	for (uint32_t i = 0; i < p->nsites; i++) {
 		const struct dp_app_patch *ap = &p->sites[i].patch;
 
-		if (p->sites[i].installed &&
-		    ((addr >= ap->site && addr < ap->site + ap->len) ||
-		     (addr >= ap->hop && addr < ap->hop + ap->hop_len)))
+		const struct dpd_led *led = dpd_site_led(p, &p->sites[i]);
+
+		if (!p->sites[i].installed)
+			continue;
+		if ((addr >= ap->site && addr < ap->site + ap->len) ||
+		    (addr >= ap->hop && addr < ap->hop + ap->hop_len))
 			return true;
+		for (unsigned k = 0; led && k < led->nwrites; k++)
+			if (addr >= led->w[k].addr && addr < led->w[k].addr + led->w[k].len)
+				return true;
 	}
 	return false;
 }
@@ -493,6 +500,8 @@ static int check_work(struct dpd_proc *p, struct dpd_work *w)
 	ret = check_orig(p, w, ap->site, ap->orig, ap->len);
 	if (!ret && ap->hop_len)
 		ret = check_orig(p, w, ap->hop, ap->hop_orig, ap->hop_len);
+	for (unsigned k = 0; !ret && k < w->led.nwrites; k++)
+		ret = check_orig(p, w, w->led.w[k].addr, w->led.w[k].orig, w->led.w[k].len);
 	if (!ret)
 		return 0;
 	if (ret == -ESTALE)
@@ -531,7 +540,7 @@ static int expect_cmp(const void *a, const void *b)
  */
 static int check_works(struct dpd_proc *p, struct dpd_work *ws, size_t n)
 {
-	struct expect *v = malloc((2 * n + 1) * sizeof(*v));
+	struct expect *v = malloc(((2 + DP_APP_MAX_WRITES) * n + 1) * sizeof(*v));
 	uint8_t *buf = malloc(CHECK_RUN_MAX);
 	size_t ne = 0, i = 0;
 	int ret = 0;
@@ -550,6 +559,9 @@ static int check_works(struct dpd_proc *p, struct dpd_work *ws, size_t n)
 		v[ne++] = (struct expect){ ap->site, ap->orig, (uint32_t)k, ap->len };
 		if (ap->hop_len)
 			v[ne++] = (struct expect){ ap->hop, ap->hop_orig, (uint32_t)k, ap->hop_len };
+		for (unsigned m = 0; m < ws[k].led.nwrites; m++)
+			v[ne++] = (struct expect){ ws[k].led.w[m].addr, ws[k].led.w[m].orig,
+						   (uint32_t)k, ws[k].led.w[m].len };
 	}
 	qsort(v, ne, sizeof(*v), expect_cmp);
 	while (i < ne && !ret) {
@@ -592,6 +604,49 @@ out:
 	free(v);
 	free(buf);
 	return ret;
+}
+
+/*
+ * The patches with a led that cannot be placed here: a led short of its
+ * plan's writes, an agent too old to record leds (it would not report
+ * them, and a restarted daemon could not take them out), and, in a
+ * regrouping, a patch in place of another at the same site when either
+ * has a led (its record would be replaced before the code is).
+ */
+static void check_leds(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_work *ws,
+		       size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct dpd_work *w = &ws[i];
+		bool led = w->led.nwrites || w->led.want;
+		char text[DP_CLIENT_TEXT_MAX];
+
+		if (w->fail)
+			continue;
+		text[0] = '\0';
+		if (led && w->led.nwrites != w->led.want)
+			snprintf(text, sizeof(text), "a branch it leads to the trampoline of 0x%" PRIx64
+				 " cannot be recorded", w->rec.patch.site);
+		else if (led && p->minor < DP_APP_MINOR_WRITES)
+			snprintf(text, sizeof(text), "its branches are led to the trampoline, and "
+				 "the agent of process %d (protocol 1.%u) cannot record them: "
+				 "use an agent of this version", (int)p->pid, p->minor);
+		size_t from = 0, to = 0;
+
+		if (w->regroup)
+			dpd_site_ix_range(p, ix, w->rec.patch.site, w->rec.patch.site, &from, &to);
+		for (size_t k = from; !text[0] && k < to; k++) {
+			const struct dpd_site *s = &p->sites[ix->idx[k]];
+
+			if (s->installed && s->patch.site == w->rec.patch.site &&
+			    (led || dpd_site_led(p, s)))
+				snprintf(text, sizeof(text), "the patch at 0x%" PRIx64 " replaces one "
+					 "whose branches are led (or leads branches itself): take "
+					 "the other out first", w->rec.patch.site);
+		}
+		if (text[0])
+			dpd_work_fail(p->pid, w, DP_REASON_NONE, text);
+	}
 }
 
 /* ---- code memory ---------------------------------------------------------- */
@@ -696,6 +751,60 @@ static size_t work_code_cap(const struct dpd_work *w)
 				vec_save());
 }
 
+/*
+ * What w's led writes, its trampoline known: each branch's displacement
+ * to where it leads (a rel32 to the displaced instruction's place in the
+ * trampoline, its entry for the first; a rel8 to the hop), the hop's jmp
+ * rel32 to where it leads.  0; a patch whose bytes do not reach is
+ * dropped (w->fail).
+ */
+static int led_bytes(const struct dpd_proc *p, struct dpd_work *w)
+{
+	struct dpd_led *led = &w->led;
+	uint64_t hop = 0;
+	int ret = 0;
+
+	for (unsigned k = 0; k < led->nwrites; k++)
+		if (led->w[k].kind == DP_APP_WRITE_HOP)
+			hop = led->w[k].addr;
+	/* A recovered led no plan claims: where its branches lead is not
+	 * known, and it is only ever restored. */
+	if (led->recovered)
+		ret = -ENOENT;
+	for (unsigned k = 0; k < led->nwrites && !ret; k++) {
+		const struct dp_app_write *wr = &led->w[k];
+		uint64_t dest = led->to[k] && led->to[k] < w->rec.ninsns ?
+				w->rec.insn_at[led->to[k]] : w->rec.entry;
+
+		if (led->to[k] >= w->rec.ninsns && led->to[k]) {
+			ret = -EINVAL;
+		} else if (wr->kind == DP_APP_WRITE_HOP) {
+			ret = dp_hop_bytes(wr->addr, dest, led->now[k]);
+		} else {
+			struct dp_redirect r = {
+				.addr = wr->addr, .len = wr->len,
+				.disp_off = (uint8_t)(wr->len - led->disp_len[k]),
+				.disp_len = led->disp_len[k],
+			};
+			uint8_t disp[4];
+
+			ret = led->disp_len[k] == 1 && !hop ? -EINVAL :
+			      dp_redirect_bytes(&r, wr->addr, led->disp_len[k] == 1 ? hop : dest, disp);
+			memcpy(led->now[k], wr->orig, wr->len);
+			if (!ret)
+				memcpy(led->now[k] + r.disp_off, disp, r.disp_len);
+		}
+	}
+	if (ret) {
+		char text[DP_CLIENT_TEXT_MAX];
+
+		snprintf(text, sizeof(text), "a branch led to the trampoline of 0x%" PRIx64
+			 " does not reach it: %s", w->rec.patch.site, strerror(-ret));
+		dpd_work_fail(p->pid, w, DP_REASON_NONE, text);
+	}
+	return 0;
+}
+
 /* Step 3 for one patch, its probes defined: 0, or -errno with msg when the
  * agent failed us; otherwise a patch that cannot be made is dropped
  * (w->fail). */
@@ -719,7 +828,7 @@ static int prepare(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_
 		hooks[i].addr = w->hook_addr[i];
 		hooks[i].arg = (void *)(uintptr_t)p->probes[w->hook_probe[i]].handle;
 	}
-	kept = reusable_tramp(p, ix, ap);
+	kept = reusable_tramp(p, ix, ap, &w->led);
 	if (kept) {
 		dpd_dbg("process %d: trampoline at 0x%" PRIx64 " reused for 0x%" PRIx64,
 			(int)p->pid, kept->patch.tramp, ap->site);
@@ -730,7 +839,7 @@ static int prepare(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_
 		w->rec.ninsns = kept->ninsns;
 		memcpy(w->rec.off, kept->off, sizeof(w->rec.off));
 		memcpy(w->rec.insn_at, kept->insn_at, sizeof(w->rec.insn_at));
-		return 0;
+		return led_bytes(p, w);
 	}
 
 	/* int3 sites reach their probes through the agent's trap table: their
@@ -768,7 +877,7 @@ static int prepare(struct dpd_proc *p, const struct dpd_site_ix *ix, struct dpd_
 	w->rec.ninsns = win.ninsns;
 	memcpy(w->rec.off, win.off, sizeof(w->rec.off));
 	memcpy(w->rec.insn_at, tramp.insn_at, sizeof(w->rec.insn_at));
-	return 0;
+	return led_bytes(p, w);
 }
 
 /* Largest write of trampolines in one go. */
@@ -883,9 +992,82 @@ int dpd_notes_removed(struct dpd_proc *p, const uint64_t *sites, size_t n, struc
 	return ret;
 }
 
+/* A led as the agent records it. */
+static void led_of(const struct dp_app_patch *ap, const struct dpd_led *led,
+		   struct dp_app_led *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->patch = *ap;
+	out->nwrites = led ? led->nwrites : 0;
+	if (led)
+		memcpy(out->writes, led->w, led->nwrites * sizeof(led->w[0]));
+}
+
+/* NOTE_WRITES of n leds (at most DP_APP_MAX_BATCH): 0, or -errno with msg;
+ * *noted says how many the agent recorded, in order. */
+static int note_leds(struct dpd_proc *p, struct dp_app_led *leds, uint32_t n, uint32_t *noted,
+		     struct dp_err *msg)
+{
+	struct dp_app_msg req = { .type = DP_APP_NOTE_WRITES }, rep;
+	int ret;
+
+	req.leds.nleds = n;
+	req.leds.leds = leds;
+	ret = dpd_agent_call(p, &req, &rep, msg);
+	*noted = rep.type != DP_APP_NOTE_WRITES_REPLY ? 0 :
+		 rep.result.value > n ? n : (uint32_t)rep.result.value;
+	if (!ret && rep.result.status)
+		ret = dp_err_set(msg, rep.result.status, "process %d: %s", (int)p->pid,
+				 rep.result.error);
+	if (!ret && *noted != n)
+		ret = dp_err_set(msg, -EPROTO, "process %d: its agent recorded %u of %u leds "
+				 "and did not say why", (int)p->pid, *noted, n);
+	dp_app_msg_release(&rep);
+	return ret;
+}
+
+/* NOTE_WRITES of the works with a led that stand, after their patches'
+ * notes (a redirect has no other): 0, or -errno with msg; a redirect
+ * recorded gets w->noted. */
+static int leds_send(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *msg)
+{
+	struct dp_app_led *leds = NULL;
+	size_t *at = NULL;
+	int ret = 0;
+
+	for (size_t i = 0; i < n && !ret;) {
+		uint32_t k = 0, noted = 0;
+
+		for (; i < n && k < DP_APP_MAX_BATCH; i++) {
+			if (ws[i].fail || !ws[i].led.nwrites ||
+			    (ws[i].rec.patch.method != DP_APP_METHOD_REDIRECT && !ws[i].noted))
+				continue;
+			if (!leds) {
+				leds = malloc(DP_APP_MAX_BATCH * sizeof(*leds));
+				at = malloc(DP_APP_MAX_BATCH * sizeof(*at));
+				if (!leds || !at) {
+					ret = dp_err_set(msg, -ENOMEM, "out of memory");
+					break;
+				}
+			}
+			at[k] = i;
+			led_of(&ws[i].rec.patch, &ws[i].led, &leds[k++]);
+		}
+		if (!k || ret)
+			break;
+		ret = note_leds(p, leds, k, &noted, msg);
+		for (uint32_t j = 0; j < noted; j++)
+			if (ws[at[j]].rec.patch.method == DP_APP_METHOD_REDIRECT)
+				ws[at[j]].noted = true;
+	}
+	free(leds);
+	free(at);
+	return ret;
+}
+
 /* Step 5 for every work that stands: NOTE_INSTALLED_MANY in batches (or one
- * NOTE_INSTALLED each for an older agent).  0, or -errno with msg; works
- * noted have w->noted. */
+ * NOTE_INSTALLED each for an older agent), then NOTE_WRITES of the leds.
+ * 0, or -errno with msg; works noted have w->noted. */
 static int notes_send(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *msg)
 {
 	struct dp_app_patch *aps;
@@ -912,7 +1094,7 @@ static int notes_send(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct 
 		uint32_t k = 0, noted;
 
 		for (; i < n && k < DP_APP_MAX_BATCH; i++) {
-			if (ws[i].fail)
+			if (ws[i].fail || ws[i].rec.patch.method == DP_APP_METHOD_REDIRECT)
 				continue;
 			at[k] = i;
 			aps[k++] = ws[i].rec.patch;
@@ -925,7 +1107,24 @@ static int notes_send(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct 
 	}
 	free(aps);
 	free(at);
+	if (!ret)
+		ret = leds_send(p, ws, n, msg);
 	return ret;
+}
+
+void dpd_site_renote(struct dpd_proc *p, const struct dpd_site *s)
+{
+	const struct dpd_led *led = dpd_site_led(p, s);
+	struct dp_err ignored;
+	struct dp_app_led l;
+	uint32_t noted;
+
+	if (s->patch.method != DP_APP_METHOD_REDIRECT)
+		dpd_agent_note(p, &s->patch, &ignored);
+	if (led && led->nwrites && p->fd >= 0) {
+		led_of(&s->patch, led, &l);
+		note_leds(p, &l, 1, &noted, &ignored);
+	}
 }
 
 /* Takes back w's note: the agent's record of the site is again what the
@@ -936,7 +1135,7 @@ void dpd_work_unnote(struct dpd_proc *p, struct dpd_work *w)
 
 	if (w->noted && p->fd >= 0) {
 		if (w->replaces)
-			dpd_agent_note(p, &p->sites[w->old].patch, &ignored);
+			dpd_site_renote(p, &p->sites[w->old]);
 		else
 			dpd_agent_note_removed(p, w->rec.patch.site, &ignored);
 	}
@@ -994,14 +1193,16 @@ int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *
 
 	clock_gettime(CLOCK_MONOTONIC, &t[0]);
 
-	ret = check_works(p, ws, n);
+	ret = dpd_site_ix_build(p, &ix) ? dp_err_set(msg, -ENOMEM, "out of memory") : 0;
+	if (!ret)
+		check_leds(p, &ix, ws, n);
+	if (!ret)
+		ret = check_works(p, ws, n);
 	clock_gettime(CLOCK_MONOTONIC, &t[1]);
 	for (size_t i = 0; i < n && !ret; i++)
 		if (!ws[i].fail)
 			ret = owner_probes(p, &d, &ws[i], msg);
 	clock_gettime(CLOCK_MONOTONIC, &t[2]);
-	if (!ret && dpd_site_ix_build(p, &ix))
-		ret = dp_err_set(msg, -ENOMEM, "out of memory");
 	/* Code memory first: an agent that cannot map any fails the request
 	 * before it defines probes for nothing (a process short of memory
 	 * may not even answer once they are defined).  Asked only when a
@@ -1014,7 +1215,7 @@ int dpd_stage(struct dpd_proc *p, struct dpd_work *ws, size_t n, struct dp_err *
 		if (ws[i].fail)
 			continue;
 		work_probes(p, &ws[i]);
-		if (reusable_tramp(p, &ix, &ws[i].rec.patch))
+		if (reusable_tramp(p, &ix, &ws[i].rec.patch, &ws[i].led))
 			continue;
 		ret = code_alloc(p, ws[i].rec.patch.site, work_code_cap(&ws[i]), &at, msg);
 		break;
@@ -1065,22 +1266,45 @@ int dpd_work_record(struct dpd_proc *p, const struct dpd_work *w)
 		if (dpd_proc_reserve(p, 0, 1))
 			return -ENOMEM;
 		s = &p->sites[p->nsites++];
+		s->led = 0;
 	}
+	uint32_t slot = s->led;
+
 	if (w->replaces)
 		p->sites[w->old].installed = false;
 	*s = w->rec;
 	snprintf(s->event, sizeof(s->event), "%s", s->owners[0].ev->names[0]);
 	s->installed = true;
-	return 0;
+	/* The record of a trampoline used again keeps its led's place (the
+	 * same writes: the same window). */
+	if (slot && slot <= p->nleds && w->led.nwrites) {
+		p->leds[slot - 1] = w->led;
+		s->led = slot;
+		return 0;
+	}
+	return dpd_site_set_led(p, s, &w->led);
 }
 
 /* Makes w the rebuilding of the patch installed at p->sites[i], for its
  * owners so far. */
 void dpd_work_rebuild(struct dpd_work *w, const struct dpd_proc *p, uint32_t i)
 {
+	const struct dpd_led *led = dpd_site_led(p, &p->sites[i]);
+
 	w->replaces = true;
 	w->old = i;
 	w->rec.patch = p->sites[i].patch;
+	if (led && led->recovered && p->sites[i].nowners) {
+		/* Where each branch leads is its owners' plan's (the same
+		 * writes: the plan claimed it). */
+		const struct dpd_owner *o = &p->sites[i].owners[0];
+
+		dpd_patch_led(o->pl, o->ev->obj->obj, o->bias, &w->led);
+	} else if (led) {
+		w->led = *led;
+	} else {
+		memset(&w->led, 0, sizeof(w->led));
+	}
 	w->rec.nowners = p->sites[i].nowners;
 	memcpy(w->rec.owners, p->sites[i].owners, sizeof(w->rec.owners));
 }

@@ -24,6 +24,8 @@
 #include "daemon.h"
 #include "proc/proc-status.h"
 #include "dwarf/dwarf-var.h"
+#include "elf/elf.h"
+#include "patch/analysis.h"
 #include "spec/spec.h"
 
 #ifndef DP_AGENT_PATH
@@ -250,7 +252,8 @@ int dpd_event_resolve(struct dpd_event *ev, struct dp_err *msg)
 	}
 	for (uint32_t i = 0; i < ev->npoints; i++)
 		vaddrs[i] = ev->points[i].vaddr;
-	ret = dp_plan_sites(ev->obj->obj, vaddrs, ev->npoints, &ev->plan, &ev->nplan);
+	ret = dp_plan_sites_flags(ev->obj->obj, vaddrs, ev->npoints, DPD_PLAN_FLAGS, &ev->plan,
+				  &ev->nplan);
 	free(vaddrs);
 	if (ret) {
 		dp_err_set(msg, ret, "the analysis of %s failed: %s", ev->path, strerror(-ret));
@@ -325,6 +328,7 @@ void dpd_proc_forget(struct dpd_proc *p)
 	dp_u64map_free(&p->probe_ix);
 	dp_u64map_free(&p->id_ix);
 	free(p->sites);
+	free(p->leds);
 	free(p->code);
 	free(p->holds);
 	free(p);
@@ -425,22 +429,93 @@ void dpd_patch_window(const struct dp_patch *pl, uint64_t bias, struct dp_app_pa
 {
 	memset(ap, 0, sizeof(*ap));
 	ap->site = pl->win.addr + bias;
-	ap->method = pl->method == DP_SITE_INT3 ? DP_APP_METHOD_INT3 : DP_APP_METHOD_JUMP;
+	ap->method = pl->method == DP_SITE_INT3	    ? DP_APP_METHOD_INT3 :
+		     pl->method == DP_SITE_REDIRECT ? DP_APP_METHOD_REDIRECT :
+						      DP_APP_METHOD_JUMP;
 	ap->len = pl->win.len;
 	memcpy(ap->orig, pl->win.bytes, pl->win.len);
-	if (pl->method == DP_SITE_JUMP && pl->hop.len) {
+	/* A led window's hop serves its branches: a write of its led. */
+	if (pl->method == DP_SITE_JUMP && pl->hop.len && !pl->led) {
 		ap->hop = pl->hop.addr + bias;
 		ap->hop_len = pl->hop.len;
 		memcpy(ap->hop_orig, pl->hop.bytes, pl->hop.len);
 	}
 }
 
+void dpd_patch_led(const struct dp_patch *pl, struct dp_object *obj, uint64_t bias,
+		   struct dpd_led *led)
+{
+	memset(led, 0, sizeof(*led));
+	if (pl->method != DP_SITE_REDIRECT && !(pl->method == DP_SITE_JUMP && pl->led))
+		return;
+	led->want = (uint8_t)(pl->nredirects + (pl->hop.len ? 1 : 0));
+	for (unsigned i = 0; i < pl->nredirects && led->nwrites < DP_APP_MAX_WRITES; i++) {
+		const struct dp_redirect *r = &pl->redirects[i];
+		struct dp_app_write *w = &led->w[led->nwrites];
+		const uint8_t *code = dp_elf_code(dp_object_elf(obj), r->addr, r->len);
+
+		/* Never planned (a branch of more than 8 bytes): the patch is
+		 * refused, its led being short of `want` (stage.c). */
+		if (!code || r->len > DP_APP_MAX_WRITE_LEN || (r->disp_len != 1 && r->disp_len != 4) ||
+		    r->disp_off + r->disp_len != r->len ||
+		    memcmp(code + r->disp_off, r->bytes, r->disp_len))
+			continue;
+		w->addr = r->addr + bias;
+		w->kind = DP_APP_WRITE_BRANCH;
+		w->len = r->len;
+		memcpy(w->orig, code, r->len);
+		led->disp_len[led->nwrites] = r->disp_len;
+		led->to[led->nwrites++] = r->to;
+	}
+	if (pl->hop.len && led->nwrites < DP_APP_MAX_WRITES) {
+		struct dp_app_write *w = &led->w[led->nwrites];
+
+		w->addr = pl->hop.addr + bias;
+		w->kind = DP_APP_WRITE_HOP;
+		w->len = DP_APP_HOP_LEN;
+		memcpy(w->orig, pl->hop.bytes, DP_APP_HOP_LEN);
+		led->to[led->nwrites++] = pl->hop_to;
+	}
+}
+
+const struct dpd_led *dpd_site_led(const struct dpd_proc *p, const struct dpd_site *s)
+{
+	return s->led && s->led <= p->nleds ? &p->leds[s->led - 1] : NULL;
+}
+
+int dpd_site_set_led(struct dpd_proc *p, struct dpd_site *s, const struct dpd_led *led)
+{
+	s->led = 0;
+	if (!led || (!led->nwrites && !led->partial))
+		return 0;
+	if (DP_ARRAY_RESERVE(p->leds, p->leds_cap, p->nleds, 16))
+		return -ENOMEM;
+	p->leds[p->nleds++] = *led;
+	s->led = p->nleds;
+	return 0;
+}
+
+/* Whether two leds write the same bytes (NULL: none). */
+static bool same_led(const struct dpd_led *a, const struct dpd_led *b)
+{
+	unsigned na = a ? a->nwrites : 0, nb = b ? b->nwrites : 0;
+
+	if (na != nb)
+		return false;
+	for (unsigned i = 0; i < na; i++)
+		if (a->w[i].addr != b->w[i].addr || a->w[i].len != b->w[i].len ||
+		    a->w[i].kind != b->w[i].kind)
+			return false;
+	return true;
+}
+
 /* Whether two patches overwrite the same bytes the same way: then they can
  * be one patch serving the probes of both. */
-bool dpd_same_window(const struct dp_app_patch *a, const struct dp_app_patch *b)
+bool dpd_same_window(const struct dp_app_patch *a, const struct dpd_led *la,
+		     const struct dp_app_patch *b, const struct dpd_led *lb)
 {
 	return a->site == b->site && a->method == b->method && a->len == b->len &&
-	       a->hop == b->hop && a->hop_len == b->hop_len;
+	       a->hop == b->hop && a->hop_len == b->hop_len && same_led(la, lb);
 }
 
 /* Whether two byte ranges meet. */
@@ -449,13 +524,31 @@ static bool meets(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return alen && blen && a < b + blen && b < a + alen;
 }
 
-/* Whether two patches write some byte in common, hops included. */
-bool dpd_patches_meet(const struct dp_app_patch *a, const struct dp_app_patch *b)
+/* Whether a's window or hop meets a write of lb. */
+static bool meets_led(const struct dp_app_patch *a, const struct dpd_led *lb)
 {
-	return meets(a->site, a->len, b->site, b->len) ||
-	       meets(a->site, a->len, b->hop, b->hop_len) ||
-	       meets(a->hop, a->hop_len, b->site, b->len) ||
-	       meets(a->hop, a->hop_len, b->hop, b->hop_len);
+	for (unsigned i = 0; lb && i < lb->nwrites; i++)
+		if (meets(a->site, a->len, lb->w[i].addr, lb->w[i].len) ||
+		    meets(a->hop, a->hop_len, lb->w[i].addr, lb->w[i].len))
+			return true;
+	return false;
+}
+
+/* Whether two patches write some byte in common, hops included. */
+bool dpd_patches_meet(const struct dp_app_patch *a, const struct dpd_led *la,
+		      const struct dp_app_patch *b, const struct dpd_led *lb)
+{
+	if (meets(a->site, a->len, b->site, b->len) ||
+	    meets(a->site, a->len, b->hop, b->hop_len) ||
+	    meets(a->hop, a->hop_len, b->site, b->len) ||
+	    meets(a->hop, a->hop_len, b->hop, b->hop_len) || meets_led(a, lb) ||
+	    meets_led(b, la))
+		return true;
+	for (unsigned i = 0; la && lb && i < la->nwrites; i++)
+		for (unsigned k = 0; k < lb->nwrites; k++)
+			if (meets(la->w[i].addr, la->w[i].len, lb->w[k].addr, lb->w[k].len))
+				return true;
+	return false;
 }
 
 static int site_cmp(const void *a, const void *b, void *arg)
@@ -475,14 +568,66 @@ int dpd_site_ix_build(const struct dpd_proc *p, struct dpd_site_ix *ix)
 	for (uint32_t i = 0; i < p->nsites; i++)
 		ix->idx[i] = i;
 	qsort_r(ix->idx, ix->n, sizeof(*ix->idx), site_cmp, p->sites);
+	ix->nleds = 0;
+	ix->leds = malloc((ix->n ? ix->n : 1) * sizeof(*ix->leds));
+	if (!ix->leds) {
+		free(ix->idx);
+		ix->idx = NULL;
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < p->nsites; i++)
+		if (p->sites[i].installed && p->sites[i].led)
+			ix->leds[ix->nleds++] = i;
 	return 0;
 }
 
 void dpd_site_ix_free(struct dpd_site_ix *ix)
 {
 	free(ix->idx);
+	free(ix->leds);
 	ix->idx = NULL;
-	ix->n = 0;
+	ix->leds = NULL;
+	ix->n = ix->nleds = 0;
+}
+
+/* The one of site i that dpd_site_meeting looks for, or NULL. */
+static const struct dpd_site *meeting(const struct dpd_proc *p, uint32_t i,
+				      const struct dp_app_patch *ap, const struct dpd_led *led,
+				      bool same)
+{
+	const struct dpd_site *s = &p->sites[i];
+	const struct dpd_led *sl = dpd_site_led(p, s);
+
+	if (!s->installed || !dpd_patches_meet(&s->patch, sl, ap, led) ||
+	    dpd_same_window(&s->patch, sl, ap, led) != same)
+		return NULL;
+	return s;
+}
+
+const struct dpd_site *dpd_site_meeting(const struct dpd_proc *p, const struct dpd_site_ix *ix,
+					const struct dp_app_patch *ap, const struct dpd_led *led,
+					bool same, uint32_t *at)
+{
+	unsigned nw = led ? led->nwrites : 0;
+
+	for (unsigned r = 0; r <= nw; r++) {
+		uint64_t a = r < nw ? led->w[r].addr : ap->site;
+		size_t from, to;
+
+		dpd_site_ix_range(p, ix, a > DPD_PATCH_REACH * 2 ? a - DPD_PATCH_REACH * 2 : 0,
+				  a + DPD_PATCH_REACH * 2, &from, &to);
+		for (size_t k = from; k < to; k++)
+			if (meeting(p, ix->idx[k], ap, led, same)) {
+				*at = ix->idx[k];
+				return &p->sites[*at];
+			}
+	}
+	for (size_t k = 0; k < ix->nleds; k++)
+		if (meeting(p, ix->leds[k], ap, led, same)) {
+			*at = ix->leds[k];
+			return &p->sites[*at];
+		}
+	return NULL;
 }
 
 void dpd_site_ix_range(const struct dpd_proc *p, const struct dpd_site_ix *ix, uint64_t lo,
@@ -506,15 +651,17 @@ void dpd_site_ix_range(const struct dpd_proc *p, const struct dpd_site_ix *ix, u
 }
 
 const struct dp_patch *dpd_event_window(const struct dpd_event *ev, uint64_t bias,
-					const struct dp_app_patch *ap)
+					const struct dp_app_patch *ap, const struct dpd_led *led)
 {
 	for (size_t i = 0; i < ev->nplan; i++) {
 		struct dp_app_patch w;
+		struct dpd_led wl;
 
 		if (ev->plan[i].method == DP_SITE_REFUSED || ev->plan[i].win.addr + bias != ap->site)
 			continue;
 		dpd_patch_window(&ev->plan[i], bias, &w);
-		if (dpd_same_window(&w, ap))
+		dpd_patch_led(&ev->plan[i], ev->obj->obj, bias, &wl);
+		if (dpd_same_window(&w, &wl, ap, led))
 			return &ev->plan[i];
 	}
 	return NULL;

@@ -79,25 +79,39 @@ static bool pc_within(const uint64_t *pcs, size_t n, uint64_t start, uint64_t en
  * original code, its event being out from now on.  Only threads whose PC
  * in pcs (held_pcs) lies there are looked at.
  */
+/* A thread at a hop that goes (it has taken a rel8 already) goes on to
+ * where the hop leads, as it holds it (else to `entry`). */
+static void hop_moves(struct dp_proc *proc, const uint64_t *pcs, size_t npcs, uint64_t hop,
+		      uint64_t entry)
+{
+	uint8_t cur[DP_APP_HOP_LEN];
+
+	if (!pc_within(pcs, npcs, hop, hop + 1))
+		return;
+	if (!dp_proc_read(proc, hop, cur, sizeof(cur)) && cur[0] == 0xe9) {
+		int32_t rel;
+
+		memcpy(&rel, cur + 1, 4);
+		entry = hop + 5 + (int64_t)rel;
+	}
+	struct dp_pc_move mv = { hop, entry };
+
+	dp_proc_move_pcs(proc, hop, hop + 1, &mv, 1, NULL);
+}
+
 static void restore_moves(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
-			  const struct dpd_site *s)
+			  const struct dpd_site *s, const struct dpd_led *led)
 {
 	const struct dp_app_patch *ap = &s->patch;
-	uint8_t cur[DP_APP_HOP_LEN];
-	uint64_t entry = s->entry;
 
-	if (ap->hop_len && pc_within(pcs, npcs, ap->hop, ap->hop + 1)) {
-		if (!dp_proc_read(proc, ap->hop, cur, sizeof(cur)) && cur[0] == 0xe9) {
-			int32_t rel;
-
-			memcpy(&rel, cur + 1, 4);
-			entry = ap->hop + 5 + (int64_t)rel;
-		}
-		struct dp_pc_move mv = { ap->hop, entry };
-
-		dp_proc_move_pcs(proc, ap->hop, ap->hop + 1, &mv, 1, NULL);
-	}
-	for (uint8_t i = 0; i < s->ninsns && ap->method == DP_APP_METHOD_JUMP; i++) {
+	if (ap->hop_len)
+		hop_moves(proc, pcs, npcs, ap->hop, s->entry);
+	for (unsigned k = 0; led && k < led->nwrites; k++)
+		if (led->w[k].kind == DP_APP_WRITE_HOP)
+			hop_moves(proc, pcs, npcs, led->w[k].addr, s->entry);
+	/* A redirect's window holds its code: a thread about to run a hook
+	 * goes there as for a jump. */
+	for (uint8_t i = 0; i < s->ninsns && ap->method != DP_APP_METHOD_INT3; i++) {
 		struct dp_pc_move mv = { s->insn_at[i], ap->site + s->off[i] };
 
 		if (pc_within(pcs, npcs, s->insn_at[i], s->insn_at[i] + 1))
@@ -132,12 +146,30 @@ static int put_moves(struct dp_proc *proc, const uint64_t *pcs, size_t npcs,
 /* The longest run: one read and one write of at most this much. */
 #define RUN_MAX (1u << 20)
 
+/*
+ * The order of a batch's writes (a daemon killed between two leaves the
+ * code runnable): restored windows, then the leds' restored branches,
+ * then their hops; new leds' hops, then their branches, then the new
+ * windows.  A branch never leads where nothing is yet, nor into a window
+ * not yet left.  A batch with no led writes all in one phase.
+ */
+enum phase {
+	PH_GONE = 0,		/* restored windows and their own hops */
+	PH_GONE_BRANCH,		/* restored branches of leds */
+	PH_GONE_HOP,		/* restored hops of leds */
+	PH_NEW_HOP,		/* new hops of leds */
+	PH_NEW_BRANCH,		/* new branches of leds */
+	PH_NEW,			/* new windows and their own hops */
+};
+
 /* Bytes to write at addr: a restored site's or hop's (gone[owner]), or a
  * work's (ws[owner]). */
 struct piece {
 	uint64_t addr;
 	uint32_t owner;
 	uint8_t len;
+	uint8_t phase;			/* enum phase */
+	uint8_t wi;			/* a led's write: its index + 1; else 0 */
 	bool work;
 	uint8_t bytes[DP_WINDOW_MAX_LEN > DP_APP_MAX_ORIG ? DP_WINDOW_MAX_LEN : DP_APP_MAX_ORIG];
 };
@@ -147,8 +179,8 @@ struct pieces {
 	size_t n;
 };
 
-static void piece_add(struct pieces *ps, uint64_t addr, const uint8_t *bytes, size_t len,
-		      uint32_t owner, bool work)
+static void piece_add_in(struct pieces *ps, uint64_t addr, const uint8_t *bytes, size_t len,
+			 uint32_t owner, bool work, enum phase phase)
 {
 	struct piece *pc = &ps->v[ps->n++];
 
@@ -156,13 +188,48 @@ static void piece_add(struct pieces *ps, uint64_t addr, const uint8_t *bytes, si
 	pc->owner = owner;
 	pc->len = (uint8_t)len;
 	pc->work = work;
+	pc->phase = (uint8_t)phase;
+	pc->wi = 0;
 	memcpy(pc->bytes, bytes, len);
+}
+
+static void piece_add(struct pieces *ps, uint64_t addr, const uint8_t *bytes, size_t len,
+		      uint32_t owner, bool work)
+{
+	piece_add_in(ps, addr, bytes, len, owner, work, work ? PH_NEW : PH_GONE);
+}
+
+/* The pieces of a led's writes: its original bytes, or the new ones. */
+static void led_pieces(struct pieces *ps, const struct dpd_led *led, uint32_t owner, bool work)
+{
+	for (unsigned k = 0; led && k < led->nwrites; k++) {
+		bool hop = led->w[k].kind == DP_APP_WRITE_HOP;
+
+		piece_add_in(ps, led->w[k].addr, work ? led->now[k] : led->w[k].orig, led->w[k].len,
+			     owner, work,
+			     work ? (hop ? PH_NEW_HOP : PH_NEW_BRANCH) :
+				    (hop ? PH_GONE_HOP : PH_GONE_BRANCH));
+		ps->v[ps->n - 1].wi = (uint8_t)(k + 1);
+	}
+}
+
+/* With no led piece, one phase for all: the runs as before leds. */
+static void phases_settle(struct pieces *ps)
+{
+	bool leds = false;
+
+	for (size_t i = 0; i < ps->n && !leds; i++)
+		leds = ps->v[i].phase != PH_GONE && ps->v[i].phase != PH_NEW;
+	for (size_t i = 0; i < ps->n && !leds; i++)
+		ps->v[i].phase = PH_GONE;
 }
 
 static int piece_cmp(const void *a, const void *b)
 {
 	const struct piece *x = a, *y = b;
 
+	if (x->phase != y->phase)
+		return (int)x->phase - (int)y->phase;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	return (int)x->work - (int)y->work;
@@ -191,6 +258,8 @@ static size_t run_end(const struct pieces *ps, size_t i, uint64_t *end)
 		const struct piece *pc = &ps->v[j];
 		uint64_t pend = pc->addr + pc->len > *end ? pc->addr + pc->len : *end;
 
+		if (pc->phase != ps->v[i].phase)
+			break;
 		if (pc->addr >= *end &&
 		    (pc->addr / PAGE > (*end - 1) / PAGE + 1 || pend - start > RUN_MAX))
 			break;
@@ -221,6 +290,13 @@ static int write_runs(struct dp_proc *proc, const struct pieces *ps, bool *faile
 		size_t j = run_end(ps, i, &end);
 		int ret;
 
+		/* Tests: a daemon killed between the leds and the windows. */
+		if (i && ps->v[i].phase != ps->v[i - 1].phase) {
+			if (ps->v[i].phase == PH_NEW)
+				dpd_fault("led");
+			else if (ps->v[i - 1].phase == PH_GONE)
+				dpd_fault("unled");
+		}
 		r->addr = start;
 		r->len = end - start;
 		r->orig = malloc(r->len);
@@ -301,7 +377,11 @@ static bool dpd_write_holds(struct dpd_proc *p, const struct dp_maps *maps,
 
 	if (!maps->n)
 		return true;	/* unreadable: the write will say why */
-	ret = dpd_claim_check(p->pid, maps, &s->patch, s->ninsns != 0, &why);
+	if (s->led)
+		ret = dpd_claim_check_led(p->pid, maps, &s->patch, dpd_site_led(p, s),
+					  s->ninsns != 0, &why);
+	else
+		ret = dpd_claim_check(p->pid, maps, &s->patch, s->ninsns != 0, &why);
 	if (ret == 0) {
 		dpd_info("process %d: 0x%" PRIx64 " holds its original bytes already", (int)p->pid,
 			 s->patch.site);
@@ -348,7 +428,7 @@ static int read_pieces(struct dp_proc *proc, struct pieces *ps)
 static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_t *gone,
 			 size_t ngone, bool *keep)
 {
-	struct pieces cur = { malloc((2 * ngone + 1) * sizeof(*cur.v)), 0 };
+	struct pieces cur = { malloc(((2 + DP_APP_MAX_WRITES) * ngone + 1) * sizeof(*cur.v)), 0 };
 	struct dp_maps maps = { 0 };
 	bool maps_read = false;
 	/* Per site: every piece holds our bytes; every piece its original. */
@@ -359,12 +439,16 @@ static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_
 	if (cur.v && state && ours && orig) {
 		for (size_t k = 0; k < ngone; k++) {
 			const struct dp_app_patch *ap = &p->sites[gone[k]].patch;
+			const struct dpd_led *led = dpd_site_led(p, &p->sites[gone[k]]);
 
 			/* The hop's piece is marked "work" here, to tell it. */
 			piece_add(&cur, ap->site, ap->orig, ap->len, (uint32_t)k, false);
 			if (ap->hop_len)
 				piece_add(&cur, ap->hop, ap->hop_orig, ap->hop_len, (uint32_t)k, true);
-			ours[k] = orig[k] = true;
+			led_pieces(&cur, led, (uint32_t)k, false);
+			/* A recovered led's bytes are not known: claims.c looks. */
+			ours[k] = !led || !led->recovered;
+			orig[k] = true;
 		}
 		qsort(cur.v, cur.n, sizeof(*cur.v), piece_cmp);
 		if (read_pieces(proc, &cur))
@@ -383,6 +467,21 @@ static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_
 
 			if (!ours[pc->owner] && !orig[pc->owner])
 				continue;
+			if (pc->wi) {
+				const struct dpd_led *led = dpd_site_led(p, s);
+
+				if (memcmp(pc->bytes, led->now[pc->wi - 1], pc->len))
+					ours[pc->owner] = false;
+				if (memcmp(pc->bytes, led->w[pc->wi - 1].orig, pc->len))
+					orig[pc->owner] = false;
+				continue;
+			}
+			/* A redirect's window is never written. */
+			if (ap->method == DP_APP_METHOD_REDIRECT) {
+				if (memcmp(pc->bytes, ap->orig, pc->len))
+					ours[pc->owner] = orig[pc->owner] = false;
+				continue;
+			}
 			/* What the write left: the patch's bytes, then the
 			 * window's original ones after them. */
 			if (dp_patch_bytes_fill(&place, s->entry, &b) ||
@@ -442,10 +541,10 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		nwrite += !ws[i].fail;
 	if (!nwrite && !ngone)
 		return 0;
-	/* Two pieces (site, hop) a patch or site at most. */
-	ps.v = malloc(2 * (n + ngone) * sizeof(*ps.v));
-	failed = calloc(2 * (n + ngone), sizeof(*failed));
-	run_of = calloc(2 * (n + ngone), sizeof(*run_of));
+	/* Two pieces (site, hop) a patch or site at most, and its led's. */
+	ps.v = malloc((2 + DP_APP_MAX_WRITES) * (n + ngone) * sizeof(*ps.v));
+	failed = calloc((2 + DP_APP_MAX_WRITES) * (n + ngone), sizeof(*failed));
+	run_of = calloc((2 + DP_APP_MAX_WRITES) * (n + ngone), sizeof(*run_of));
 	gone_ok = calloc(ngone ? ngone : 1, sizeof(*gone_ok));
 	hold = calloc(ngone ? ngone : 1, sizeof(*hold));
 	proc = ps.v && failed && run_of && gone_ok && hold ? dp_proc_open(p->pid) : NULL;
@@ -495,10 +594,12 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 
 		if (!hold[k])
 			continue;
-		restore_moves(proc, pcs, npcs, s);
-		piece_add(&ps, ap->site, ap->orig, ap->len, (uint32_t)k, false);
+		restore_moves(proc, pcs, npcs, s, dpd_site_led(p, s));
+		if (ap->method != DP_APP_METHOD_REDIRECT)
+			piece_add(&ps, ap->site, ap->orig, ap->len, (uint32_t)k, false);
 		if (ap->hop_len)
 			piece_add(&ps, ap->hop, ap->hop_orig, ap->hop_len, (uint32_t)k, false);
+		led_pieces(&ps, dpd_site_led(p, s), (uint32_t)k, false);
 	}
 	if (ngone) {
 		free(pcs);
@@ -522,6 +623,11 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 
 		if (w->fail)
 			continue;
+		/* A redirect writes its led alone. */
+		if (ap->method == DP_APP_METHOD_REDIRECT) {
+			led_pieces(&ps, &w->led, (uint32_t)i, true);
+			continue;
+		}
 		if (dp_patch_bytes_fill(&place, w->rec.entry, &b) ||
 		    (!w->replaces && put_moves(proc, pcs, npcs, &w->rec))) {
 			dpd_work_fail(p->pid, w, DP_REASON_NONE,
@@ -532,8 +638,10 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		piece_add(&ps, ap->site, b.site, b.site_len, (uint32_t)i, true);
 		if (b.hop_len)
 			piece_add(&ps, ap->hop, b.hop, b.hop_len, (uint32_t)i, true);
+		led_pieces(&ps, &w->led, (uint32_t)i, true);
 	}
 	free(pcs);
+	phases_settle(&ps);
 	qsort(ps.v, ps.n, sizeof(*ps.v), piece_cmp);
 	if (!(any_fail && all) && write_runs(proc, &ps, failed, run_of, &runs, &nruns)) {
 		for (size_t k = 0; k < ps.n; k++)
@@ -561,12 +669,13 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 			/* Threads this patch moved go back to the original
 			 * code, which is what the site holds. */
 			if (!ws[pc->owner].replaces)
-				restore_moves(proc, NULL, SIZE_MAX, &ws[pc->owner].rec);
+				restore_moves(proc, NULL, SIZE_MAX, &ws[pc->owner].rec, NULL);
 		}
 	}
 	/* An owner with a piece that failed has its other pieces (written by
-	 * another run: a hop far from its site) put back as they were. */
-	for (size_t k = 0; any_fail && !all && k < ps.n; k++) {
+	 * another run: a hop far from its site, a led's branch) put back as
+	 * they were, the last phase first. */
+	for (size_t k = ps.n; any_fail && !all && k-- > 0;) {
 		const struct piece *pc = &ps.v[k];
 		bool owner_failed = pc->work ? ws[pc->owner].fail : !gone_ok[pc->owner];
 
@@ -581,7 +690,7 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		undo_runs(proc, runs, nruns);
 		for (size_t i = 0; i < n; i++) {
 			if (!ws[i].fail && !ws[i].replaces)
-				restore_moves(proc, NULL, SIZE_MAX, &ws[i].rec);
+				restore_moves(proc, NULL, SIZE_MAX, &ws[i].rec, NULL);
 			ws[i].fail = true;
 		}
 		for (size_t k = 0; k < ngone; k++)

@@ -57,6 +57,11 @@ static struct {
 	uint32_t npatches;
 	size_t patches_cap;
 	uint32_t nint3;			/* patches of method int3 */
+	/* NOTE_WRITES: what patches write besides their windows (few:
+	 * looked up by a scan). */
+	struct dp_app_led *leds;
+	uint32_t nleds;
+	size_t leds_cap;
 	/* Lookups by probe id and by site: an index in probes[] and
 	 * patches[] (rebuilt when patches[] is compacted). */
 	struct dp_u64map probe_ix, patch_ix;
@@ -498,12 +503,81 @@ static int do_note_installed(const struct dp_app_patch *p, struct dp_app_result 
 	return 0;
 }
 
+/* The led recorded at site, or NULL (with the lock). */
+static struct dp_app_led *led_find(uint64_t site)
+{
+	for (uint32_t i = 0; i < ctl.nleds; i++)
+		if (ctl.leds[i].patch.site == site)
+			return &ctl.leds[i];
+	return NULL;
+}
+
+/* Forgets the led at site (with the lock): whether there was one. */
+static bool led_forget(uint64_t site)
+{
+	struct dp_app_led *l = led_find(site);
+
+	if (!l)
+		return false;
+	*l = ctl.leds[--ctl.nleds];
+	return true;
+}
+
+/* NOTE_WRITES: each led recorded in place of the one at its site (or, with
+ * no write, that one forgotten), in order; r->value counts those done. */
+static int do_note_writes(const struct dp_app_leds *m, struct dp_app_result *r)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&ctl.lock);
+	for (uint32_t i = 0; i < m->nleds && !ret; i++) {
+		const struct dp_app_led *l = &m->leds[i];
+		struct dp_app_led *old = led_find(l->patch.site);
+
+		if (!l->nwrites) {
+			led_forget(l->patch.site);
+		} else if (old) {
+			*old = *l;
+		} else if (ctl.nleds >= DP_APP_MAX_PATCHES) {
+			ret = set_error(r, -ENOSPC, "%u leds already recorded", DP_APP_MAX_PATCHES);
+		} else if (DP_ARRAY_RESERVE(ctl.leds, ctl.leds_cap, ctl.nleds, 16)) {
+			ret = set_error(r, -ENOMEM, "no memory to record the led at 0x%llx",
+					(unsigned long long)l->patch.site);
+		} else {
+			ctl.leds[ctl.nleds++] = *l;
+		}
+		if (!ret)
+			r->value = i + 1;
+	}
+	pthread_mutex_unlock(&ctl.lock);
+	return ret;
+}
+
+/* LIST_WRITES: a copy of every led (to free). */
+static int leds_snapshot(struct dp_app_leds *out)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&ctl.lock);
+	out->nleds = ctl.nleds;
+	out->leds = calloc(ctl.nleds ? ctl.nleds : 1, sizeof(*out->leds));
+	if (out->leds)
+		memcpy(out->leds, ctl.leds, ctl.nleds * sizeof(*out->leds));
+	else
+		ret = -ENOMEM;
+	pthread_mutex_unlock(&ctl.lock);
+	return ret;
+}
+
 static int do_note_removed(uint64_t site, struct dp_app_result *r)
 {
+	bool led;
+
 	struct dp_app_patch *p;
 	bool int3 = false;
 
 	pthread_mutex_lock(&ctl.lock);
+	led = led_forget(site);
 	p = patch_find(site);
 	if (p) {
 		int3 = p->method == DP_APP_METHOD_INT3;
@@ -520,7 +594,7 @@ static int do_note_removed(uint64_t site, struct dp_app_result *r)
 			dp_u64map_put(&ctl.patch_ix, ctl.patches[i].site, i);
 	}
 	pthread_mutex_unlock(&ctl.lock);
-	if (!p)
+	if (!p && !led)
 		return set_error(r, -ENOENT, "no patch at 0x%llx", (unsigned long long)site);
 	/* The daemon put the original bytes back before telling us (probe.h's
 	 * order), so no new trap can come from this site. */
@@ -600,8 +674,12 @@ static int do_note_removed_many(const struct dp_app_sites *m, struct dp_app_resu
 	for (uint32_t i = 0; i < m->nsites; i++) {
 		uint32_t at;
 
+		bool led = led_forget(m->sites[i]);
+
 		if (!dp_u64map_get(&ctl.patch_ix, m->sites[i], &at) || at == UINT32_MAX ||
 		    drop[at]) {
+			if (led)
+				continue;
 			if (!unknown++)
 				unknown_site = m->sites[i];
 			continue;
@@ -695,6 +773,18 @@ static int serve_one(int fd, const struct dp_app_msg *req)
 		dbg("NOTE_REMOVED_MANY %u: %s", req->removed_many.nsites,
 		    rep.result.status ? rep.result.error : "ok");
 		break;
+	case DP_APP_NOTE_WRITES:
+		do_note_writes(&req->leds, &rep.result);
+		dbg("NOTE_WRITES %u: %s", req->leds.nleds,
+		    rep.result.status ? rep.result.error : "ok");
+		break;
+	case DP_APP_LIST_WRITES:
+		ret = leds_snapshot(&rep.leds);
+		if (ret)
+			return ret;	/* no status: let the daemon retry */
+		ret = reply(fd, &rep);
+		free(rep.leds.leds);
+		return ret;
 	case DP_APP_LIST:
 		ret = state_snapshot(&rep.list_reply);
 		if (ret)
@@ -756,6 +846,7 @@ static int serve_bad(int fd, const struct dp_app_msg *req, enum dp_proto_err why
 	case DP_APP_NOTE_INSTALLED_MANY:
 	case DP_APP_NOTE_REMOVED_MANY:
 	case DP_APP_FOLLOW:
+	case DP_APP_NOTE_WRITES:
 		set_error(&rep.result, -EBADMSG, "%s", dp_proto_err_str(why));
 		return reply(fd, &rep);
 	case DP_APP_DEFINE_PROBES:

@@ -33,6 +33,12 @@ struct dpa_probe {
 	const int *enabled;		/* the class's: dpa_class_state() */
 	unsigned flags;			/* enum dpa_probe_flag */
 	bool regs_only;			/* dpa_ctx_regs_only(), and few fields */
+	/* A probe of one reg: context (the most common): its value is
+	 * (((uint64_t *)regs)[one_reg] >> one_shift) & one_mask, computed in
+	 * the hit path itself, with no call. */
+	bool one;
+	uint8_t one_reg, one_shift;
+	uint64_t one_mask;
 	size_t nctx, nfields;
 	size_t values_size;		/* the dpa_value array at the head of the scratch */
 	struct dp_ctx *ctx;
@@ -201,6 +207,13 @@ DPA_EXPORT struct dpa_probe *dpa_probe_new(uint64_t site, const char *name, unsi
 	p->site = site;
 	p->enabled = dpa_class_state(p->cls);
 	p->regs_only = nfields <= REGS_ONLY_MAX_FIELDS && dpa_ctx_regs_only(ctx, nctx);
+	if (p->regs_only && nctx == 1 && ctx[0].kind == DP_CTX_REG &&
+	    ctx[0].reg < sizeof(struct dp_regs) / 8) {
+		p->one = true;
+		p->one_reg = ctx[0].reg;
+		p->one_shift = ctx[0].shift;
+		p->one_mask = ctx[0].width < 8 ? (1ull << (ctx[0].width * 8)) - 1 : ~0ull;
+	}
 	p->flags = flags;
 	p->nctx = nctx;
 	p->nfields = nfields;
@@ -252,7 +265,7 @@ static __attribute__((noinline)) void record(struct dpa_probe *p, struct dpa_thr
 
 /* The same for probes whose fields all come from the saved registers: on
  * the stack, no scratch, nothing that can fail. */
-static inline void record_regs(struct dpa_probe *p, const struct dp_regs *regs)
+static __attribute__((noinline)) void record_regs(struct dpa_probe *p, const struct dp_regs *regs)
 {
 	struct dpa_ctx_env env = { .regs = regs, .flags = DPA_CTX_REGS_ONLY };
 	struct dpa_value values[REGS_ONLY_MAX_FIELDS];
@@ -260,6 +273,17 @@ static inline void record_regs(struct dpa_probe *p, const struct dp_regs *regs)
 	dpa_ctx_eval_regs(p->ctx, p->nctx, &env, values);
 	bump(&p->recorded);
 	dpa_class_record(p->cls, p->site, values);
+}
+
+/* The same for one reg: context, in line. */
+static inline __attribute__((always_inline)) void record_one(struct dpa_probe *p,
+							    const struct dp_regs *regs)
+{
+	struct dpa_value v;
+
+	v.u = (((const uint64_t *)regs)[p->one_reg] >> p->one_shift) & p->one_mask;
+	bump(&p->recorded);
+	dpa_class_record(p->cls, p->site, &v);
 }
 
 /*
@@ -285,7 +309,9 @@ DPA_EXPORT void dp_probe_hit(void *probe, struct dp_regs *regs)
 	if (__builtin_expect(!t->errnop, 0))
 		thread_first_record(t);
 	saved_errno = *t->errnop;
-	if (p->regs_only)
+	if (p->one)
+		record_one(p, regs);
+	else if (p->regs_only)
 		record_regs(p, regs);
 	else
 		record(p, t, regs);

@@ -2,8 +2,9 @@
  * lttng list, extended:
  *   list -u --path PATH --sites FUNCTION   every instruction of FUNCTION with
  *       its offset, bytes, mnemonic and how a probe there would be installed
- *       (jump, int3 and why, or refused and why).  No session, no daemon: the
- *       analysis and the planner of libdynprobe run here, on the file.
+ *       (jump, a led window or a redirect and how, int3 and why, or refused
+ *       and why), planned as lttng-dynprobed plans.  No session, no daemon:
+ *       the analysis and the planner of libdynprobe run here, on the file.
  *   list -u --path PATH --functions [PATTERN]   the functions of PATH (all,
  *       or those PATTERN or a C++/Rust name matches) by the names their
  *       authors wrote, demangled, with their addresses and sizes; with -v,
@@ -124,21 +125,38 @@ static void format_bytes(const uint8_t *b, size_t len, char *buf, size_t size)
 		snprintf(buf + n, size - n, " ..");
 }
 
+/* As lttng-dynprobed plans: branches led where only an int3 fits
+ * otherwise, each patch standing alone (patch/plan.h). */
+#define SITES_PLAN_FLAGS (DP_PLAN_REDIRECT | DP_PLAN_ALONE)
+
+/* The count a planned patch adds to: jump (redirects too), int3, refused. */
+static unsigned count_of(const struct dp_patch *p)
+{
+	return p->method == DP_SITE_REDIRECT ? DP_SITE_JUMP :
+	       p->method < 3		     ? p->method :
+					       DP_SITE_REFUSED;
+}
+
 /* How a probe at addr would be installed, counted and printed as the
- * PROBE column ("jump", "int3: reason", "refused: reason"). */
+ * PROBE column ("jump", "jump: led window: ...", "redirect: ...",
+ * "int3: reason", "refused: reason"). */
 static void print_placement(struct dp_object *obj, uint64_t addr, unsigned counts[3])
 {
 	struct dp_patch patch;
-	int r = dp_plan_site(obj, addr, &patch);
+	char led[160];
+	int r = dp_plan_site_flags(obj, addr, SITES_PLAN_FLAGS, &patch);
 
 	if (r) {
 		printf("error: %s\n", strerror(-r));
 		return;
 	}
 	dp_plan_refuse_unsafe_traps(obj, &patch, 1);
-	counts[patch.method < 3 ? patch.method : DP_SITE_REFUSED]++;
-	if (patch.method == DP_SITE_JUMP)
-		printf("jump\n");
+	counts[count_of(&patch)]++;
+	dp_plan_led_str(&patch, led, sizeof(led));
+	if (patch.method == DP_SITE_REDIRECT)
+		printf("%s\n", led);
+	else if (patch.method == DP_SITE_JUMP)
+		printf("jump%s%s\n", led[0] ? ": " : "", led);
 	else
 		printf("%s: %s\n", dp_site_method_str(patch.method), dp_reason_str(patch.reason));
 }
@@ -175,9 +193,13 @@ static void mi_site(uint64_t off, uint64_t addr, const char *bytes, const char *
 	if (r) {
 		dp_mi_elem("dp:error", "%s", strerror(-r));
 	} else {
+		char led[160];
+
 		dp_mi_elem("dp:method", "%s", dp_site_method_str(patch->method));
-		if (patch->method != DP_SITE_JUMP)
+		if (patch->method != DP_SITE_JUMP && patch->method != DP_SITE_REDIRECT)
 			dp_mi_elem("dp:reason", "%s", dp_reason_str(patch->reason));
+		else if (dp_plan_led_str(patch, led, sizeof(led))[0])
+			dp_mi_elem("dp:led", "%s", led);
 	}
 	printf("</dp:site>");
 }
@@ -221,10 +243,10 @@ static int function_sites(struct dp_object *obj, const char *path,
 		if (mi) {
 			const char *m = r ? "(undecoded)" : insn.mnemonic ? insn.mnemonic : "?";
 
-			r = dp_plan_site(obj, addr, &patch);
+			r = dp_plan_site_flags(obj, addr, SITES_PLAN_FLAGS, &patch);
 			if (!r) {
 				dp_plan_refuse_unsafe_traps(obj, &patch, 1);
-				counts[patch.method < 3 ? patch.method : DP_SITE_REFUSED]++;
+				counts[count_of(&patch)]++;
 			}
 			mi_site(off, addr, bytes, m, &patch, r);
 			continue;

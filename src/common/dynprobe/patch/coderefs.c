@@ -185,13 +185,25 @@ static uint64_t decoded_end(const struct dp_object *obj, uint64_t addr)
  * section is read (the ABI aligns pointers to 8; packed structures to 4
  * are covered too), in code only where no function that decoded whole
  * lies, and each that lands in code counts: a superset, since a number may
- * look like an address.  Left out: the
+ * look like an address.  But not one that lands inside an instruction of
+ * a function that decoded whole: no label is there, and a number is what
+ * it is (python3.11's "ABC" read as 0x434241, inside the jmp after its
+ * python:line SDT nop, cost that site its jump).  Left out: the
  * dynamic linker's and the unwinder's tables, and the entries of jump
  * tables the resolver read, whose every destination is a target already.  Not seen: a code
  * address stored in 4 bytes, or at an offset not a multiple of 4 (no
  * compiler emits either for a label; analysis.h says so).  In a position-
  * independent object such words need relocations, which are read instead.
  */
+/* Whether addr lies inside an instruction (not at its start) of a function
+ * whose bytes all decoded. */
+static bool inside_insn(const struct dp_object *obj, uint64_t addr)
+{
+	const struct dp_function *fn = an_function_at(obj, addr);
+
+	return fn && !(fn->flags & DP_FN_UNDECODED) && dp_function_insn_index(fn, addr) < 0;
+}
+
 static int data_words_scan(struct dp_object *obj)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
@@ -226,7 +238,7 @@ static int data_words_scan(struct dp_object *obj)
 				continue;
 			}
 			memcpy(&w, s->data + off, 8);
-			if (w - lo < hi - lo && !in_table(obj, a, 8))
+			if (w - lo < hi - lo && !in_table(obj, a, 8) && !inside_insn(obj, w))
 				err = an_code_ref_push(obj, w);
 		}
 	}

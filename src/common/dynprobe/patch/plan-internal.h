@@ -86,6 +86,7 @@ bool pl_gap_dead(struct dp_object *obj, uint64_t g0, uint64_t g1);
  * over become DP_SITE_REFUSED with npoints 0: the caller drops them.  0 or
  * -ENOMEM.
  */
-int pl_redirects_plan(struct dp_object *obj, struct dp_patch *p, size_t n, struct pl_taken *t);
+int pl_redirects_plan(struct dp_object *obj, struct dp_patch *p, size_t n, unsigned flags,
+		      struct pl_taken *t);
 
 #endif /* DP_PATCH_PLAN_INTERNAL_H */

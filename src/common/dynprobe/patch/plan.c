@@ -4,6 +4,7 @@
  * merging of many points into patches.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -325,6 +326,27 @@ int dp_plan_site(struct dp_object *obj, uint64_t point, struct dp_patch *out)
 	return err;
 }
 
+int dp_plan_site_flags(struct dp_object *obj, uint64_t point, unsigned flags,
+		       struct dp_patch *out)
+{
+	struct dp_patch *v = NULL;
+	size_t n = 0;
+	int err;
+
+	if (!flags)
+		return dp_plan_site(obj, point, out);
+	err = dp_plan_sites_flags(obj, &point, 1, flags, &v, &n);
+	for (size_t i = 0; !err && i < n; i++)
+		if (v[i].npoints) {
+			*out = v[i];
+			out->fn = v[i].fn;
+			free(v);
+			return 0;
+		}
+	free(v);
+	return err ? err : -EINVAL;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -535,7 +557,7 @@ int dp_plan_sites_flags(struct dp_object *obj, const uint64_t *points, size_t n,
 	if (flags & DP_PLAN_REDIRECT) {
 		size_t w = 0;
 
-		ret = pl_redirects_plan(obj, outp, nout, &taken);
+		ret = pl_redirects_plan(obj, outp, nout, flags, &taken);
 		if (ret)
 			goto out;
 		/* Drop the int3s whose points a redirect took over. */
@@ -584,4 +606,22 @@ void dp_plan_refuse_unsafe_traps(struct dp_object *obj, struct dp_patch *p, size
 			p[i].method = DP_SITE_REFUSED;
 			p[i].reason = DP_REASON_TRAP_UNSAFE;
 		}
+}
+
+const char *dp_plan_led_str(const struct dp_patch *p, char *buf, size_t size)
+{
+	unsigned rel8 = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < p->nredirects; i++)
+		rel8 += p->redirects[i].disp_len == 1;
+	if (p->method == DP_SITE_REDIRECT)
+		snprintf(buf, size, "redirect: only direct branches reach it, %u led to its "
+			 "trampoline%s%s", p->nredirects, rel8 ? " (rel8s through a hop)" : "",
+			 p->win.len < 5 ? ", its window too short for a jump" : "");
+	else if (p->method == DP_SITE_JUMP && p->led)
+		snprintf(buf, size, "led window: branch targets inside the jump, %u branches led "
+			 "to their instructions in the trampoline%s", p->nredirects,
+			 rel8 ? " (rel8s through a hop)" : "");
+	return buf;
 }

@@ -186,13 +186,32 @@ int dp_plan_sites(struct dp_object *obj, const uint64_t *points, size_t n,
  *     bytes), then the hop: a thread stopped at the hop has taken a rel8
  *     already and belongs where the hop leads.
  * A redirect's window keeps its code: a thread stopped in it needs
- * nothing.  Only installers that know this ask for it (the daemon does
- * not: lttng-dynprobed plans without it).
+ * nothing.  Only installers that know this ask for it.
  */
 #define DP_PLAN_REDIRECT (1u << 0)
 
+/*
+ * With DP_PLAN_REDIRECT: every patch stands alone.  No branch is led
+ * through another window's relocated copy (no redirect_to), so no patch
+ * needs another's trampoline, and patches may be installed, rebuilt and
+ * removed each on its own, in any order: each one's bytes (window, hop,
+ * the displacements of its branches) are all it changes.  A site that
+ * would need it keeps its int3.  lttng-dynprobed plans with both.
+ */
+#define DP_PLAN_ALONE (1u << 1)
+
 int dp_plan_sites_flags(struct dp_object *obj, const uint64_t *points, size_t n, unsigned flags,
 			struct dp_patch **patches, size_t *npatches);
+
+/* dp_plan_site with the flags above (0: dp_plan_site itself): the patch
+ * that serves the point. */
+int dp_plan_site_flags(struct dp_object *obj, uint64_t point, unsigned flags,
+		       struct dp_patch *out);
+
+/* How a patch planned with DP_PLAN_REDIRECT leads branches, in words for
+ * people ("redirect: 2 branches led to its trampoline", "led window: ..."),
+ * into buf; "" for a patch that leads none.  buf. */
+const char *dp_plan_led_str(const struct dp_patch *p, char *buf, size_t size);
 
 /*
  * Whether an int3 in the object at `path` could be hit by a thread that

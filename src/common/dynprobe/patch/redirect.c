@@ -75,6 +75,8 @@ struct rd_state {
 	struct dp_object *obj;
 	struct dp_patch *p;
 	size_t n;
+	bool alone;			/* DP_PLAN_ALONE: no branch led through
+					   another window's relocated copy */
 	uint64_t *starts;		/* per patch: its point's block start, or 0 */
 	uint64_t *cands;		/* block starts and targets in reach of
 					   int3 points, ascending, once */
@@ -423,7 +425,7 @@ static bool lead_add(struct rd_state *st, uint64_t target, unsigned m, const str
 			return false;
 		/* In a window, only its relocated copy runs: that one is led. */
 		if (pl_ranges_overlap(&st->copied, s->addr, s->addr + s->len)) {
-			if (l->nvia == DP_WINDOW_MAX_INSNS * 2 || !via_find(st, s, &l->via[l->nvia]))
+			if (st->alone || l->nvia == DP_WINDOW_MAX_INSNS * 2 || !via_find(st, s, &l->via[l->nvia]))
 				return false;
 			l->via_to[l->nvia++] = target;
 			continue;
@@ -713,9 +715,10 @@ static int state_init(struct rd_state *st)
 	return 0;
 }
 
-int pl_redirects_plan(struct dp_object *obj, struct dp_patch *p, size_t n, struct pl_taken *t)
+int pl_redirects_plan(struct dp_object *obj, struct dp_patch *p, size_t n, unsigned flags,
+		      struct pl_taken *t)
 {
-	struct rd_state st = { .obj = obj, .p = p, .n = n };
+	struct rd_state st = { .obj = obj, .p = p, .n = n, .alone = flags & DP_PLAN_ALONE };
 	int err = state_init(&st);
 
 	if (!err && st.ncands)

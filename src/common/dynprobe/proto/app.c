@@ -188,6 +188,61 @@ static enum dp_proto_err check_patches(const void *payload)
 	return err;
 }
 
+/* A led's patch (a jump as NOTE_INSTALLED's, or a redirect) and writes. */
+static enum dp_proto_err check_led(const struct dp_app_led *l)
+{
+	const struct dp_app_patch *p = &l->patch;
+
+	if (p->method == DP_APP_METHOD_REDIRECT) {
+		if (p->len < 1 || p->len > DP_APP_MAX_ORIG || p->nprobes < 1 ||
+		    p->nprobes > DP_APP_MAX_PATCH_PROBES)
+			return DP_PROTO_ERR_BOUNDS;
+		if (!p->site || !p->tramp || !p->tramp_len || p->hop || p->hop_len || p->resume)
+			return DP_PROTO_ERR_VALUE;
+		for (uint32_t i = 0; i < p->nprobes; i++)
+			if (!p->probes[i])
+				return DP_PROTO_ERR_VALUE;
+	} else if (p->method != DP_APP_METHOD_JUMP) {
+		return DP_PROTO_ERR_VALUE;
+	} else {
+		enum dp_proto_err err = check_patch(p);
+
+		if (err)
+			return err;
+	}
+	for (uint32_t i = 0; i < l->nwrites; i++) {
+		const struct dp_app_write *w = &l->writes[i];
+
+		if (w->kind == DP_APP_WRITE_BRANCH ? w->len < 2 || w->len > DP_APP_MAX_WRITE_LEN :
+		    w->kind == DP_APP_WRITE_HOP ? w->len != DP_APP_HOP_LEN : true)
+			return DP_PROTO_ERR_VALUE;
+		if (!w->addr)
+			return DP_PROTO_ERR_VALUE;
+	}
+	return DP_PROTO_ERR_NONE;
+}
+
+static enum dp_proto_err check_leds_of(const struct dp_app_leds *m, bool some)
+{
+	enum dp_proto_err err = DP_PROTO_ERR_NONE;
+
+	if ((some && !m->nleds) || (m->nleds && !m->leds))
+		return DP_PROTO_ERR_BOUNDS;
+	for (uint32_t i = 0; i < m->nleds && !err; i++)
+		err = check_led(&m->leds[i]);
+	return err;
+}
+
+static enum dp_proto_err check_note_writes(const void *payload)
+{
+	return check_leds_of(payload, true);
+}
+
+static enum dp_proto_err check_list_writes(const void *payload)
+{
+	return check_leds_of(payload, false);
+}
+
 static enum dp_proto_err check_sites(const void *payload)
 {
 	const struct dp_app_sites *m = payload;
@@ -415,6 +470,34 @@ static const struct dp_field patches_fields[] = {
 DP_STRUCT_DESC(patches_desc, T, patches_fields);
 #undef T
 
+#define T struct dp_app_write
+static const struct dp_field write_fields[] = {
+	DP_FIELD_U64(T, addr),
+	DP_FIELD_U8(T, kind),
+	DP_FIELD_BYTES(T, orig, len, 1),
+};
+DP_STRUCT_DESC(write_desc, T, write_fields);
+#undef T
+
+#define T struct dp_app_led
+static const struct dp_field led_fields[] = {
+	DP_FIELD_STRUCT(T, patch, patch_desc),
+	DP_FIELD_FIXED(T, writes, nwrites, write_desc),
+};
+DP_STRUCT_DESC(led_desc, T, led_fields);
+#undef T
+
+#define T struct dp_app_leds
+static const struct dp_field note_writes_fields[] = {
+	DP_FIELD_ARRAY(T, leds, nleds, DP_APP_MAX_BATCH, led_desc),
+};
+DP_STRUCT_DESC(note_writes_desc, T, note_writes_fields);
+static const struct dp_field list_writes_fields[] = {
+	DP_FIELD_ARRAY(T, leds, nleds, DP_APP_MAX_PATCHES, led_desc),
+};
+DP_STRUCT_DESC(list_writes_desc, T, list_writes_fields);
+#undef T
+
 #define T struct dp_app_sites
 static const struct dp_field sites_fields[] = {
 	DP_FIELD_ARRAY(T, sites, nsites, DP_APP_MAX_BATCH, handle_desc),
@@ -473,6 +556,8 @@ static const struct dp_msg_desc app_msgs[] = {
 	{ DP_APP_NOTE_INSTALLED_MANY, "NOTE_INSTALLED_MANY", &patches_desc, check_patches },
 	{ DP_APP_NOTE_REMOVED_MANY, "NOTE_REMOVED_MANY", &sites_desc, check_sites },
 	{ DP_APP_FOLLOW, "FOLLOW", &follow_desc, NULL },
+	{ DP_APP_NOTE_WRITES, "NOTE_WRITES", &note_writes_desc, check_note_writes },
+	{ DP_APP_LIST_WRITES, "LIST_WRITES", NULL, NULL },
 	{ DP_APP_HELLO_REPLY, "HELLO_REPLY", &hello_reply_desc, NULL },
 	{ DP_APP_DEFINE_PROBE_REPLY, "DEFINE_PROBE_REPLY", &result_value_desc, NULL },
 	{ DP_APP_ALLOC_CODE_REPLY, "ALLOC_CODE_REPLY", &result_value_desc, NULL },
@@ -488,6 +573,8 @@ static const struct dp_msg_desc app_msgs[] = {
 	  NULL },
 	{ DP_APP_NOTE_REMOVED_MANY_REPLY, "NOTE_REMOVED_MANY_REPLY", &result_desc, NULL },
 	{ DP_APP_FOLLOW_REPLY, "FOLLOW_REPLY", &result_desc, NULL },
+	{ DP_APP_NOTE_WRITES_REPLY, "NOTE_WRITES_REPLY", &result_value_desc, NULL },
+	{ DP_APP_LIST_WRITES_REPLY, "LIST_WRITES_REPLY", &list_writes_desc, check_list_writes },
 	{ DP_APP_UNSUPPORTED, "UNSUPPORTED", &dp_codec_u16, NULL },
 	{ DP_APP_REFUSE, "REFUSE", &refuse_desc, NULL },
 };

@@ -41,6 +41,10 @@
  *   0x800D    reply          status i32, error str
  *   0x000E  FOLLOW           flags u32                        (minor 3)
  *   0x800E    reply          status i32, error str
+ *   0x000F  NOTE_WRITES      nled u32, led[nled]              (minor 4)
+ *   0x800F    reply          status i32, noted u64, error str
+ *   0x0010  LIST_WRITES      (empty)                          (minor 4)
+ *   0x8010    reply          nled u32, led[nled]
  *   0xfffe  UNSUPPORTED      type u16 (the request's)
  *   0xffff  REFUSE           major u8, minor u8, reason str
  *
@@ -59,6 +63,8 @@
  *           op[nops] { op u8, arg u8, imm u64 } }  (spec/value.h)
  *   class = flags u32, event str, nctx u32, ctx_ext[nctx]
  *   def   = id u32, site u64, class u32 (an index in the message's classes)
+ *   led   = patch, nwrites u32, write[nwrites]
+ *   write = addr u64, kind u8, orig u8[len]
  *   str   = len u16, bytes (no NUL), len < the receiving array's size
  *
  * Versions: the header's major must match or the connection is refused,
@@ -141,6 +147,23 @@
  *    HELLO, before GO, so that a forked child or a new image has the mode
  *    the events installed there ask for before its program goes on.
  *    Unknown flag bits are refused (-EBADMSG).
+ *  - NOTE_WRITES (minor 4, only to an agent of minor 4 or later) records
+ *    the bytes a patch writes besides its window and hop: the
+ *    displacements of the branches it leads into its trampoline, and the
+ *    hop their rel8s go through (patch/plan.h, DP_PLAN_REDIRECT).  Each
+ *    `led` names its patch whole: a jump whose window is written too (its
+ *    NOTE_INSTALLED comes first, as for any jump), or a redirect
+ *    (DP_APP_METHOD_REDIRECT, only ever in a `led`: its window is never
+ *    written, and it has no record but this one).  A led replaces the
+ *    one recorded at its site; one with no write forgets it.  Like
+ *    NOTE_INSTALLED it comes before the bytes are written, and
+ *    NOTE_REMOVED (or NOTE_REMOVED_MANY) of the site forgets it after the
+ *    original bytes are back, as it forgets the site's patch (the reply
+ *    is -ENOENT only when neither was recorded); NOTE_INSTALLED leaves it
+ *    alone.  Its reply's value says how many were recorded, in order.
+ *    LIST_WRITES answers every led recorded, for a daemon that recovers
+ *    the process after its HELLO (whose state, unchanged, lists the
+ *    jumps and int3s only).
  */
 #ifndef DP_PROTO_APP_H
 #define DP_PROTO_APP_H
@@ -156,7 +179,7 @@
 
 #define DP_APP_MAGIC 0x50415044u	/* "DPAP" in byte order */
 #define DP_APP_MAJOR 1
-#define DP_APP_MINOR 3
+#define DP_APP_MINOR 4
 
 /* Bounds every receiver enforces. */
 #define DP_APP_MAX_PAYLOAD (32u << 20)	/* a frame's payload, in bytes */
@@ -169,6 +192,8 @@
 #define DP_APP_MAX_ORIG 32		/* original bytes of one patch */
 #define DP_APP_HOP_LEN 5		/* bytes of a hop (its jmp rel32) */
 #define DP_APP_MAX_PATCH_PROBES 16	/* probes served by one patch */
+#define DP_APP_MAX_WRITES 12		/* writes of one led besides its window */
+#define DP_APP_MAX_WRITE_LEN 8		/* bytes of one write */
 #define DP_APP_MAX_CODE (256u << 10)	/* bytes of one ALLOC_CODE */
 #define DP_APP_ERROR_MAX 256		/* error strings, with their NUL */
 #define DP_APP_VERSION_MAX 32		/* the agent's version string, with its NUL */
@@ -202,6 +227,8 @@ enum dp_app_type {
 	DP_APP_NOTE_INSTALLED_MANY = 0x000C,	/* minor 3 */
 	DP_APP_NOTE_REMOVED_MANY = 0x000D,	/* minor 3 */
 	DP_APP_FOLLOW = 0x000E,		/* minor 3 */
+	DP_APP_NOTE_WRITES = 0x000F,	/* minor 4 */
+	DP_APP_LIST_WRITES = 0x0010,	/* minor 4 */
 
 	DP_APP_HELLO_REPLY = DP_APP_HELLO | DP_FRAME_REPLY,
 	DP_APP_DEFINE_PROBE_REPLY = DP_APP_DEFINE_PROBE | DP_FRAME_REPLY,
@@ -217,6 +244,8 @@ enum dp_app_type {
 	DP_APP_NOTE_INSTALLED_MANY_REPLY = DP_APP_NOTE_INSTALLED_MANY | DP_FRAME_REPLY,
 	DP_APP_NOTE_REMOVED_MANY_REPLY = DP_APP_NOTE_REMOVED_MANY | DP_FRAME_REPLY,
 	DP_APP_FOLLOW_REPLY = DP_APP_FOLLOW | DP_FRAME_REPLY,
+	DP_APP_NOTE_WRITES_REPLY = DP_APP_NOTE_WRITES | DP_FRAME_REPLY,
+	DP_APP_LIST_WRITES_REPLY = DP_APP_LIST_WRITES | DP_FRAME_REPLY,
 
 	/* The same in every protocol (frame.h): the reply to a request of an
 	 * unknown type, and "I will not talk to you" (the sender closes). */
@@ -240,6 +269,15 @@ enum dp_app_method {
 	DP_APP_METHOD_JUMP = 1,		/* jmp rel32 at the site (len >= 5), or jmp rel8 to
 					   a hop (len >= 2) */
 	DP_APP_METHOD_INT3 = 2,		/* int3 at the site; the trap resumes at `resume` */
+	DP_APP_METHOD_REDIRECT = 3,	/* minor 4, in a led only: the window is not
+					   written, its branches lead to the trampoline */
+};
+
+/* What a write of a led puts over its original bytes. */
+enum dp_app_write_kind {
+	DP_APP_WRITE_BRANCH = 1,	/* a jmp, jcc or loop's displacement (its last 1
+					   or 4 bytes; the bytes before stay) */
+	DP_APP_WRITE_HOP = 2,		/* a jmp rel32 over 5 bytes of fill */
 };
 
 /* DEFINE_PROBE flags (the agent's dp_probe_flag, on the wire). */
@@ -262,6 +300,8 @@ enum dp_app_follow_flag {
 #define DP_APP_FOLLOW_ALL DP_APP_FOLLOW_EXEC
 /* The first minor version whose agents take FOLLOW. */
 #define DP_APP_MINOR_FOLLOW 3
+/* The first minor version whose agents take NOTE_WRITES and LIST_WRITES. */
+#define DP_APP_MINOR_WRITES 4
 
 /* Whether a probe with these contexts needs DEFINE_PROBE_EXT. */
 bool dp_app_ctx_need_ext(const struct dp_ctx *ctx, size_t nctx);
@@ -296,6 +336,30 @@ struct dp_app_patch {
 	uint64_t resume;		/* int3: where a trapped thread resumes; else 0 */
 	uint32_t nprobes;
 	uint32_t probes[DP_APP_MAX_PATCH_PROBES];	/* probe ids, at least one */
+};
+
+/* One write of a led: at addr, len bytes that were orig. */
+struct dp_app_write {
+	uint64_t addr;
+	uint8_t kind;			/* enum dp_app_write_kind */
+	uint8_t len;			/* BRANCH: 2 to 8 (the whole instruction);
+					   HOP: 5 */
+	uint8_t orig[DP_APP_MAX_WRITE_LEN];
+};
+
+/* A patch whose branches are led into its trampoline: the patch (a jump,
+ * or a redirect), and what else it writes. */
+struct dp_app_led {
+	struct dp_app_patch patch;
+	uint32_t nwrites;		/* 0 (forget the site's led) .. DP_APP_MAX_WRITES */
+	struct dp_app_write writes[DP_APP_MAX_WRITES];
+};
+
+/* NOTE_WRITES's leds, LIST_WRITES's reply. */
+struct dp_app_leds {
+	uint32_t nleds;			/* NOTE_WRITES: 1 .. DP_APP_MAX_BATCH; a reply:
+					   up to DP_APP_MAX_PATCHES */
+	struct dp_app_led *leds;
 };
 
 /* What is installed in one process. */
@@ -406,8 +470,9 @@ struct dp_app_msg {
 		uint64_t note_removed;		/* the site */
 		struct dp_app_result result;	/* the replies of the four above,
 						   of NOTE_*_MANY (NOTE_INSTALLED_MANY:
-						   value is how many were noted) and
-						   FOLLOW's */
+						   value is how many were noted),
+						   FOLLOW's and NOTE_WRITES's (value:
+						   how many were recorded) */
 		struct dp_app_state list_reply;
 		uint64_t ping;			/* PING and its reply: the cookie */
 		uint64_t mapped;		/* MAPPED and its reply: the cookie */
@@ -416,6 +481,7 @@ struct dp_app_msg {
 		struct dp_app_patches note_many;	/* NOTE_INSTALLED_MANY */
 		struct dp_app_sites removed_many;	/* NOTE_REMOVED_MANY */
 		uint32_t follow;		/* FOLLOW: enum dp_app_follow_flag */
+		struct dp_app_leds leds;	/* NOTE_WRITES, LIST_WRITES's reply */
 		uint16_t unsupported;		/* the type that was not understood */
 		struct dp_app_refuse refuse;
 	};
