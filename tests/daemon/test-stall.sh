@@ -44,7 +44,7 @@ stall() {
 }
 
 start_sessiond || tap_bail "no session daemon"
-dp_lttng create s --output="$DP_TMP/trace" >/dev/null &&
+dp_lttng create s --output="$DP_TMP/trace-s" >/dev/null &&
 	dp_lttng enable-event -u -s s "dynprobe:*" >/dev/null &&
 	dp_lttng start s >/dev/null || tap_bail "cannot create session s"
 start_target b "$PIE" "$DP_TMP/shm-b" 2 5 1000 || tap_bail "the target does not start"
@@ -88,6 +88,33 @@ done
 tap_ok $? "SIGTERM during that call: the daemon exits (after $((($(date +%s%N) - t0) / 1000000)) ms; it sent $(grep -c '^mapped' "$DP_TMP/two.out") MAPPED)"
 kill -0 "$DPD_PID" 2>/dev/null || DPD_PID=
 kill_stallers
+
+# ---- an agent's connection kept across exec --------------------------------
+# dpforge says HELLO (a true claim, restored by the daemon), then on SIGUSR1
+# executes the target, its connection open across exec: the daemon must
+# not take the old program's connection for the new one's agent.
+start_dynprobed || tap_bail "lttng-dynprobed does not start again"
+"$builddir/dpforge" "$RUN/dynprobe-app.sock" exec "$PIE" "$DP_TMP/shm-x" 2 5 1000 \
+	>"$DP_TMP/x.out" 2>&1 &
+x=$!
+DP_TARGETS="$DP_TARGETS $x"
+said x "^go"
+tap_ok $? "a process (pid $x) said HELLO and got GO"
+kill -USR1 "$x"
+said x "^ready"
+tap_ok $? "it executed the target, the connection kept open: $(readlink /proc/"$x"/exe)"
+dpctl enable s channel0 xe probe dp_work "$PIE" -p "$x" && out_has "^proc pid=$x status=0" &&
+	! same_as_file "$x" "$PIE" dp_work
+tap_ok $? "ENABLE in it injects an agent into the new program and installs: $(grep -m1 '^proc' "$DP_TMP/out")"
+seen s dynprobe:xe
+tap_ok $? "its events are recorded: $(count dynprobe:xe)"
+dpctl disable s channel0 xe && same_as_file "$x" "$PIE" dp_work "$LEN"
+tap_ok $? "DISABLE: dp_work holds the file's $LEN bytes again"
+kill -TERM "$x"
+wait "$x"
+tap_ok $? "the target computed right throughout: $(tail -n1 "$DP_TMP/x.out")"
+stop_dynprobed
+tap_ok $? "SIGTERM: the daemon exits"
 
 # ---- a flood of large HELLOs from another user ---------------------------
 NFLOOD=64
