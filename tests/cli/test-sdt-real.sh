@@ -97,14 +97,16 @@ for obj in "$LIBSTDCXX" "$PY" "$LIBPY" "$POSTGRES"; do
 	tap_ok $? "$b: each site's address, semaphore and argument spec as readelf -n shows them ($(wc -l <"$DP_TMP/rs") sites)" ||
 		tap_diag_file "$DP_TMP/diff"
 	nsites=$(wc -l <"$DP_TMP/rs")
-	jump=$(grep -cE '^    0x.*  jump$' <<<"$out")
+	# (a jump whose window holds branch targets says how it leads them)
+	jump=$(grep -cE '^    0x.*  jump(: led window: .*)?$' <<<"$out")
+	led=$(grep -cE '^    0x.*  jump: led window: .*$' <<<"$out")
 	int3=$(grep -cE '^    0x.*  int3: [a-z].*$' <<<"$out")
 	refused=$(grep -cE '^    0x.*  refused: [a-z].*$' <<<"$out")
 	[ $((jump + int3 + refused)) -eq "$nsites" ] &&
 		grep -qE "^SDT probes: $(wc -l <"$DP_TMP/rp") in [0-9]+ providers?, $nsites sites in .*: $jump by jump, $int3 by int3, $refused refused$" <<<"$out"
 	tap_ok $? "$b: every site placed (jump $jump, int3 $int3, refused $refused, with the reason), as the summary counts" ||
 		tap_diag "$(tail -1 <<<"$out")"
-	tap_diag "$b: $nsites sites: $jump by jump, $int3 by int3, $refused refused"
+	tap_diag "$b: $nsites sites: $jump by jump ($led with a led window), $int3 by int3, $refused refused"
 	[ "$(grep -cE '^      arg[0-9]+: (u?int(8|16|32|64)|float|double) ' <<<"$out")" -eq \
 	  "$(awk '{ for (i = 5; i <= NF; i++) n++ } END { print n + 0 }' "$DP_TMP/rs")" ]
 	tap_ok $? "$b: every argument of every site parsed to a typed value"
@@ -560,6 +562,12 @@ bt_text "$DP_TMP/t8" 2>/dev/null >"$DP_TMP/pg.all"
 	[ "$(grep -c '^postgresql:query__start: .* query = "END;"' "$DP_TMP/pg.all")" -eq 100 ]
 tap_ok $? "query__start: pgbench's 100 BEGIN; and 100 END;, as sent" ||
 	tap_diag "$(grep -c '^postgresql:query__start: .* query = "BEGIN;"' "$DP_TMP/pg.all") BEGIN"
+# query__plan__done's site is a nop that branches land right after
+# (placed with a led window, or an int3): it fires once per plan, as
+# query__plan__start does.
+np=$(grep -c '^postgresql:query__plan__start: ' "$DP_TMP/pg.all")
+[ "$np" -gt 0 ] && [ "$(grep -c '^postgresql:query__plan__done: ' "$DP_TMP/pg.all")" -eq "$np" ]
+tap_ok $? "query__plan__done recorded as often as query__plan__start ($np)"
 tap_diag "postgres, every probe under pgbench: $(awk -F: '{ print $2 }' "$DP_TMP/pg.all" | sort | uniq -c | sort -rn | head -8 | awk '{ printf "%s %s, ", $2, $1 }')..."
 [ -z "$(errors "$DP_TMP/t8")" ]
 tap_ok $? "no argument read failed" || tap_diag "$(errors "$DP_TMP/t8")"

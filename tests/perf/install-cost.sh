@@ -33,6 +33,12 @@
 #   PYTHON=/usr/bin/python3.11 ...             the python to probe (skipped
 #                                              when absent)
 #   DP_KEEP=1 ...                              keeps the daemon's log
+#   ONLY=TEXT ...                              only the whole-program and
+#                                              recovery rows whose label
+#                                              holds TEXT (e.g. "wide-fns
+#                                              'dp_w_*' (1.3)"), to compare
+#                                              two builds row by row
+#   DP_TEST_DAEMON=PATH ...                    another build's daemon
 
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
@@ -61,10 +67,13 @@ start_dynprobed || { cat "$DP_TMP/dynprobed.start" >&2; exit 1; }
 dp_lttng create cost --output="$DP_TMP/trace" >/dev/null &&
 	dp_lttng enable-channel -u -s cost chan >/dev/null ||
 	{ cat "$DP_TMP/lttng.log" >&2; exit 1; }
-start_target many-fns "$TARGET" "$THREADS" ||
-	{ echo "install-cost.sh: the target does not start" >&2; exit 1; }
-tpid=$TARGET_PID
-tpids=$tpid
+tpids=
+if [ -z "$ONLY" ]; then
+	start_target many-fns "$TARGET" "$THREADS" ||
+		{ echo "install-cost.sh: the target does not start" >&2; exit 1; }
+	tpid=$TARGET_PID
+	tpids=$tpid
+fi
 session=cost
 
 # fns FIRST COUNT: dp_fn_FIRST ... dp_fn_(FIRST + COUNT - 1)
@@ -116,6 +125,7 @@ next_target() {
 	tpids="$tpids $tpid"
 }
 
+if [ -z "$ONLY" ]; then
 echo "target: $TARGET, $THREADS threads calling 2,000 functions, pid $tpid"
 echo
 echo "| step                         | probes | wall (ms) | batches | stops | stopped (ms) | longest (ms) | / 20 ms | trampolines |"
@@ -136,6 +146,7 @@ step "inject + 1" 1 enable-each "$session" chan "$tpid" "$TARGET" $(fns 2999 1)
 step "--function 'dp_fn_1???'" 1000 enable "$session" chan fns function 'dp_fn_1???' "$TARGET" -p "$tpid"
 echo
 grep -m1 'agent injected' "$DP_TMP/dynprobed.log" | sed 's/^.*agent injected/agent injected:/'
+fi
 
 # ---- whole programs, each in one request ----
 # whole LABEL SESSION TARGET-NAME PATTERN PATH [ENV...] -- CMD...: a new
@@ -143,6 +154,7 @@ grep -m1 'agent injected' "$DP_TMP/dynprobed.log" | sed 's/^.*agent injected/age
 # installed, then removed, in one request each.
 whole() {
 	local label=$1 s=$2 name=$3 pattern=$4 path=$5 envs=()
+	[ -n "$ONLY" ] && [[ $label != *"$ONLY"* ]] && return 0
 	shift 5
 	while [ "$1" != -- ]; do
 		envs+=("$1")
@@ -226,6 +238,7 @@ log_ms() {
 # agent's connection to the answer).
 recovery() {
 	local label=$1 s=$2 pattern=$3 path=$4 t0 wall from conn done n
+	[ -n "$ONLY" ] && [[ $label != *"$ONLY"* ]] && return 0
 	shift 5
 	dp_lttng create "$s" --output="$DP_TMP/trace-$s" >/dev/null &&
 		dp_lttng enable-channel -u -s "$s" chan >/dev/null ||

@@ -2,7 +2,7 @@
  * A program that never sleeps in the kernel, for loading the agent into a
  * busy process:
  *
- *   busy-target MODE SECONDS [THREADS]
+ *   busy-target MODE SECONDS [THREADS]   (lockwait: its lock's SECONDS)
  *
  *   spin     one thread computing (user code only)
  *   threads  THREADS threads computing, the main one among them
@@ -11,6 +11,9 @@
  *   locked   one thread computing inside a callback of dl_iterate_phdr(),
  *            which holds the loader's lock the whole time: never at a point
  *            free of the C library
+ *   lockwait the main thread computing (user code only) while another
+ *            computes inside a callback of dl_iterate_phdr() for THREADS
+ *            seconds (then ends): a load waits for that lock meanwhile
  *
  * It prints "ready pid=P" first, runs SECONDS (timed through the vdso, no
  * system call) or until SIGUSR1 comes, whichever is first, then prints
@@ -91,6 +94,12 @@ static void on_usr1(int sig)
 	ended = 1;
 }
 
+static void *locker(void *arg)
+{
+	dl_iterate_phdr(compute_until, arg);
+	return NULL;
+}
+
 static void *worker(void *arg)
 {
 	while (!atomic_load_explicit(&stop, memory_order_relaxed))
@@ -104,11 +113,14 @@ int main(int argc, char **argv)
 	double seconds = argc > 2 ? atof(argv[2]) : 2, end;
 	int nthreads = argc > 3 ? atoi(argv[3]) : 4;
 	bool with_malloc = !strcmp(mode, "malloc"), with_lock = !strcmp(mode, "locked");
+	bool lockwait = !strcmp(mode, "lockwait");
 	pthread_t t[64];
+	double lock_end;
 
-	if (strcmp(mode, "spin") && strcmp(mode, "threads") && !with_malloc && !with_lock)
+	if (strcmp(mode, "spin") && strcmp(mode, "threads") && !with_malloc && !with_lock &&
+	    !lockwait)
 		return 2;
-	if (!strcmp(mode, "threads") && (nthreads < 2 || nthreads > 64))
+	if ((!strcmp(mode, "threads") || lockwait) && (nthreads < 2 || nthreads > 64))
 		return 2;
 	for (uint64_t i = 0; i < 64; i++)
 		expected[i] = busy_work(i);
@@ -120,6 +132,10 @@ int main(int argc, char **argv)
 			pthread_create(&t[i], NULL, worker, NULL);
 	/* The main thread works too, and looks at the clock between batches. */
 	end = now_s() + seconds;
+	if (lockwait) {
+		lock_end = now_s() + nthreads;
+		pthread_create(&t[1], NULL, locker, &lock_end);
+	}
 	while (now_s() < end && !ended) {
 		if (with_malloc)
 			allocate_once();
@@ -129,6 +145,8 @@ int main(int argc, char **argv)
 			compute_once();
 	}
 	atomic_store(&stop, true);
+	if (lockwait)
+		pthread_join(t[1], NULL);
 	if (!strcmp(mode, "threads"))
 		for (int i = 1; i < nthreads; i++)
 			pthread_join(t[i], NULL);

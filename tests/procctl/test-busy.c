@@ -8,9 +8,19 @@
  * output and exit are unchanged.  A program that computes inside a callback
  * of dl_iterate_phdr() (the loader lock held) is refused within the time
  * given, with the frames seen, and is unharmed.
+ *
+ * The wait for the load is about progress, not time: a load whose thread
+ * waits for the loader lock (held by a thread computing inside
+ * dl_iterate_phdr) fails after the idle bound, saying it waits on a lock;
+ * a load that computes (its constructor spins for CPU time) while starved
+ * of CPU (the target pinned to one CPU with hogs there) succeeds although
+ * it lasts longer than the idle bound; one that works past the cap fails,
+ * saying so.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -205,11 +215,188 @@ static void test_refused(void)
 	       "the program ends as it would have: exit %d, \"%s\"", st, last);
 }
 
+/* Starts argv, loads the probe with o (its constructor spinning `spin`
+ * ms of CPU), returns what dp_inject_agent said; the program is ended
+ * (SIGUSR1) and must end as it would have once the load is done. */
+static int load_with(const char *what, char *const argv[], struct dp_inject_opts *o,
+		     const char *spin, struct busy *b, struct dp_inject_result *r,
+		     struct dp_err *err, int64_t *ms)
+{
+	int64_t t0;
+	int ret;
+
+	if (!tap_ok(busy_start(b, argv) == 0, "%s starts", what))
+		return -ECHILD;
+	if (spin) {
+		o->env_name = "PROCCTL_PROBE_SPIN_MS";
+		o->env_value = spin;
+	}
+	t0 = util_now_ms();
+	ret = dp_inject_agent(b->pid, probe, o, r, err);
+	*ms = util_now_ms() - t0;
+	return ret;
+}
+
+/* The end of a program load_with started: once the load ran (within
+ * timeout_ms), SIGUSR1, and its last line. */
+static void end_after_load(const char *what, struct busy *b, int timeout_ms)
+{
+	char last[256];
+	int64_t deadline = util_now_ms() + timeout_ms;
+	int st;
+
+	while (!loaded(b->pid) && util_now_ms() < deadline)
+		util_sleep_ms(50);
+	tap_ok(loaded(b->pid), "%s: the load went on in its own thread and finished", what);
+	kill(b->pid, SIGUSR1);
+	st = busy_end(b, last, sizeof(last), 15000);
+	tap_ok(st == 0 && !strcmp(last, "done errors=0"),
+	       "%s: the program ends as it would have: exit %d, \"%s\"", what, st, last);
+}
+
+static void test_lock_waited(void)
+{
+	/* The lock held 25 s: past the 10 s the load waits without progress. */
+	char *argv[] = { "./busy-target", "lockwait", "60", "25", NULL };
+	struct dp_inject_opts o;
+	struct dp_inject_result r;
+	struct dp_err err = DP_ERR_INIT;
+	struct busy b;
+	int64_t ms;
+	int ret;
+
+	dp_inject_opts_init(&o);
+	ret = load_with("a program with a thread inside dl_iterate_phdr (the loader lock held)",
+			argv, &o, NULL, &b, &r, &err, &ms);
+	if (ret == -ECHILD)
+		return;
+	tap_ok(ret == -ETIMEDOUT && strstr(err.msg, "no progress for 10000 ms") &&
+	       strstr(err.msg, "futex") && ms >= 10000 && ms < 60000,
+	       "a load waiting for the loader lock fails after 10 s without progress, saying "
+	       "where it waits (%" PRId64 " ms; %d: %s)", ms, ret, err.msg);
+	tap_ok(!loaded(b.pid), "it did not load meanwhile");
+	/* The lock let go, the load goes on (and the program ends). */
+	end_after_load("the loader lock let go", &b, 40000);
+}
+
+/* The CPU to starve on: the first this process may use. */
+static int starve_cpu(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 0;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			return c;
+	return 0;
+}
+
+/* Every thread of pid on cpu alone.  0 or -1. */
+static int pin_threads(pid_t pid, int cpu)
+{
+	char path[64];
+	cpu_set_t set;
+	struct dirent *d;
+	DIR *td;
+	int ret = 0, n = 0;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	td = opendir(path);
+	if (!td)
+		return -1;
+	while ((d = readdir(td)))
+		if (d->d_name[0] != '.') {
+			ret |= sched_setaffinity(atoi(d->d_name), sizeof(set), &set);
+			n++;
+		}
+	closedir(td);
+	return ret || !n ? -1 : 0;
+}
+
+static void test_starved(void)
+{
+	char *argv[] = { "./busy-target", "spin", "60", NULL };
+	struct dp_inject_opts o;
+	struct dp_inject_result r;
+	struct dp_err err = DP_ERR_INIT;
+	pid_t hogs[4];
+	int cpu = starve_cpu(), nhogs = 0;
+	struct busy b;
+	int64_t ms;
+	int ret;
+
+	if (!tap_ok(busy_start(&b, argv) == 0, "a computing program starts"))
+		return;
+	tap_ok(pin_threads(b.pid, cpu) == 0, "its threads pinned to CPU %d", cpu);
+	for (int i = 0; i < 4; i++) {
+		pid_t h = fork();
+
+		if (h == 0) {
+			cpu_set_t set;
+			volatile unsigned long x = 0;
+
+			CPU_ZERO(&set);
+			CPU_SET(cpu, &set);
+			sched_setaffinity(0, sizeof(set), &set);
+			alarm(120);
+			for (;;)
+				x++;
+		}
+		if (h > 0)
+			hogs[nhogs++] = h;
+	}
+	tap_ok(nhogs == 4, "4 CPU hogs on CPU %d beside it", cpu);
+	dp_inject_opts_init(&o);
+	/* Half a second without progress would fail it: it makes progress,
+	 * computing (0.3 s of CPU time, shared with 5 on one CPU). */
+	o.load_timeout_ms = 500;
+	o.env_name = "PROCCTL_PROBE_SPIN_MS";
+	o.env_value = "300";
+	ret = dp_inject_agent(b.pid, probe, &o, &r, &err);
+	ms = (int64_t)(r.load_ns / 1000000);
+	for (int i = 0; i < nhogs; i++) {
+		kill(hogs[i], SIGKILL);
+		waitpid(hogs[i], NULL, 0);
+	}
+	tap_ok(ret == 0 && loaded(b.pid) && ms > o.load_timeout_ms,
+	       "a load slowed down by CPU starvation succeeds while it works: %" PRId64 " ms, "
+	       "past the %d ms bound without progress (%d: %s)", ms, o.load_timeout_ms, ret,
+	       err.msg);
+	end_after_load("starved", &b, 1000);
+}
+
+static void test_capped(void)
+{
+	char *argv[] = { "./busy-target", "spin", "60", NULL };
+	struct dp_inject_opts o;
+	struct dp_inject_result r;
+	struct dp_err err = DP_ERR_INIT;
+	struct busy b;
+	int64_t ms;
+	int ret;
+
+	dp_inject_opts_init(&o);
+	o.load_timeout_ms = 500;
+	o.load_cap_ms = 1000;
+	/* 3 s of CPU time take 3 s at least. */
+	ret = load_with("a computing program", argv, &o, "3000", &b, &r, &err, &ms);
+	if (ret == -ECHILD)
+		return;
+	tap_ok(ret == -ETIMEDOUT && strstr(err.msg, "has not finished after 1000 ms") &&
+	       strstr(err.msg, "working"),
+	       "a load that works past the cap fails, saying so (%" PRId64 " ms; %d: %s)", ms,
+	       ret, err.msg);
+	end_after_load("past the cap", &b, 30000);
+}
+
 int main(void)
 {
 	char cmd[PATH_MAX + 16];
 
-	alarm(300);
+	alarm(600);
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!mkdtemp(dir))
@@ -221,6 +408,9 @@ int main(void)
 	test_busy_c();
 	test_python();
 	test_refused();
+	test_lock_waited();
+	test_starved();
+	test_capped();
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd))

@@ -50,6 +50,7 @@
  * restored.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -67,6 +68,70 @@
  * of our own user it is waited for that long (another user's agent talks
  * to that user's daemon). */
 #define DPD_AGENT_RETRY_WAIT_MS 32000
+
+/* The agent's HELLO after its injection is waited for while its control
+ * thread makes progress (a loaded machine slows it down), up to this. */
+#define DPD_AGENT_HELLO_IDLE_MS 10000
+#define DPD_AGENT_HELLO_CAP_MS 120000
+
+/* What the agent's control thread in pid (named so by the agent) does:
+ * its work count (dp_proc_thread_work), and whether it is runnable.
+ * false when there is none. */
+static bool agent_thread_work(pid_t pid, uint64_t *work, bool *running)
+{
+	pid_t *tids;
+	size_t n = 0;
+	bool found = false;
+
+	*work = 0;
+	*running = false;
+	if (dp_proc_tasks(pid, &tids, &n))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char path[64], comm[32];
+		uint64_t w;
+		ssize_t len;
+		char st;
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tids[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (len != 15 || memcmp(comm, "lttng-dynprobe\n", 15) ||
+		    dp_proc_thread_work(pid, tids[i], &st, &w))
+			continue;
+		found = true;
+		*work += w;
+		*running |= st == 'R' || st == 'D';
+	}
+	free(tids);
+	return found;
+}
+
+/* Waits for the HELLO of an agent just injected in pid: while its control
+ * thread makes progress, DPD_AGENT_HELLO_CAP_MS at most. */
+static void agent_wait_injected(pid_t pid)
+{
+	int64_t start = dpd_now_ms();
+	uint64_t seen = 0, work;
+	bool running;
+
+	agent_thread_work(pid, &seen, &running);
+	for (;;) {
+		struct dpd_proc *p = dpd_agent_wait(pid, DPD_AGENT_HELLO_IDLE_MS);
+
+		if ((p && p->fd >= 0) || !dp_proc_alive(pid) ||
+		    dpd_now_ms() - start >= DPD_AGENT_HELLO_CAP_MS ||
+		    !agent_thread_work(pid, &work, &running) || (work == seen && !running))
+			return;
+		dpd_info("process %d: its agent has not said HELLO after %" PRId64 " ms, its "
+			 "thread working: waiting on", (int)pid, dpd_now_ms() - start);
+		seen = work;
+	}
+}
 
 /* Ensures pid's agent talks to us: the process, or NULL with msg (its
  * code too). */
@@ -108,11 +173,13 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dp_err *msg)
 		 ret == DP_INJECT_ALREADY ? 0.0 : res.total_ns / 1e6,
 		 ret == DP_INJECT_ALREADY ? 0 : res.nholds,
 		 ret == DP_INJECT_ALREADY ? 0.0 : res.held_total_ns / 1e6, res.held_ns / 1e6);
-	wait_ms = 10000;
-	if (ret == DP_INJECT_ALREADY)
+	if (ret == DP_INJECT_ALREADY) {
 		wait_ms = !dp_proc_status_read(pid, 0, &st) && st.uid[1] == geteuid()
 				  ? DPD_AGENT_RETRY_WAIT_MS : 3000;
-	dpd_agent_wait(pid, wait_ms);
+		dpd_agent_wait(pid, wait_ms);
+	} else {
+		agent_wait_injected(pid);
+	}
 	dpd_hold_unlend(pid);
 	p = dpd_proc_find(pid);
 	if (!p || p->fd < 0) {

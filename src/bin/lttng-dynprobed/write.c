@@ -171,6 +171,8 @@ struct piece {
 	uint8_t phase;			/* enum phase */
 	uint8_t wi;			/* a led's write: its index + 1; else 0 */
 	bool work;
+	bool hop;			/* a restored site's own hop (gone_holding
+					   tells them) */
 	uint8_t bytes[DP_WINDOW_MAX_LEN > DP_APP_MAX_ORIG ? DP_WINDOW_MAX_LEN : DP_APP_MAX_ORIG];
 };
 
@@ -190,6 +192,7 @@ static void piece_add_in(struct pieces *ps, uint64_t addr, const uint8_t *bytes,
 	pc->work = work;
 	pc->phase = (uint8_t)phase;
 	pc->wi = 0;
+	pc->hop = false;
 	memcpy(pc->bytes, bytes, len);
 }
 
@@ -233,6 +236,16 @@ static int piece_cmp(const void *a, const void *b)
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	return (int)x->work - (int)y->work;
+}
+
+/* Sorts the pieces, unless they are (a removal's, sorted before the stop). */
+static void pieces_sort(struct pieces *ps)
+{
+	for (size_t i = 1; i < ps->n; i++)
+		if (piece_cmp(&ps->v[i - 1], &ps->v[i]) > 0) {
+			qsort(ps->v, ps->n, sizeof(*ps->v), piece_cmp);
+			return;
+		}
 }
 
 /* A run written: its address and the bytes it held before (to undo). */
@@ -367,10 +380,12 @@ static bool dpd_write_same_image(struct dpd_proc *p, struct dpd_work *ws, size_t
 /*
  * Whether a site to restore holds what its record says, its threads held:
  * then true; else nothing is written (claims.c says why): a site that holds
- * its original bytes already is marked gone, any other stays.
+ * its original bytes already is marked gone, any other stays.  The checks
+ * of one stop share f: /proc/PID/mem and the files opened once, read by
+ * blocks (nothing writes the code while the threads are held).
  */
-static bool dpd_write_holds(struct dpd_proc *p, const struct dp_maps *maps,
-			    struct dpd_site *s)
+static bool dpd_write_holds(struct dpd_proc *p, struct dpd_claim_files *f,
+			    const struct dp_maps *maps, struct dpd_site *s)
 {
 	struct dp_err why = DP_ERR_INIT;
 	int ret;
@@ -381,7 +396,7 @@ static bool dpd_write_holds(struct dpd_proc *p, const struct dp_maps *maps,
 		ret = dpd_claim_check_led(p->pid, maps, &s->patch, dpd_site_led(p, s),
 					  s->ninsns != 0, &why);
 	else
-		ret = dpd_claim_check(p->pid, maps, &s->patch, s->ninsns != 0, &why);
+		ret = dpd_claim_check_files(f, maps, &s->patch, s->ninsns != 0, &why);
 	if (ret == 0) {
 		dpd_info("process %d: 0x%" PRIx64 " holds its original bytes already", (int)p->pid,
 			 s->patch.site);
@@ -394,67 +409,64 @@ static bool dpd_write_holds(struct dpd_proc *p, const struct dp_maps *maps,
 }
 
 /*
- * The current bytes of every piece (sorted), read in runs as write_runs
- * makes them, into the pieces' bytes.  0, or -errno when a run cannot be
- * read (then nothing is known).
+ * The pieces of restoring the sites gone, sorted (piece_cmp): each site's
+ * original bytes, its hop's, its led's writes.  Built before the threads
+ * are held: a whole program's restore costs the stop no sort and no page
+ * of memory touched for the first time.  A redirect's window, never
+ * written, has its piece too, for gone_holding only.
  */
-static int read_pieces(struct dp_proc *proc, struct pieces *ps)
+static void gone_pieces(const struct dpd_proc *p, const uint32_t *gone, size_t ngone,
+			struct pieces *ps)
 {
-	uint8_t *buf = NULL;
-	size_t i = 0;
-	int ret = 0;
+	for (size_t k = 0; k < ngone; k++) {
+		const struct dpd_site *s = &p->sites[gone[k]];
+		const struct dp_app_patch *ap = &s->patch;
 
-	while (i < ps->n && !ret) {
-		uint64_t start = ps->v[i].addr, end;
-		size_t j = run_end(ps, i, &end);
-
-		free(buf);
-		buf = malloc(end - start);
-		ret = buf ? dp_proc_read(proc, start, buf, end - start) : -ENOMEM;
-		for (size_t k = i; !ret && k < j; k++)
-			memcpy(ps->v[k].bytes, buf + (ps->v[k].addr - start), ps->v[k].len);
-		i = j;
+		piece_add(ps, ap->site, ap->orig, ap->len, (uint32_t)k, false);
+		if (ap->hop_len) {
+			piece_add(ps, ap->hop, ap->hop_orig, ap->hop_len, (uint32_t)k, false);
+			ps->v[ps->n - 1].hop = true;
+		}
+		led_pieces(ps, dpd_site_led(p, s), (uint32_t)k, false);
 	}
-	free(buf);
-	return ret;
+	qsort(ps->v, ps->n, sizeof(*ps->v), piece_cmp);
 }
 
 /*
  * Which sites to restore hold their patch, threads held: those whose bytes
- * (and hop's) are exactly what this daemon wrote there go on at once; a
- * site that holds its original bytes is marked gone; any other is asked of
- * dpd_write_holds.  keep[k] says whether gone[k] is to be restored.
+ * (and hop's, and led's) are exactly what this daemon wrote there go on at
+ * once; any other is asked of dpd_write_holds (a site that holds its
+ * original bytes is marked gone there).  ps holds gone_pieces(), read in
+ * runs as write_runs makes them, compared in the buffer read.  keep[k]
+ * says whether gone[k] is to be restored.
  */
 static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_t *gone,
-			 size_t ngone, bool *keep)
+			 size_t ngone, const struct pieces *ps, bool *keep)
 {
-	struct pieces cur = { malloc(((2 + DP_APP_MAX_WRITES) * ngone + 1) * sizeof(*cur.v)), 0 };
 	struct dp_maps maps = { 0 };
+	struct dpd_claim_files files;
 	bool maps_read = false;
-	/* Per site: every piece holds our bytes; every piece its original. */
+	/* Per site: every piece holds our bytes. */
 	bool *ours = calloc(ngone ? ngone : 1, sizeof(*ours));
-	bool *orig = calloc(ngone ? ngone : 1, sizeof(*orig));
-	uint8_t *state = calloc(ngone ? ngone : 1, 1);	/* 0 ours, 1 orig, 2 other */
+	uint8_t *buf = NULL;
+	size_t i = 0;
 
-	if (cur.v && state && ours && orig) {
-		for (size_t k = 0; k < ngone; k++) {
-			const struct dp_app_patch *ap = &p->sites[gone[k]].patch;
-			const struct dpd_led *led = dpd_site_led(p, &p->sites[gone[k]]);
+	for (size_t k = 0; ours && k < ngone; k++) {
+		const struct dpd_led *led = dpd_site_led(p, &p->sites[gone[k]]);
 
-			/* The hop's piece is marked "work" here, to tell it. */
-			piece_add(&cur, ap->site, ap->orig, ap->len, (uint32_t)k, false);
-			if (ap->hop_len)
-				piece_add(&cur, ap->hop, ap->hop_orig, ap->hop_len, (uint32_t)k, true);
-			led_pieces(&cur, led, (uint32_t)k, false);
-			/* A recovered led's bytes are not known: claims.c looks. */
-			ours[k] = !led || !led->recovered;
-			orig[k] = true;
-		}
-		qsort(cur.v, cur.n, sizeof(*cur.v), piece_cmp);
-		if (read_pieces(proc, &cur))
-			memset(ours, 0, ngone * sizeof(*ours));
-		for (size_t i = 0; i < cur.n; i++) {
-			const struct piece *pc = &cur.v[i];
+		/* A recovered led's bytes are not known: claims.c looks. */
+		ours[k] = !led || !led->recovered;
+	}
+	while (ours && i < ps->n) {
+		uint64_t start = ps->v[i].addr, end;
+		size_t j = run_end(ps, i, &end);
+		uint8_t *nbuf = realloc(buf, end - start);
+		bool read = nbuf && !dp_proc_read(proc, start, nbuf, end - start);
+
+		if (nbuf)
+			buf = nbuf;
+		for (; i < j; i++) {
+			const struct piece *pc = &ps->v[i];
 			const struct dpd_site *s = &p->sites[gone[pc->owner]];
 			const struct dp_app_patch *ap = &s->patch;
 			const struct dp_patch_place place = {
@@ -463,45 +475,43 @@ static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_
 				.addr = ap->site, .len = ap->len, .hop = ap->hop,
 				.hop_len = ap->hop_len,
 			};
+			const uint8_t *cur = read ? buf + (pc->addr - start) : NULL;
 			struct dp_patch_bytes b;
 
-			if (!ours[pc->owner] && !orig[pc->owner])
+			if (!ours[pc->owner])
 				continue;
+			if (!cur) {
+				ours[pc->owner] = false;
+				continue;
+			}
 			if (pc->wi) {
 				const struct dpd_led *led = dpd_site_led(p, s);
 
-				if (memcmp(pc->bytes, led->now[pc->wi - 1], pc->len))
+				if (memcmp(cur, led->now[pc->wi - 1], pc->len))
 					ours[pc->owner] = false;
-				if (memcmp(pc->bytes, led->w[pc->wi - 1].orig, pc->len))
-					orig[pc->owner] = false;
 				continue;
 			}
 			/* A redirect's window is never written. */
 			if (ap->method == DP_APP_METHOD_REDIRECT) {
-				if (memcmp(pc->bytes, ap->orig, pc->len))
-					ours[pc->owner] = orig[pc->owner] = false;
+				if (memcmp(cur, ap->orig, pc->len))
+					ours[pc->owner] = false;
 				continue;
 			}
 			/* What the write left: the patch's bytes, then the
 			 * window's original ones after them. */
 			if (dp_patch_bytes_fill(&place, s->entry, &b) ||
-			    (pc->work ? b.hop_len != pc->len : b.site_len > pc->len) ||
-			    memcmp(pc->bytes, pc->work ? b.hop : b.site,
-				   pc->work ? b.hop_len : b.site_len) ||
-			    (!pc->work && memcmp(pc->bytes + b.site_len, ap->orig + b.site_len,
-						 pc->len - b.site_len)))
+			    (pc->hop ? b.hop_len != pc->len : b.site_len > pc->len) ||
+			    memcmp(cur, pc->hop ? b.hop : b.site, pc->hop ? b.hop_len : b.site_len) ||
+			    (!pc->hop && memcmp(cur + b.site_len, ap->orig + b.site_len,
+						pc->len - b.site_len)))
 				ours[pc->owner] = false;
-			if (memcmp(pc->bytes, pc->work ? ap->hop_orig : ap->orig, pc->len))
-				orig[pc->owner] = false;
 		}
-		for (size_t k = 0; k < ngone; k++)
-			state[k] = ours[k] ? 0 : orig[k] ? 1 : 2;
 	}
+	free(buf);
 	for (size_t k = 0; k < ngone; k++) {
 		struct dpd_site *s = &p->sites[gone[k]];
-		int st = state ? state[k] : 2;
 
-		if (st == 0) {
+		if (ours && ours[k]) {
 			keep[k] = true;
 			continue;
 		}
@@ -509,14 +519,14 @@ static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_
 			maps_read = true;
 			if (dp_maps_read(p->pid, &maps))
 				maps = (struct dp_maps){ 0 };
+			dpd_claim_files_init(&files, p->pid, true);
 		}
-		keep[k] = dpd_write_holds(p, &maps, s);
+		keep[k] = dpd_write_holds(p, &files, &maps, s);
 	}
+	if (maps_read)
+		dpd_claim_files_release(&files);
 	dp_maps_free(&maps);
-	free(cur.v);
-	free(state);
 	free(ours);
-	free(orig);
 }
 
 /*
@@ -547,6 +557,8 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	run_of = calloc((2 + DP_APP_MAX_WRITES) * (n + ngone), sizeof(*run_of));
 	gone_ok = calloc(ngone ? ngone : 1, sizeof(*gone_ok));
 	hold = calloc(ngone ? ngone : 1, sizeof(*hold));
+	if (ps.v)
+		gone_pieces(p, gone, ngone, &ps);
 	proc = ps.v && failed && run_of && gone_ok && hold ? dp_proc_open(p->pid) : NULL;
 	if (!proc) {
 		free(ps.v);
@@ -583,23 +595,35 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	if (dpd_write_same_image(p, ws, n, msg)) {
 		ret = nwrite ? -ESTALE : 0;
 		ngone = n = 0;
+		ps.n = 0;
 	}
-	gone_holding(proc, p, gone, ngone, hold);
+	gone_holding(proc, p, gone, ngone, &ps, hold);
 	/* The sites that go first: a window that replaces them may cover
 	 * their bytes (threads they send back to the original code are then
 	 * moved again, into the new trampoline: their PCs are read again). */
 	for (size_t k = 0; k < ngone; k++) {
 		const struct dpd_site *s = &p->sites[gone[k]];
-		const struct dp_app_patch *ap = &s->patch;
 
-		if (!hold[k])
-			continue;
-		restore_moves(proc, pcs, npcs, s, dpd_site_led(p, s));
-		if (ap->method != DP_APP_METHOD_REDIRECT)
-			piece_add(&ps, ap->site, ap->orig, ap->len, (uint32_t)k, false);
-		if (ap->hop_len)
-			piece_add(&ps, ap->hop, ap->hop_orig, ap->hop_len, (uint32_t)k, false);
-		led_pieces(&ps, dpd_site_led(p, s), (uint32_t)k, false);
+		if (hold[k])
+			restore_moves(proc, pcs, npcs, s, dpd_site_led(p, s));
+	}
+	/* Their pieces (gone_pieces, sorted): those of the sites restored,
+	 * but a redirect's window, which is never written. */
+	{
+		size_t m = 0;
+
+		for (size_t k = 0; k < ps.n; k++) {
+			const struct piece *pc = &ps.v[k];
+
+			if (!hold[pc->owner] ||
+			    (!pc->wi && !pc->hop && pc->addr == p->sites[gone[pc->owner]].patch.site &&
+			     p->sites[gone[pc->owner]].patch.method == DP_APP_METHOD_REDIRECT))
+				continue;
+			if (m != k)
+				ps.v[m] = *pc;
+			m++;
+		}
+		ps.n = m;
 	}
 	if (ngone) {
 		free(pcs);
@@ -642,7 +666,7 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	}
 	free(pcs);
 	phases_settle(&ps);
-	qsort(ps.v, ps.n, sizeof(*ps.v), piece_cmp);
+	pieces_sort(&ps);
 	if (!(any_fail && all) && write_runs(proc, &ps, failed, run_of, &runs, &nruns)) {
 		for (size_t k = 0; k < ps.n; k++)
 			failed[k] = true;
@@ -716,14 +740,6 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 				s->patch.site, dp_proc_errmsg(proc));
 		}
 	}
-	for (size_t k = 0; k < nruns; k++)
-		free(runs[k].orig);
-	free(runs);
-	free(ps.v);
-	free(failed);
-	free(run_of);
-	free(gone_ok);
-	free(hold);
 	dpd_fault("written");
 	/*
 	 * What the detach says, not "no such process" (a process that exited
@@ -732,6 +748,15 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	 * patches would stay with no one to remove them.
 	 */
 	detached = dp_proc_detach(proc);
+	/* Freed once the threads run: a whole program's runs are megabytes. */
+	for (size_t k = 0; k < nruns; k++)
+		free(runs[k].orig);
+	free(runs);
+	free(ps.v);
+	free(failed);
+	free(run_of);
+	free(gone_ok);
+	free(hold);
 	if (detached && dp_proc_alive(p->pid))
 		dpd_err("process %d: the threads held to write its code could not all be "
 			"let go: %s", (int)p->pid, dp_proc_errmsg(proc));

@@ -31,7 +31,12 @@
  *      when the environment lacks it, calls dlopen(), copies dlerror() on
  *      failure, unsets the variable again, reports, and, once the report is
  *      read (or after 5 s), unmaps both pages and exits;
- *   6. return once that thread has ended (5 s at most): it blocks every
+ *   6. wait for the report while the new thread makes progress (its CPU
+ *      time or page faults grow, or it is runnable: a loaded machine only
+ *      slows it down): load_timeout_ms without progress (it waits for a
+ *      lock or a peer), or load_cap_ms in all, fail the load, the message
+ *      saying which and where the thread waits;
+ *   7. return once that thread has ended (5 s at most): it blocks every
  *      signal, and an install that checks the threads' masks right after
  *      (an int3 needs SIGTRAP deliverable) must not see it.
  *
@@ -79,7 +84,9 @@ struct dp_inject_opts {
 	/* A variable the library reads while it loads (its constructor): set
 	 * for the load when the environment lacks it, then unset.  NULL: none. */
 	const char *env_name, *env_value;
-	int load_timeout_ms;		/* wait for dlopen to finish (default 10000) */
+	int load_timeout_ms;		/* wait for dlopen to finish while its thread
+					 * makes no progress (default 10000) */
+	int load_cap_ms;		/* ... and in all (default 120000) */
 	int catch_ms;			/* search for a host thread (default 1000) */
 	int call_timeout_ms;		/* pthread_create() on the host */
 };
@@ -106,7 +113,7 @@ void dp_inject_opts_init(struct dp_inject_opts *o);
  * Loads `path` (absolute) into pid.  0: loaded; DP_INJECT_ALREADY: the same
  * file is mapped already (nothing done, err says so); -errno with err
  * filled on failure: the dp_proc_attach() refusals, DP_INJECT_E*, -ETIMEDOUT when the
- * load did not finish in time (it goes on, and cleans up after itself).
+ * load made no progress, or did not finish in time (it goes on, and cleans up after itself).
  * res may be NULL.
  */
 int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *opts,
@@ -118,5 +125,13 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
  * (-errno of reading the object).
  */
 int dp_proc_dynsym(pid_t pid, const char *lib, const char *sym, uint64_t *addr);
+
+/*
+ * What thread tid of pid does, from /proc/PID/task/TID/stat: its state
+ * letter ('R' runnable, 'S' asleep, 'D' in I/O...) and a count that grows
+ * with any work it does (CPU ticks and page faults), to tell a thread that
+ * a busy machine slows down from one that waits.  0 or -errno.
+ */
+int dp_proc_thread_work(pid_t pid, pid_t tid, char *state, uint64_t *work);
 
 #endif /* DP_PROC_INJECT_H */
