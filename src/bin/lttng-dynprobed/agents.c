@@ -131,6 +131,288 @@ static const struct dp_patch *plan_ix_window(const struct plan_ix *ix, uint64_t 
 	return NULL;
 }
 
+/* An event meant for p that may claim its recovered patches. */
+static bool may_claim(const struct dpd_proc *p, const struct dpd_event *ev)
+{
+	/* By pid: its processes and their descendants (a forked child
+	 * reports the patches it inherited). */
+	bool listed = !ev->npids || dpd_event_reaches(ev, p->pid);
+
+	return (!ev->owner || ev->owner == p->uid) && ev->enabled && ev->obj && listed;
+}
+
+/* Whether an owner of s serves probe pr (its event's point there). */
+static bool probe_owned(const struct dpd_site *s, const struct dpd_probe *pr)
+{
+	for (uint32_t o = 0; o < s->nowners; o++) {
+		const struct dpd_owner *ow = &s->owners[o];
+
+		for (unsigned j = 0; j < ow->pl->npoints; j++) {
+			const struct dpd_point *pt = &ow->ev->points[ow->pl->point_ids[j]];
+
+			if (pt->vaddr + ow->bias == pr->site &&
+			    !strcmp(dpd_event_point_name(ow->ev, pt), pr->event))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Whether every probe of recovered patch s is served by one of its owners. */
+static bool hooks_owned(struct dpd_proc *p, const struct dpd_site *s)
+{
+	for (uint32_t i = 0; i < s->patch.nprobes; i++) {
+		const struct dpd_probe *pr = dpd_proc_probe(p, s->patch.probes[i]);
+
+		if (!pr || !probe_owned(s, pr))
+			return false;
+	}
+	return s->nowners > 0;
+}
+
+/*
+ * A joint plan being rebuilt from recovered patches (as combine.c made it):
+ * the points their probes record, the patches taken in.
+ */
+struct joint {
+	const struct dpd_object *obj;
+	uint64_t bias;
+	struct dpd_event **evs;		/* per member */
+	uint32_t *ks;			/* its point in evs[i]->points */
+	uint64_t *vaddrs;
+	size_t n, cap;
+	uint32_t *sites;		/* indexes in p->sites */
+	size_t nsites, sites_cap;
+};
+
+/* Room for one more member: 0 or -ENOMEM. */
+static int joint_grow(struct joint *j)
+{
+	uint32_t *ks;
+	uint64_t *va;
+
+	if (DP_ARRAY_RESERVE(j->evs, j->cap, j->n, 16))
+		return -ENOMEM;
+	/* The three arrays grow together (cap counts evs). */
+	ks = realloc(j->ks, j->cap * sizeof(*ks));
+	if (!ks)
+		return -ENOMEM;
+	j->ks = ks;
+	va = realloc(j->vaddrs, j->cap * sizeof(*va));
+	if (!va)
+		return -ENOMEM;
+	j->vaddrs = va;
+	return 0;
+}
+
+/* The member of j that probe pr is (added when new): its index, or -1 when
+ * no event meant for p has that point (-2: out of memory). */
+static long joint_member(struct joint *j, const struct dpd_proc *p, const struct dpd_probe *pr)
+{
+	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
+		uint64_t bias;
+
+		if (!may_claim(p, ev) || (j->obj && ev->obj != j->obj))
+			continue;
+		if (j->obj)
+			bias = j->bias;
+		else if (dpd_object_bias(ev->obj, p->pid, &bias))
+			continue;
+		for (uint32_t k = 0; k < ev->npoints; k++) {
+			if (ev->points[k].vaddr + bias != pr->site ||
+			    strcmp(dpd_event_point_name(ev, &ev->points[k]), pr->event))
+				continue;
+			for (size_t m = 0; m < j->n; m++)
+				if (j->evs[m] == ev && j->ks[m] == k)
+					return (long)m;
+			if (joint_grow(j))
+				return -2;
+			j->obj = ev->obj;
+			j->bias = bias;
+			j->evs[j->n] = ev;
+			j->ks[j->n] = k;
+			j->vaddrs[j->n] = ev->points[k].vaddr;
+			return (long)j->n++;
+		}
+	}
+	return -1;
+}
+
+/* Takes recovered patch i into j, with the points its probes record: 0, or
+ * -ENOMEM. */
+static int joint_add_site(struct joint *j, struct dpd_proc *p, uint32_t i, bool *taken)
+{
+	const struct dpd_site *s = &p->sites[i];
+
+	if (DP_ARRAY_RESERVE(j->sites, j->sites_cap, j->nsites, 16))
+		return -ENOMEM;
+	j->sites[j->nsites++] = i;
+	taken[i] = true;
+	for (uint32_t k = 0; k < s->patch.nprobes; k++) {
+		const struct dpd_probe *pr = dpd_proc_probe(p, s->patch.probes[k]);
+
+		if (pr && joint_member(j, p, pr) == -2)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Patch s of the joint plan's entry pl: the owners of s become the events
+ * with points in pl (their shares), when s's probes are exactly pl's
+ * points.
+ */
+static void joint_claim(struct joint *j, struct dpd_proc *p, struct dpd_site *s,
+			const struct dp_patch *pl)
+{
+	struct dpd_owner owners[DPD_SITE_MAX_OWNERS];
+	uint32_t nowners = 0;
+
+	if (s->patch.nprobes != pl->npoints)
+		return;
+	for (uint32_t i = 0; i < s->patch.nprobes; i++) {
+		const struct dpd_probe *pr = dpd_proc_probe(p, s->patch.probes[i]);
+		long m = pr ? joint_member(j, p, pr) : -1;
+		bool in = false;
+
+		for (unsigned k = 0; m >= 0 && k < pl->npoints; k++)
+			in |= pl->point_ids[k] == (size_t)m;
+		if (!in)
+			return;
+	}
+	for (size_t e = 0; e < j->n; e++) {
+		struct dp_patch sh = *pl;
+		const struct dp_patch *r;
+		bool dup = false;
+
+		for (uint32_t o = 0; o < nowners; o++)
+			dup |= owners[o].ev == j->evs[e];
+		if (dup)
+			continue;
+		sh.npoints = 0;
+		for (unsigned k = 0; k < pl->npoints; k++) {
+			if (j->evs[pl->point_ids[k]] != j->evs[e])
+				continue;
+			sh.points[sh.npoints] = pl->points[k];
+			sh.point_ids[sh.npoints++] = j->ks[pl->point_ids[k]];
+		}
+		if (!sh.npoints)
+			continue;
+		if (nowners == DPD_SITE_MAX_OWNERS || !(r = dpd_event_share(j->evs[e], &sh)))
+			return;
+		owners[nowners++] = (struct dpd_owner){ j->evs[e], r, j->bias };
+	}
+	memcpy(s->owners, owners, nowners * sizeof(owners[0]));
+	s->nowners = nowners;
+}
+
+/*
+ * The recovered patches no event's own plan explains (a probe of theirs no
+ * owner serves): planned together with other events' points (combine.c),
+ * their windows are those of a joint plan.  From one such patch, the points
+ * its probes record, and those of every recovered patch the plan's windows
+ * meet, are planned again as one batch until nothing new is met, as
+ * combine.c gathered them; a recovered patch with the window and the points
+ * of an entry of that plan is owned by the events with points there.
+ */
+/* Plans j's points, taking in the recovered patches (idx) its windows meet
+ * until nothing new is met: 0, or -errno.  The plan in *plan. */
+static int joint_plan(struct joint *j, struct dpd_proc *p, const uint32_t *idx, uint32_t n,
+		      bool *taken, struct dp_patch **plan, size_t *nplan)
+{
+	for (int round = 0; round < 8; round++) {
+		size_t before = j->nsites;
+		int ret;
+
+		free(*plan);
+		*plan = NULL;
+		ret = dp_plan_sites_flags(j->obj->obj, j->vaddrs, j->n, DPD_PLAN_FLAGS, plan, nplan);
+		if (ret)
+			return ret;
+		dp_plan_refuse_unsafe_traps(j->obj->obj, *plan, *nplan);
+		for (size_t i = 0; i < *nplan; i++) {
+			struct dp_app_patch ap;
+			struct dpd_led led;
+
+			if ((*plan)[i].method == DP_SITE_REFUSED)
+				continue;
+			dpd_patch_window(&(*plan)[i], j->bias, &ap);
+			dpd_patch_led(&(*plan)[i], j->obj->obj, j->bias, &led);
+			for (uint32_t k = 0; k < n; k++) {
+				const struct dpd_site *s = &p->sites[idx[k]];
+
+				if (!taken[idx[k]] &&
+				    dpd_patches_meet(&s->patch, dpd_site_led(p, s), &ap, &led) &&
+				    joint_add_site(j, p, idx[k], taken))
+					return -ENOMEM;
+			}
+		}
+		if (j->nsites == before)
+			return 0;
+	}
+	return -EBUSY;
+}
+
+/* Claims j's patches whose window is one of the plan's. */
+static void joint_claim_all(struct joint *j, struct dpd_proc *p, const struct dp_patch *plan,
+			    size_t nplan)
+{
+	for (size_t i = 0; i < nplan; i++) {
+		struct dp_app_patch ap;
+		struct dpd_led led;
+
+		if (plan[i].method == DP_SITE_REFUSED)
+			continue;
+		dpd_patch_window(&plan[i], j->bias, &ap);
+		dpd_patch_led(&plan[i], j->obj->obj, j->bias, &led);
+		for (size_t k = 0; k < j->nsites; k++) {
+			struct dpd_site *s = &p->sites[j->sites[k]];
+
+			if (dpd_same_window(&s->patch, dpd_site_led(p, s), &ap, &led))
+				joint_claim(j, p, s, &plan[i]);
+		}
+	}
+}
+
+/*
+ * The recovered patches no event's own plan explains (a probe of theirs no
+ * owner serves): planned together with other events' points (combine.c),
+ * their windows are those of a joint plan.  From one such patch, the points
+ * its probes record, and those of every recovered patch the plan's windows
+ * meet, are planned again as one batch until nothing new is met, as
+ * combine.c gathered them; a recovered patch with the window and the points
+ * of an entry of that plan is owned by the events with points there.  One
+ * whose plan no longer follows from the patches in place (the event it was
+ * planned with taken out since, its bytes now free) stays unexplained: it
+ * is restored (install.c), its event installed again only when it has no
+ * site left.
+ */
+static void claim_joint(struct dpd_proc *p, const uint32_t *idx, uint32_t n)
+{
+	bool *taken = calloc(p->nsites ? p->nsites : 1, sizeof(*taken));
+
+	for (uint32_t r = 0; taken && r < n; r++) {
+		struct joint j = { 0 };
+		struct dp_patch *plan = NULL;
+		size_t nplan = 0;
+
+		if (taken[idx[r]] || hooks_owned(p, &p->sites[idx[r]]))
+			continue;
+		if (joint_add_site(&j, p, idx[r], taken) || !j.n)
+			goto next;
+		if (joint_plan(&j, p, idx, n, taken, &plan, &nplan))
+			goto next;
+		joint_claim_all(&j, p, plan, nplan);
+next:
+		free(plan);
+		free(j.evs);
+		free(j.ks);
+		free(j.vaddrs);
+		free(j.sites);
+	}
+	free(taken);
+}
+
 /*
  * The owners of the installed patches of p that no event claims (recovered
  * from the agent): every enabled event meant for this process whose plan has
@@ -178,6 +460,9 @@ static void claim_sites(struct dpd_proc *p)
 		}
 		free(pix.idx);
 	}
+	/* Those planned together with other events' points. */
+	if (n)
+		claim_joint(p, idx, n);
 	free(idx);
 }
 
