@@ -315,15 +315,6 @@ static void joint_claim(struct joint *j, struct dpd_proc *p, struct dpd_site *s,
 	s->nowners = nowners;
 }
 
-/*
- * The recovered patches no event's own plan explains (a probe of theirs no
- * owner serves): planned together with other events' points (combine.c),
- * their windows are those of a joint plan.  From one such patch, the points
- * its probes record, and those of every recovered patch the plan's windows
- * meet, are planned again as one batch until nothing new is met, as
- * combine.c gathered them; a recovered patch with the window and the points
- * of an entry of that plan is owned by the events with points there.
- */
 /* Plans j's points, taking in the recovered patches (idx) its windows meet
  * until nothing new is met: 0, or -errno.  The plan in *plan. */
 static int joint_plan(struct joint *j, struct dpd_proc *p, const uint32_t *idx, uint32_t n,
@@ -383,6 +374,71 @@ static void joint_claim_all(struct joint *j, struct dpd_proc *p, const struct dp
 	}
 }
 
+/* Tries of claim_with. */
+#define JOINT_TRIES 64
+
+/*
+ * Recovered patch idx[r] planned again with one more point: point k of ev
+ * (an event of the object, disabled ones too), which a joint plan may have
+ * held when the patch was made (its event taken out since, the bytes it
+ * took from the patch's plan free now).  Whether the patch is explained.
+ */
+static bool claim_with(struct dpd_proc *p, const uint32_t *idx, uint32_t n, uint32_t r,
+		       struct dpd_event *ev, uint32_t k, uint64_t bias)
+{
+	bool *taken = calloc(p->nsites ? p->nsites : 1, sizeof(*taken));
+	struct joint j = { 0 };
+	struct dp_patch *plan = NULL;
+	size_t nplan = 0;
+	bool ok = false;
+
+	if (taken && !joint_add_site(&j, p, idx[r], taken) && j.n && j.obj == ev->obj &&
+	    j.bias == bias && !joint_grow(&j)) {
+		j.evs[j.n] = ev;
+		j.ks[j.n] = k;
+		j.vaddrs[j.n++] = ev->points[k].vaddr;
+		if (!joint_plan(&j, p, idx, n, taken, &plan, &nplan)) {
+			joint_claim_all(&j, p, plan, nplan);
+			ok = hooks_owned(p, &p->sites[idx[r]]);
+		}
+	}
+	free(plan);
+	free(j.evs);
+	free(j.ks);
+	free(j.vaddrs);
+	free(j.sites);
+	free(taken);
+	return ok;
+}
+
+/* The same with each point of the object's events near the patch in turn
+ * (JOINT_TRIES at most), until one explains it. */
+static void claim_near(struct dpd_proc *p, const uint32_t *idx, uint32_t n, uint32_t r,
+		       const struct joint *seed)
+{
+	uint64_t site = p->sites[idx[r]].patch.site;
+	unsigned tries = 0;
+
+	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
+		if (ev->obj != seed->obj)
+			continue;
+		for (uint32_t k = 0; k < ev->npoints; k++) {
+			uint64_t a = ev->points[k].vaddr + seed->bias;
+			bool have = false;
+
+			if (a + DPD_PATCH_REACH * 2 < site || a > site + DPD_PATCH_REACH * 2)
+				continue;
+			for (size_t m = 0; !have && m < seed->n; m++)
+				have = seed->evs[m] == ev && seed->ks[m] == k;
+			if (have)
+				continue;
+			if (tries++ == JOINT_TRIES ||
+			    claim_with(p, idx, n, r, ev, k, seed->bias))
+				return;
+		}
+	}
+}
+
 /*
  * The recovered patches no event's own plan explains (a probe of theirs no
  * owner serves): planned together with other events' points (combine.c),
@@ -392,9 +448,9 @@ static void joint_claim_all(struct joint *j, struct dpd_proc *p, const struct dp
  * combine.c gathered them; a recovered patch with the window and the points
  * of an entry of that plan is owned by the events with points there.  One
  * whose plan no longer follows from the patches in place (the event it was
- * planned with taken out since, its bytes now free) stays unexplained: it
- * is restored (install.c), its event installed again only when it has no
- * site left.
+ * planned with taken out since, its bytes now free) is planned again with
+ * each point of the object's events near it in turn.  One still unexplained
+ * (the event it was planned with is gone) is restored (install.c).
  */
 static void claim_joint(struct dpd_proc *p, const uint32_t *idx, uint32_t n)
 {
@@ -412,6 +468,8 @@ static void claim_joint(struct dpd_proc *p, const uint32_t *idx, uint32_t n)
 		if (joint_plan(&j, p, idx, n, taken, &plan, &nplan))
 			goto next;
 		joint_claim_all(&j, p, plan, nplan);
+		if (!hooks_owned(p, &p->sites[idx[r]]))
+			claim_near(p, idx, n, r, &j);
 next:
 		free(plan);
 		free(j.evs);
