@@ -4,7 +4,8 @@
 # restarted: the new daemon adopts every site of both events, though a
 # patch planned together is not one of its event's own plan; they record
 # every call the program counts; after their removal every byte of the
-# program's code is the file's.
+# program's code is the file's.  The same after one of the two was
+# disabled before the kill (the other's patches stay as planned with it).
 . "$top_srcdir/tests/utils/tap.sh"
 . "$top_srcdir/tests/utils/sessiond.sh"
 dp_isolate "$0" "$@"
@@ -110,4 +111,36 @@ tap_ok $? "lr disabled: every byte of the target's code is the file's"
 kill -TERM "$pid"
 wait "$pid"
 tap_ok $? "every result the target computed was right: $(tail -n1 "$DP_TMP/one.out")"
+# ---- one of the two disabled before the kill ----
+dp_lttng destroy s >/dev/null &&
+	dp_lttng create t --output="$DP_TMP/trace-t" >/dev/null &&
+	dp_lttng enable-event -u 'dynprobe:*' >/dev/null && dp_lttng start t >/dev/null ||
+	tap_bail "cannot create the second session"
+start_target two env LD_PRELOAD="$AGENT" "$T" count "$DP_TMP/go-two" "$ROUNDS" ||
+	tap_bail "the target does not start"
+pid=$TARGET_PID
+dpctl enable t channel0 rr function dp_c_redirect_ret "$T" -p "$pid" &&
+	dpctl enable t channel0 lr function dp_c_led_ret "$T" -p "$pid" &&
+	out_has "^proc pid=$pid status=0 jump=3 int3=0"
+tap_ok $? "both installed again, planned together: $(grep '^proc' "$DP_TMP/out")"
+dpctl disable t channel0 rr && listed t "$pid" lr 3
+tap_ok $? "rr disabled: lr keeps its 3 sites"
+removed=$(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log")
+restart "$pid"
+tap_ok $? "the daemon killed and started again"
+listed t "$pid" lr 3
+tap_ok $? "the new daemon adopts every site of lr: $(grep '^dyn' "$DP_TMP/out" | grep -o 'procs=[^ ]*' | tr '\n' ' ')"
+[ "$(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log")" -eq "$removed" ]
+tap_ok $? "and restores none of its patches as no event's"
+counted two
+tap_ok $? "the target made its rounds: $(grep '^counts' "$DP_TMP/two.out")"
+seen t "dynprobe:lr_return>$((lr - 1))"
+[ "$(count dynprobe:lr_entry)" -eq "$lr" ] && [ "$(count dynprobe:lr_return)" -eq "$lr" ] &&
+	[ "$(count dynprobe:rr_entry)" -eq 0 ] && [ "$(count dynprobe:rr_return)" -eq 0 ]
+tap_ok $? "dp_c_led_ret: $(count dynprobe:lr_entry) entries, $(count dynprobe:lr_return) returns for $lr calls; rr: $(count dynprobe:rr_entry) records"
+dpctl disable t channel0 lr && text_same "$pid"
+tap_ok $? "lr disabled: every byte of the target's code is the file's"
+kill -TERM "$pid"
+wait "$pid"
+tap_ok $? "every result the target computed was right: $(tail -n1 "$DP_TMP/two.out")"
 tap_done

@@ -35,9 +35,9 @@
  * lock.c are called by most and call none but each other; state.c is the
  * only owner of the state):
  *
- *   main.c      -> serve remove state
+ *   main.c      -> serve execs remove state
  *   serve.c     -> execs sessions clients install agents state
- *   execs.c     -> install remove state resolve
+ *   execs.c     -> install remove claims state resolve
  *   sessions.c  -> clients state
  *   clients.c   -> install remove mappers state resolve
  *   install.c   -> remove sem combine write stage agents state resolve
@@ -113,6 +113,8 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
  *              staged, nothing written
  *   hello      an agent's HELLO read and what it reports adopted, not
  *              answered yet
+ *   spun       --attach-exec: a process that executed a probed program
+ *              spins at its entry point (on record), nothing installed
  */
 int dpd_fault_set(const char *spec);
 void dpd_fault(const char *step);
@@ -702,7 +704,9 @@ extern int dpd_app_listen_fd;
  * HELLO served (HELLO_REPLY sent, the process's record built from what it
  * reports, its pending installs left to a job).  True when fd became the
  * process's agent connection; false: the caller closes it (also when the
- * process no longer runs as the peer that connected: dpd_perm_peer). */
+ * process no longer runs as the peer that connected: dpd_perm_peer).
+ * Called without the state lock: the peer is checked and the frame decoded
+ * before it is taken. */
 bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *frame,
 		     size_t len);
 /* With pid held and lent (install.c): waits until pid's agent said HELLO.
@@ -884,6 +888,13 @@ int dpd_execs_open(struct dp_err *err);
 void dpd_execs_readable(void (*seen)(pid_t pid));
 /* A process that executed a program: probed if an event wants it (a job). */
 void dpd_exec_seen(pid_t pid);
+/*
+ * At start, before serving (run directory ours, pid file held): every entry
+ * point a killed daemon left spinning (execs.c's records) put back, when
+ * its process is still the one recorded, still runs the program recorded
+ * and still spins there; each record dropped.
+ */
+void dpd_execs_recover(void);
 
 /* ---- remove.c ---- */
 

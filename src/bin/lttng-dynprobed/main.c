@@ -477,6 +477,8 @@ int main(int argc, char **argv)
 	dpd_lock();
 	dpd_state_load();
 	dpd_unlock();
+	/* With or without --attach-exec: a killed daemon may have used it. */
+	dpd_execs_recover();
 
 	if (daemonize) {
 		char st = 0;
