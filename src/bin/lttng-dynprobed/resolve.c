@@ -26,6 +26,7 @@
 #include "elf/elf.h"
 #include "patch/analysis.h"
 #include "proc/maps.h"
+#include "proc/proc-status.h"
 #include "spec/spec.h"
 #include "spec/var.h"
 #include "x86/insn.h"
@@ -453,7 +454,7 @@ int dpd_object_bias(struct dpd_object *o, pid_t pid, uint64_t *bias)
 	int ret = -ENOENT;
 
 	if (dp_maps_read(pid, &maps))
-		return kill(pid, 0) && errno == ESRCH ? -ESRCH : -ENOENT;
+		return dp_proc_alive(pid) ? -ENOENT : -ESRCH;
 	for (size_t i = 0; i < maps.n && ret; i++) {
 		const struct dp_map *m = &maps.v[i];
 
@@ -468,6 +469,10 @@ int dpd_object_bias(struct dpd_object *o, pid_t pid, uint64_t *bias)
 		}
 	}
 	dp_maps_free(&maps);
+	/* A process that exited (a zombie not yet collected) has no
+	 * mappings left: that is not a wrong path. */
+	if (ret == -ENOENT && !dp_proc_alive(pid))
+		ret = -ESRCH;
 	return ret;
 }
 
