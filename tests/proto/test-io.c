@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "proto/app.h"
+#include "proto/codec.h"
 #include "tap.h"
 
 static int64_t now_ms(void)
@@ -375,7 +376,8 @@ static void test_unknown_then_known(void)
 
 /* ---- dp_app_call against a scripted peer -------------------------------- */
 
-enum peer_script { ANSWER, UNSUPPORTED, WRONG_SEQ, REFUSE, NEWER_REQUEST_FIRST, MAPPED_FIRST };
+enum peer_script { ANSWER, UNSUPPORTED, WRONG_SEQ, REFUSE, NEWER_REQUEST_FIRST, MAPPED_FIRST,
+		   MAPPED_TRICKLE, MAPPED_FLOOD };
 
 struct peer {
 	int fd;
@@ -421,6 +423,23 @@ static void *peer_main(void *arg)
 		rep.ping = req.ping + 1;
 		break;
 	}
+	case MAPPED_TRICKLE:
+		/* A MAPPED every 500 ms, each well inside a read's timeout
+		 * (the call's, 2 s), six of them before the reply: 3 s. */
+	case MAPPED_FLOOD:
+		/* More requests than a call serves, at once, then the reply. */
+		for (int i = 0; i < (p->script == MAPPED_FLOOD ? DP_CODEC_MAX_PEER_REQUESTS + 8 : 6);
+		     i++) {
+			struct dp_app_msg m = { .type = DP_APP_MAPPED, .seq = 1000 + i };
+
+			m.mapped = 1 + (uint64_t)i;
+			if (p->script == MAPPED_TRICKLE)
+				usleep(500000);
+			dp_app_send(p->fd, &m, 1000);
+		}
+		rep.type = DP_APP_PING_REPLY;
+		rep.ping = req.ping + 1;
+		break;
 	case NEWER_REQUEST_FIRST: {
 		struct dp_frame_hdr h = { DP_APP_MAGIC, DP_APP_MAJOR, DP_APP_MINOR, 0x0066, 0, 77 };
 		struct dp_app_msg back;
@@ -443,7 +462,7 @@ static void *peer_main(void *arg)
 
 /* What a call's callback saw: the MAPPED cookies, in order. */
 struct seen_mapped {
-	unsigned n;
+	unsigned n, total;
 	uint64_t cookies[4];
 };
 
@@ -451,6 +470,7 @@ static void on_request(void *arg, struct dp_app_msg *m)
 {
 	struct seen_mapped *s = arg;
 
+	s->total += m->type == DP_APP_MAPPED;
 	if (m->type == DP_APP_MAPPED && s->n < 4)
 		s->cookies[s->n++] = m->mapped;
 }
@@ -513,6 +533,16 @@ static void test_calls(void)
 	ret = run_call(MAPPED_FIRST, &rep, &why, NULL);
 	tap_ok(ret == -EPROTO && why == DP_PROTO_ERR_VALUE,
 	       "without a callback, a known request in the reply's place is refused (%d)", ret);
+	seen = (struct seen_mapped){ 0 };
+	ret = run_call_cb(MAPPED_TRICKLE, &rep, &why, NULL, &seen);
+	tap_ok(ret == -ETIMEDOUT && seen.total >= 1 && seen.total < 6,
+	       "a MAPPED every 500 ms for 3 s gives a call of 2 s no more time: -ETIMEDOUT (%d) "
+	       "after %u of 6", ret, seen.total);
+	seen = (struct seen_mapped){ 0 };
+	ret = run_call_cb(MAPPED_FLOOD, &rep, &why, NULL, &seen);
+	tap_ok(ret == -EOVERFLOW && seen.total == DP_CODEC_MAX_PEER_REQUESTS,
+	       "%d requests while a call waits: the call ends after %d of them with -EOVERFLOW (%d)",
+	       DP_CODEC_MAX_PEER_REQUESTS + 8, DP_CODEC_MAX_PEER_REQUESTS, ret);
 }
 
 /* ---- the socket's path -------------------------------------------------- */

@@ -31,8 +31,17 @@
 #include "daemon.h"
 #include "proc/maps.h"
 #include "proc/proc-status.h"
+#include "proto/codec.h"
+
+/* How long the calls of a HELLO, or of a reconciliation, may take in all. */
+#define DPD_RECONCILE_MS 10000
 
 int dpd_app_listen_fd = -1;
+
+/* While a HELLO is served (its leds, its reconciliation's notes): the end
+ * of every call this thread makes, so that the HELLO, which an install may
+ * wait for (dpd_agent_wait), ends by then however many calls it makes. */
+static __thread int64_t calls_until;
 
 void dpd_agent_close(struct dpd_proc *p)
 {
@@ -779,15 +788,15 @@ static void refuse(int fd, uint8_t major, uint8_t minor)
 	dp_app_send(fd, &m, DP_APP_TIMEOUT_MS);
 }
 
+static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_msg *hp);
+
 bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *frame,
 		     size_t len)
 {
-	struct dp_app_msg hello, rep = { .type = DP_APP_HELLO_REPLY };
 	enum dp_proto_err why = DP_PROTO_ERR_NONE;
 	struct dp_err why_perm = DP_ERR_INIT;
-	uint8_t image[DPD_IMAGE_ID_LEN];
-	bool image_known;
-	struct dpd_proc *p;
+	struct dp_app_msg hello;
+	bool adopted;
 	int ret;
 
 	/* Root's socket is everyone's: the process must still run as the
@@ -813,6 +822,23 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 	if ((pid_t)hello.hello.pid != pid)
 		dpd_info("agent says pid %u, its socket says %d: using %d", hello.hello.pid,
 			 (int)pid, (int)pid);
+	/* Checked and decoded (a large state takes a while) before the state
+	 * lock, which the rest needs. */
+	dpd_lock();
+	adopted = hello_serve(fd, pid, uid, gid, &hello);
+	dpd_unlock();
+	return adopted;
+}
+
+/* The rest of dpd_agent_hello, with the state lock; releases hello. */
+static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_msg *hp)
+{
+	struct dp_app_msg hello = *hp, rep = { .type = DP_APP_HELLO_REPLY };
+	uint8_t image[DPD_IMAGE_ID_LEN];
+	bool image_known;
+	struct dpd_proc *p;
+	int ret;
+
 	/* An install waiting for this very HELLO lends its hold. */
 	if (dpd_hold_hello(pid)) {
 		dp_app_msg_release(&hello);
@@ -873,6 +899,9 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 		return false;
 	}
 	dpd_watch_set(pid, fd, uid);
+	/* The calls of a HELLO (its leds, its reconciliation) have one
+	 * deadline in all: an install may be waiting for it to end. */
+	calls_until = dpd_now_ms() + DPD_RECONCILE_MS;
 	adopt_leds(p);
 	claim_sites(p);
 	p->go_pending = true;
@@ -887,6 +916,7 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 		 * served before its pending job lowers them. */
 		dpd_sem_adopt(p);
 	}
+	calls_until = 0;
 	dpd_unhold(pid);
 	return true;
 }
@@ -894,15 +924,23 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 struct dpd_proc *dpd_agent_wait(pid_t pid, int timeout_ms)
 {
 	int64_t deadline = dpd_now_ms() + timeout_ms;
+	/* A HELLO being served is waited for past the deadline, as long as
+	 * one may take: its reply (DP_APP_TIMEOUT_MS) and its
+	 * reconciliation (DPD_RECONCILE_MS), with room to spare. */
+	int64_t borrow_end = deadline + 2 * DP_APP_TIMEOUT_MS + DPD_RECONCILE_MS;
 
 	for (;;) {
 		struct dpd_proc *p = dpd_proc_find(pid);
 		int64_t left = deadline - dpd_now_ms();
 
-		/* A HELLO being served is waited for, deadline or not: it
-		 * ends (its agent's calls have their timeouts). */
 		if (dpd_hold_borrowed(pid)) {
-			dpd_wait_change(0);
+			if (dpd_now_ms() >= borrow_end) {
+				dpd_err("process %d: its HELLO is still being served %d ms past "
+					"the wait for it: the install goes on without it",
+					(int)pid, (int)(borrow_end - deadline));
+				return NULL;
+			}
+			dpd_wait_change(borrow_end);
 			continue;
 		}
 		if (p && p->fd >= 0)
@@ -963,17 +1001,25 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 {
 	enum dp_proto_err why = DP_PROTO_ERR_NONE;
 	const char *name = dp_app_type_name(req->type);
-	int ret;
+	int ret, timeout_ms = DP_APP_TIMEOUT_MS;
 
 	memset(rep, 0, sizeof(*rep));
 	if (p->fd < 0) {
 		dp_err_set(msg, -ENOTCONN, "the agent of process %d is not connected", (int)p->pid);
 		return -ENOTCONN;
 	}
-	/* The wait is the agent's: others go on meanwhile (p is ours). */
+	if (calls_until) {
+		int64_t left = calls_until - dpd_now_ms();
+
+		timeout_ms = left <= 0 ? 0 : left < timeout_ms ? (int)left : timeout_ms;
+	}
+	/* The wait is the agent's: others go on meanwhile (p is ours).  It
+	 * has one deadline, which the agent's MAPPED do not move, and a
+	 * bound on their number (dp_app_call_cb). */
 	dpd_unlock();
-	ret = dp_app_call_cb(p->fd, req, &p->seq, rep, DP_APP_TIMEOUT_MS, &why,
-			     agent_request_unlocked, p);
+	ret = timeout_ms ? dp_app_call_cb(p->fd, req, &p->seq, rep, timeout_ms, &why,
+					  agent_request_unlocked, p)
+			 : -ETIMEDOUT;
 	dpd_lock();
 	if (ret == -EOPNOTSUPP) {
 		dp_err_set(msg, ret, "the agent of process %d does not know %s: it is older than "
@@ -986,11 +1032,23 @@ int dpd_agent_call(struct dpd_proc *p, struct dp_app_msg *req, struct dp_app_msg
 		if (!alive)
 			dp_err_set(msg, -ESRCH, "process %d exited during the operation",
 				   (int)p->pid);
+		else if (ret == -ETIMEDOUT)
+			dp_err_set(msg, ret, "the agent of process %d did not answer %s within "
+				   "%d ms: connection closed", (int)p->pid, name, timeout_ms);
+		else if (ret == -EOVERFLOW)
+			dp_err_set(msg, ret, "the agent of process %d sent more than %d requests "
+				   "instead of answering %s: connection closed", (int)p->pid,
+				   DP_CODEC_MAX_PEER_REQUESTS, name);
 		else
 			dp_err_set(msg, ret, "the agent of process %d did not answer %s: %s",
 				   (int)p->pid, name,
 				   ret == -EPROTO ? dp_proto_err_str(why) : strerror(-ret));
-		dpd_dbg("%s to %d: %s", name, (int)p->pid, msg->msg);
+		/* Said once here, whoever the caller is: a stuck agent is
+		 * what holds its process's requests up. */
+		if (alive && (ret == -ETIMEDOUT || ret == -EOVERFLOW))
+			dpd_err("%s", msg->msg);
+		else
+			dpd_dbg("%s to %d: %s", name, (int)p->pid, msg->msg);
 		/* The stream cannot be trusted after a failed call. */
 		dpd_agent_close(p);
 		return alive ? ret : -ESRCH;
@@ -1117,7 +1175,11 @@ bool dpd_agent_readable(pid_t pid, int fd)
 void dpd_agent_reconcile(struct dpd_proc *p)
 {
 	struct dpd_claim_files mem;
+	uint64_t *sites = NULL;
+	size_t n = 0, cap = 0;
+	struct dp_err msg = DP_ERR_INIT;
 	struct dp_maps maps;
+	bool mine;
 
 	/* One /proc/PID/mem for all the reads, by blocks of each mapping. */
 	dpd_claim_files_init(&mem, p->pid, true);
@@ -1126,21 +1188,37 @@ void dpd_agent_reconcile(struct dpd_proc *p)
 	for (uint32_t i = 0; i < p->nsites && p->fd >= 0; i++) {
 		struct dpd_site *s = &p->sites[i];
 		uint8_t cur[DP_APP_MAX_ORIG];
-		struct dp_err msg;
 
 		/* A led's parts are looked at together (adopt_leds). */
 		if (!s->installed || s->led ||
 		    dpd_claim_files_read(&mem, s->patch.site, cur, s->patch.len) ||
 		    memcmp(cur, s->patch.orig, s->patch.len))
 			continue;
-		dpd_info("process %d: the patch at 0x%" PRIx64 " its agent reports is not in "
-			 "its code: forgotten", (int)p->pid, s->patch.site);
+		dpd_dbg("process %d: the patch at 0x%" PRIx64 " its agent reports is not in "
+			"its code: forgotten", (int)p->pid, s->patch.site);
 		s->installed = false;
-		dpd_agent_note_removed(p, s->patch.site, &msg);
+		if (DP_ARRAY_RESERVE(sites, cap, n, 64) == 0)
+			sites[n++] = s->patch.site;
 	}
 	dpd_claim_files_release(&mem);
 	if (mem.maps)
 		dp_maps_free(&maps);
+	if (!n)
+		return;
+	dpd_info("process %d: %zu patches its agent reports are not in its code: forgotten",
+		 (int)p->pid, n);
+	/* In batches (one NOTE_REMOVED each for an older agent), all of them
+	 * within one deadline: an agent that reports tens of thousands of
+	 * such patches and answers slowly holds its process that long, no
+	 * more (its connection is closed; it says HELLO again). */
+	mine = !calls_until;
+	if (mine)
+		calls_until = dpd_now_ms() + DPD_RECONCILE_MS;
+	if (dpd_notes_removed(p, sites, n, &msg))
+		dpd_info("process %d: %s", (int)p->pid, msg.msg);
+	if (mine)
+		calls_until = 0;
+	free(sites);
 }
 
 void dpd_procs_reap(void)

@@ -704,7 +704,9 @@ extern int dpd_app_listen_fd;
  * HELLO served (HELLO_REPLY sent, the process's record built from what it
  * reports, its pending installs left to a job).  True when fd became the
  * process's agent connection; false: the caller closes it (also when the
- * process no longer runs as the peer that connected: dpd_perm_peer). */
+ * process no longer runs as the peer that connected: dpd_perm_peer).
+ * Called without the state lock: the peer is checked and the frame decoded
+ * before it is taken. */
 bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *frame,
 		     size_t len);
 /* With pid held and lent (install.c): waits until pid's agent said HELLO.

@@ -144,8 +144,20 @@ static struct dpd_proc *ensure_agent(pid_t pid, struct dp_err *msg)
 	struct dp_err why = DP_ERR_INIT;
 	int ret, wait_ms;
 
-	if (p && p->fd >= 0)
-		return p;
+	if (p && p->fd >= 0) {
+		uint8_t image[DPD_IMAGE_ID_LEN];
+
+		if (!p->image_known || dpd_image_id(pid, image) ||
+		    !memcmp(image, p->image, sizeof(image)))
+			return p;
+		/* The process executed another program since its agent said
+		 * HELLO, and kept that connection open (its end of file not
+		 * seen yet, or never: a descriptor without close-on-exec):
+		 * what talks there is the old program's, which is gone. */
+		dpd_info("process %d runs another program than at its agent's HELLO: that "
+			 "connection is dropped", (int)pid);
+		dpd_proc_forget(p);
+	}
 	dp_inject_opts_init(&opts);
 	/* The agent connects to the daemon that loaded it, whoever owns the
 	 * process and whatever its environment says of LTTNG_HOME. */

@@ -12,12 +12,16 @@
  *  - connections: at most --max-user-connections open per user (clients,
  *    agents before and after HELLO), the daemon's own user excepted; the
  *    next one gets a REFUSE saying why, and the log says it once a second;
- *  - bytes: the frames a user's connections are assembling hold at most
+ *  - bytes: the frames of a user's connections, from their header until a
+ *    worker is done with them (assembled, queued, served), hold at most
  *    DPD_USER_BUF_MAX bytes; a connection that would go past is closed;
  *  - work: a connection has one request served at a time (its next frame
  *    is read after the reply), and a user's jobs occupy at most
  *    DPD_USER_JOBS workers at once: the others wait in the queue while
- *    other users' jobs go first.
+ *    other users' jobs go first.  HELLOs are not held to that (an install
+ *    may be waiting for one), but a user other than the daemon's has at
+ *    most DPD_USER_HELLOS of them queued or served at once: its next
+ *    whole HELLO waits in its connection, which is not read meanwhile.
  *
  * Agent connections after HELLO belong to their process's holder while a
  * job holds it (its calls read their replies there).  The loop only polls
@@ -42,6 +46,7 @@
 #define DPD_FRAME_MS 5000
 #define DPD_USER_BUF_MAX (64u << 20)
 #define DPD_USER_JOBS 4
+#define DPD_USER_HELLOS 8
 #define DPD_MAX_WORKERS 32
 /* An agent connection that holds half a frame is looked at again after
  * this long (it stays readable meanwhile). */
@@ -66,6 +71,9 @@ struct conn {
 	/* Under q_mu: a worker serves its frame; then `dead` (close it) or
 	 * `adopted` (an agent's now: forget it, do not close). */
 	bool busy, dead, adopted;
+	/* Loop only: a whole HELLO waits for its user's HELLOs to go down
+	 * (DPD_USER_HELLOS). */
+	bool waiting;
 };
 
 enum job_kind { JOB_CLIENT, JOB_HELLO, JOB_AGENT, JOB_PENDING, JOB_EXEC, JOB_POLL };
@@ -77,6 +85,7 @@ struct job {
 	struct conn *c;			/* JOB_CLIENT, JOB_HELLO */
 	uint8_t *frame;
 	size_t len;
+	size_t counted;			/* of its user's buffered bytes */
 	pid_t pid;			/* JOB_AGENT, JOB_PENDING, JOB_EXEC */
 	int fd;				/* JOB_AGENT */
 };
@@ -84,7 +93,8 @@ struct job {
 struct user {
 	uid_t uid;
 	int running;			/* jobs in workers */
-	size_t buffered;		/* frame bytes of its connections (loop only) */
+	int hellos;			/* HELLO jobs queued or in workers */
+	size_t buffered;		/* frame bytes of its connections and jobs */
 };
 
 static struct conn *conns;
@@ -124,6 +134,19 @@ static struct user *user_of(uid_t uid)
 
 /* ---- workers ---------------------------------------------------------- */
 
+/* With q_mu: a job's frame, freed, no longer counts against its user. */
+static void job_uncount(struct job *j)
+{
+	struct user *u = user_of(j->uid);
+
+	if (!u)
+		return;
+	u->buffered -= j->counted;
+	j->counted = 0;
+	if (j->kind == JOB_HELLO)
+		u->hellos--;
+}
+
 static void run_client(struct job *j)
 {
 	struct dpd_client cl = { .fd = j->c->fd, .uid = j->c->uid, .gid = j->c->gid,
@@ -153,9 +176,8 @@ static void run_hello(struct job *j)
 	struct conn *c = j->c;
 	bool adopted;
 
-	dpd_lock();
+	/* It takes the state lock itself, once the frame is decoded. */
 	adopted = dpd_agent_hello(c->fd, c->pid, c->uid, c->gid, j->frame, j->len);
-	dpd_unlock();
 	pthread_mutex_lock(&q_mu);
 	c->adopted = adopted;
 	c->dead = !adopted;
@@ -252,6 +274,7 @@ static void *worker(void *arg)
 		u = user_of(j->uid);
 		if (u)
 			u->running--;
+		job_uncount(j);
 		nrunning--;
 		free(j);
 		/* A user's job done may let another of its jobs run. */
@@ -271,6 +294,7 @@ static int submit(struct job *j)
 
 	pthread_mutex_lock(&q_mu);
 	if (stopping) {
+		job_uncount(j);
 		pthread_mutex_unlock(&q_mu);
 		free(j->frame);
 		free(j);
@@ -476,18 +500,52 @@ static const char *conn_name(const struct conn *c)
 	return c->kind == CONN_CLIENT ? "client" : "agent of";
 }
 
-/* The whole frame to a worker; false when it could not be queued. */
+/* Whether c's whole HELLO must wait: its user has DPD_USER_HELLOS. */
+static bool hello_waits(const struct conn *c)
+{
+	struct user *u;
+	bool full;
+
+	if (c->kind != CONN_APP || c->uid == geteuid())
+		return false;
+	pthread_mutex_lock(&q_mu);
+	u = user_of(c->uid);
+	full = u && u->hellos >= DPD_USER_HELLOS;
+	pthread_mutex_unlock(&q_mu);
+	return full;
+}
+
+/* The whole frame to a worker (it stays counted against its user until
+ * the worker is done with it); false when it could not be queued. */
 static bool conn_dispatch(struct conn *c)
 {
-	struct job *j = job_new(c->kind == CONN_CLIENT ? JOB_CLIENT : JOB_HELLO, c->uid);
+	struct job *j;
+	struct user *u;
 
+	if (hello_waits(c)) {
+		/* Not read meanwhile, and with no deadline: its peer sent
+		 * the whole frame in time. */
+		c->waiting = true;
+		c->deadline = 0;
+		return true;
+	}
+	j = job_new(c->kind == CONN_CLIENT ? JOB_CLIENT : JOB_HELLO, c->uid);
 	if (!j)
 		return false;
+	c->waiting = false;
 	j->c = c;
 	j->frame = c->buf;
 	j->len = c->len;
+	j->counted = c->want > DP_FRAME_HDR_LEN ? c->want - DP_FRAME_HDR_LEN : 0;
 	c->buf = NULL;
-	conn_unbuffer(c);
+	c->len = c->want = 0;
+	pthread_mutex_lock(&q_mu);
+	u = user_of(c->uid);
+	if (u && j->kind == JOB_HELLO)
+		u->hellos++;
+	else if (!u)
+		j->counted = 0;	/* then it was never counted */
+	pthread_mutex_unlock(&q_mu);
 	c->deadline = 0;
 	c->busy = true;
 	if (submit(j)) {
@@ -577,6 +635,7 @@ static void stop_workers(void)
 		struct job *j = queue;
 
 		queue = j->next;
+		job_uncount(j);
 		free(j->frame);
 		free(j);
 	}
@@ -645,7 +704,7 @@ void dpd_serve(int sig_fd, int client_fd)
 		i = first_conn = 5;
 		pthread_mutex_lock(&q_mu);
 		for (c = conns; c; c = c->next) {
-			bool idle = !c->busy && !c->dead && !c->adopted;
+			bool idle = !c->busy && !c->dead && !c->adopted && !c->waiting;
 
 			pfd[i++] = (struct pollfd){ .fd = idle ? c->fd : -1, .events = POLLIN };
 			if (idle && c->deadline && (!wake_at || c->deadline < wake_at))
@@ -693,7 +752,7 @@ void dpd_serve(int sig_fd, int client_fd)
 			short rev = pfd[i++].revents;
 
 			cnext = c->next;
-			if (rev && !conn_read(c)) {
+			if ((rev && !conn_read(c)) || (c->waiting && !conn_dispatch(c))) {
 				conn_free(c, true);
 				continue;
 			}

@@ -8,7 +8,8 @@
  * prepare handler takes it so that the child never copies a half-updated
  * table.  It is never held across socket I/O or a call into the hit path's
  * code (dpa_probe_new, dpa_trap_*), which may take locks of their own that a
- * forking thread could hold.
+ * forking thread could hold.  Where locks nest, the order is send_lock
+ * (closing the descriptor), ctl.lock, go.lock (fork's prepare handler).
  */
 #include <errno.h>
 #include <limits.h>
@@ -186,12 +187,17 @@ static void conn_close(void)
 {
 	int fd;
 
+	/* send_lock first: a thread sending MAPPED checks that the
+	 * descriptor is ours and sends under it, and must not see it closed
+	 * (its number maybe the program's already) in between. */
+	pthread_mutex_lock(&send_lock);
 	pthread_mutex_lock(&ctl.lock);
 	fd = ctl.fd;
 	if (fd_is_ours(fd))
 		close(fd);
 	ctl.fd = -1;
 	pthread_mutex_unlock(&ctl.lock);
+	pthread_mutex_unlock(&send_lock);
 }
 
 /* A connected socket to the daemon, or -errno. */
@@ -1087,13 +1093,19 @@ static int thread_spawn(void)
 	return 0;
 }
 
+/* ctl.lock, then go.lock (no one holds go.lock while it takes ctl.lock),
+ * so that the child gets neither held by a thread that is not there.
+ * send_lock is not taken: a send may wait for the daemon, and fork must
+ * not; the child makes it anew. */
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&ctl.lock);
+	pthread_mutex_lock(&go.lock);
 }
 
 static void atfork_parent(void)
 {
+	pthread_mutex_unlock(&go.lock);
 	pthread_mutex_unlock(&ctl.lock);
 }
 
@@ -1104,6 +1116,11 @@ static void atfork_child(void)
 	 * the patches and probes, and will report them under its own pid. */
 	pthread_mutex_init(&ctl.lock, NULL);
 	pthread_mutex_init(&send_lock, NULL);
+	/* The constructor's waiters are the parent's: the child's wait
+	 * state (GO, MAPPED) starts as the parent left it, its lock and
+	 * condition new. */
+	pthread_mutex_init(&go.lock, NULL);
+	pthread_cond_init(&go.cond, NULL);
 	ctl.serving = false;
 	if (fd_is_ours(ctl.fd))
 		close(ctl.fd);

@@ -533,7 +533,9 @@ int dp_app_call(int fd, struct dp_app_msg *req, uint32_t *seq, struct dp_app_msg
 		int timeout_ms, enum dp_proto_err *why);
 /* dp_app_call, handing a well-formed request of the peer's (MAPPED) that
  * comes while it waits to cb(arg, msg) instead of failing; the message is
- * released after cb returns. */
+ * released after cb returns.  The whole call ends by timeout_ms
+ * (-ETIMEDOUT), however many requests come meanwhile, and ends with
+ * -EOVERFLOW when more than DP_CODEC_MAX_PEER_REQUESTS (codec.h) come. */
 int dp_app_call_cb(int fd, struct dp_app_msg *req, uint32_t *seq, struct dp_app_msg *reply,
 		   int timeout_ms, enum dp_proto_err *why,
 		   void (*cb)(void *arg, struct dp_app_msg *m), void *arg);

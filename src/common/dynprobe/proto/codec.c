@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "proto/codec.h"
 
@@ -482,12 +483,36 @@ int dp_codec_call(const struct dp_codec *c, int fd, void *req, uint32_t *seq, vo
 	return dp_codec_call_cb(c, fd, req, seq, reply, timeout_ms, why, NULL, NULL);
 }
 
+/* Now on the monotonic clock, in milliseconds. */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* What is left of a call's timeout (< 0: none) begun at t0: 0 once over. */
+static int left_ms(int timeout_ms, int64_t t0)
+{
+	int64_t left;
+
+	if (timeout_ms < 0)
+		return -1;
+	left = t0 + timeout_ms - now_ms();
+	return left > 0 ? (int)left : 0;
+}
+
 int dp_codec_call_cb(const struct dp_codec *c, int fd, void *req, uint32_t *seq, void *reply,
 		     int timeout_ms, enum dp_proto_err *why, dp_codec_request_cb cb, void *arg)
 {
 	int send_ms = c->send_timeout_ms ? c->send_timeout_ms : timeout_ms;
+	/* One deadline for the whole wait: the peer's requests met meanwhile
+	 * give it no more time, and only so many of them are served. */
+	int64_t t0 = now_ms();
+	unsigned nrequests = 0;
 	struct dp_msg_head rq, rp;
-	int ret;
+	int ret, left;
 
 	*why = DP_PROTO_ERR_NONE;
 	memset(reply, 0, c->msg_size);
@@ -498,8 +523,21 @@ int dp_codec_call_cb(const struct dp_codec *c, int fd, void *req, uint32_t *seq,
 	for (;;) {
 		if (ret)
 			return ret;
-		ret = dp_codec_recv(c, fd, reply, timeout_ms, why);
+		left = left_ms(timeout_ms, t0);
+		if (!left)
+			return -ETIMEDOUT;
+		ret = dp_codec_recv(c, fd, reply, left, why);
 		rp = head_of(reply);
+		if (!(rp.type & DP_FRAME_REPLY) && (!ret || (c->peer_requests && ret == -EPROTO &&
+							     *why == DP_PROTO_ERR_TYPE)) &&
+		    ++nrequests > DP_CODEC_MAX_PEER_REQUESTS) {
+			/* A peer that keeps asking instead of answering. */
+			if (!ret)
+				dp_codec_release(c, reply);
+			memset(reply, 0, c->msg_size);
+			*why = DP_PROTO_ERR_NONE;
+			return -EOVERFLOW;
+		}
 		if (!ret && cb && !(rp.type & DP_FRAME_REPLY)) {
 			/* A request the caller knows, sent while we wait: its
 			 * business, then our reply is still to come. */
@@ -513,7 +551,11 @@ int dp_codec_call_cb(const struct dp_codec *c, int fd, void *req, uint32_t *seq,
 			break;
 		/* A request of a newer minor version while we wait: say we do
 		 * not know it, and keep waiting for our reply. */
-		ret = send_unsupported(c, fd, rp.type, rp.seq, send_ms);
+		left = left_ms(timeout_ms, t0);
+		if (!left)
+			return -ETIMEDOUT;
+		ret = send_unsupported(c, fd, rp.type, rp.seq,
+				       send_ms < 0 || (left >= 0 && left < send_ms) ? left : send_ms);
 	}
 	if (ret)
 		return ret;

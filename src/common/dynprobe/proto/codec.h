@@ -220,7 +220,15 @@ int dp_codec_call(const struct dp_codec *c, int fd, void *req, uint32_t *seq, vo
 /* A request of the peer's that arrives, well formed, while a call waits for
  * its reply (the message is released after the call). */
 typedef void (*dp_codec_request_cb)(void *arg, void *msg);
-/* dp_codec_call, passing such requests to cb instead of failing on them. */
+/*
+ * dp_codec_call, passing such requests to cb instead of failing on them.
+ * The call has one deadline, timeout_ms after it begins: each read gets
+ * what is left of it (the peer's requests give it no more time), and the
+ * call fails with -ETIMEDOUT once it passed.  A peer that sends more than
+ * DP_CODEC_MAX_PEER_REQUESTS requests (known or not) while one call waits
+ * ends it with -EOVERFLOW: a peer that keeps asking is not answering.
+ */
+#define DP_CODEC_MAX_PEER_REQUESTS 64
 int dp_codec_call_cb(const struct dp_codec *c, int fd, void *req, uint32_t *seq, void *reply,
 		     int timeout_ms, enum dp_proto_err *why, dp_codec_request_cb cb, void *arg);
 

@@ -1,0 +1,160 @@
+#!/bin/bash
+# An agent that never answers but keeps talking (dpstall: a MAPPED every
+# 2 s, each well inside the daemon's 5 s read timeout) cannot hold its
+# process, the daemon or its exit forever: the daemon's call (LIST_WRITES
+# while its HELLO is served, or GO after it) ends by its one deadline, the
+# log says so, others are served meanwhile, and SIGTERM during such a call
+# still ends the daemon.
+#
+# Then another user floods root's app socket with large HELLOs (dpstall
+# flood: NFLOOD connections of 17 MB each, kept open): the frames a
+# user's connections and jobs hold stay within 64 MiB, so the daemon's peak
+# resident memory (VmHWM) stays under a generous bound, while root is
+# served.
+#
+# The bounds below only catch a hang (a call that every MAPPED renews
+# never ends): they are no speed goal.
+. "$top_srcdir/tests/utils/tap.sh"
+. "$top_srcdir/tests/utils/sessiond.sh"
+dp_isolate "$0" "$@"
+. "$top_srcdir/tests/daemon/common.sh"
+trap 'kill_stallers; dpd_cleanup' EXIT
+
+PIE=$builddir/target-pie
+LEN=64
+RUN=$(dpd_run_dir)
+INTERVAL_MS=2000
+HANG_S=60
+STALLERS=
+
+kill_stallers() {
+	local s
+	for s in $STALLERS; do
+		kill -KILL "$s" 2>/dev/null
+		wait "$s" 2>/dev/null
+	done
+	STALLERS=
+}
+
+# stall NAME: a dpstall connected to the daemon; its pid in SPID.
+stall() {
+	"$builddir/dpstall" "$RUN/dynprobe-app.sock" "$INTERVAL_MS" >"$DP_TMP/$1.out" 2>&1 &
+	SPID=$!
+	STALLERS="$STALLERS $SPID"
+}
+
+start_sessiond || tap_bail "no session daemon"
+dp_lttng create s --output="$DP_TMP/trace-s" >/dev/null &&
+	dp_lttng enable-event -u -s s "dynprobe:*" >/dev/null &&
+	dp_lttng start s >/dev/null || tap_bail "cannot create session s"
+start_target b "$PIE" "$DP_TMP/shm-b" 2 5 1000 || tap_bail "the target does not start"
+b=$TARGET_PID
+start_dynprobed || tap_bail "lttng-dynprobed does not start: $(cat "$DP_TMP/dynprobed.start")"
+
+stall one
+one=$SPID
+said one "^request " && said one "^mapped 1"
+st=$?
+tap_diag "$(tr "\n" " " <"$DP_TMP/one.out")"
+(exit $st)
+tap_ok $? "the stalling agent (pid $one) got $(awk '/^request/ { print $2; exit }' "$DP_TMP/one.out") and, not answering, sends MAPPED every $INTERVAL_MS ms"
+
+dpctl ping && out_has "pid=$DPD_PID " && ! grep -q "^closed" "$DP_TMP/one.out"
+tap_ok $? "PING answers while the call to it waits"
+dpctl enable s channel0 ok probe dp_work "$PIE" -p "$b" && out_has "^proc pid=$b status=0" &&
+	dpctl disable s channel0 ok && same_as_file "$b" "$PIE" dp_work "$LEN"
+tap_ok $? "ENABLE and DISABLE in process $b work meanwhile"
+
+said one "^closed" "$HANG_S"
+tap_ok $? "the daemon closed the connection within $HANG_S s, after $(grep -c '^mapped' "$DP_TMP/one.out") MAPPED"
+logged "the agent of process $one did not answer [A-Z_]+ within 5000 ms: connection closed"
+tap_ok $? "the log says why: $(grep -m1 "process $one did not answer" "$DP_TMP/dynprobed.log" | cut -c1-160)"
+dpctl ping && out_has "pid=$DPD_PID "
+tap_ok $? "the daemon serves on"
+
+# SIGTERM while a second one stalls a call: the daemon waits for the call
+# in flight, which ends by its deadline, then exits.
+stall two
+two=$SPID
+said two "^mapped 1"
+tap_ok $? "a second stalling agent (pid $two) stalls a call"
+t0=$(date +%s%N)
+kill -TERM "$DPD_PID"
+for i in $(seq $((HANG_S * 10))); do
+	kill -0 "$DPD_PID" 2>/dev/null || break
+	sleep 0.1
+done
+! kill -0 "$DPD_PID" 2>/dev/null
+tap_ok $? "SIGTERM during that call: the daemon exits (after $((($(date +%s%N) - t0) / 1000000)) ms; it sent $(grep -c '^mapped' "$DP_TMP/two.out") MAPPED)"
+kill -0 "$DPD_PID" 2>/dev/null || DPD_PID=
+kill_stallers
+
+# ---- an agent's connection kept across exec --------------------------------
+# dpforge says HELLO (a true claim, restored by the daemon), then on SIGUSR1
+# executes the target, its connection open across exec: the daemon must
+# not take the old program's connection for the new one's agent.
+start_dynprobed || tap_bail "lttng-dynprobed does not start again"
+"$builddir/dpforge" "$RUN/dynprobe-app.sock" exec "$PIE" "$DP_TMP/shm-x" 2 5 1000 \
+	>"$DP_TMP/x.out" 2>&1 &
+x=$!
+DP_TARGETS="$DP_TARGETS $x"
+said x "^go"
+tap_ok $? "a process (pid $x) said HELLO and got GO"
+kill -USR1 "$x"
+said x "^ready"
+tap_ok $? "it executed the target, the connection kept open: $(readlink /proc/"$x"/exe)"
+dpctl enable s channel0 xe probe dp_work "$PIE" -p "$x" && out_has "^proc pid=$x status=0" &&
+	! same_as_file "$x" "$PIE" dp_work
+tap_ok $? "ENABLE in it injects an agent into the new program and installs: $(grep -m1 '^proc' "$DP_TMP/out")"
+seen s dynprobe:xe
+tap_ok $? "its events are recorded: $(count dynprobe:xe)"
+dpctl disable s channel0 xe && same_as_file "$x" "$PIE" dp_work "$LEN"
+tap_ok $? "DISABLE: dp_work holds the file's $LEN bytes again"
+kill -TERM "$x"
+wait "$x"
+tap_ok $? "the target computed right throughout: $(tail -n1 "$DP_TMP/x.out")"
+stop_dynprobed
+tap_ok $? "SIGTERM: the daemon exits"
+
+# ---- a flood of large HELLOs from another user ---------------------------
+NFLOOD=64
+# A daemon that holds the frames of queued HELLOs uncounted holds NFLOOD of
+# them (1.1 GB); one that counts them, three at a time.  The bound leaves
+# room for a sanitized build's quarantine.
+BOUND_KB=$((768 * 1024))
+if [ "$(id -u)" -ne 0 ]; then
+	tap_diag "not root: the flood from another user was not run"
+elif ! dp_test_user; then
+	tap_bail "cannot create the test user $DP_TEST_USER"
+else
+	pub=$DP_TMP/pub
+	mkdir -p "$pub" && chmod 0755 "$pub" && cp "$builddir/dpstall" "$pub/dpstall" &&
+		chmod a+rx "$pub/dpstall" || tap_bail "cannot copy dpstall to $pub"
+	start_dynprobed || tap_bail "lttng-dynprobed does not start again"
+	kb() { awk -v k="$1:" '$1 == k { print $2 }' /proc/"$DPD_PID"/status; }
+	before=$(kb VmHWM)
+	setpriv --reuid="$DP_TEST_USER" --regid="$DP_TEST_USER" --clear-groups \
+		"$pub/dpstall" "$RUN/dynprobe-app.sock" flood "$NFLOOD" >"$DP_TMP/flood.out" 2>&1 &
+	flooder=$!
+	said flood "^frame"
+	tap_ok $? "$DP_TEST_USER floods root's app socket: $NFLOOD HELLOs of $(awk '/^frame/ { print $2 }' "$DP_TMP/flood.out") bytes"
+	dpctl ping && out_has "pid=$DPD_PID " &&
+		dpctl enable s channel0 fl probe dp_work "$PIE" -p "$b" &&
+		out_has "^proc pid=$b status=0" && dpctl disable s channel0 fl &&
+		same_as_file "$b" "$PIE" dp_work "$LEN"
+	tap_ok $? "root is served meanwhile (PING, ENABLE and DISABLE in process $b; the flood: $(tail -n1 "$DP_TMP/flood.out"))"
+	wait "$flooder"
+	tap_ok $? "the flood ends: $(tail -n1 "$DP_TMP/flood.out")"
+	hwm=$(kb VmHWM)
+	[ -n "$hwm" ] && [ "$hwm" -le "$BOUND_KB" ]
+	tap_ok $? "the daemon's peak resident memory stays bounded: VmHWM $hwm kB (before the flood $before kB, bound $BOUND_KB kB), VmRSS now $(kb VmRSS) kB"
+	dpctl ping && out_has "pid=$DPD_PID "
+	tap_ok $? "the daemon serves on"
+	stop_dynprobed
+	tap_ok $? "SIGTERM: the daemon exits"
+fi
+
+kill -TERM "$b"
+wait "$b"
+tap_ok $? "target $b computed right throughout: $(tail -n1 "$DP_TMP/b.out")"
+tap_done
