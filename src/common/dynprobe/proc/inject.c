@@ -329,7 +329,7 @@ static int find_quiet(struct dp_proc *p, struct quiet *q, pid_t *host)
 	return 0;
 }
 
-static int refuse_busy(struct dp_proc *p, const struct quiet *q, int ms)
+static int refuse_busy(struct dp_proc *p, const struct quiet *q, int ms, unsigned int rounds)
 {
 	char frames[400] = "";
 
@@ -345,10 +345,10 @@ static int refuse_busy(struct dp_proc *p, const struct quiet *q, int ms)
 	}
 	return dp_err_set(&p->err, -DP_INJECT_ENOHOST, "no thread of pid %d sleeps in a blocking "
 			  "system call (read, poll, nanosleep...) or stopped outside the C library "
-			  "within %d ms (%u stacks walked, %u inside the C library); the last, "
-			  "thread %d: %s [%s]: the agent cannot be loaded safely now; start the "
-			  "program with LD_PRELOAD of the agent instead", (int)p->pid, ms, q->looks,
-			  q->in_libc, (int)q->last->tid, q->why.msg, frames);
+			  "within %d ms (%u rounds, %u stacks walked, %u inside the C library); the "
+			  "last, thread %d: %s [%s]: the agent cannot be loaded safely now; start "
+			  "the program with LD_PRELOAD of the agent instead", (int)p->pid, ms,
+			  rounds, q->looks, q->in_libc, (int)q->last->tid, q->why.msg, frames);
 }
 
 /*
@@ -357,14 +357,23 @@ static int refuse_busy(struct dp_proc *p, const struct quiet *q, int ms)
  * run a few milliseconds (catching one that enters a blocking call
  * meanwhile) and look again, until ms have passed.  The run lengths vary,
  * so that a program whose loop has a period is not always stopped in the
- * same phase of it.
+ * same phase of it.  A round (every thread stopped and looked at, then a
+ * run) can take much of ms on a loaded machine, where the threads wait for
+ * a CPU: the search goes on past ms until it made WAIT_HOST_ROUNDS rounds,
+ * up to WAIT_HOST_CAP times ms in all.
  */
+#define WAIT_HOST_ROUNDS 16
+#define WAIT_HOST_CAP 10
+
 static int wait_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid_t *host,
 		     struct dp_inject_result *r)
 {
-	uint64_t now = dp__now_ns(), deadline = now + (uint64_t)ms * 1000000ull;
+	uint64_t start = dp__now_ns(), now = start;
+	uint64_t deadline = start + (uint64_t)ms * 1000000ull;
+	uint64_t cap = start + (uint64_t)ms * WAIT_HOST_CAP * 1000000ull;
 	unsigned int seed = (unsigned int)now ^ (unsigned int)p->pid;
 	struct quiet q = { .why = DP_ERR_INIT };
+	unsigned int rounds = 0;
 	int ret;
 
 	q.last = calloc(1, sizeof(*q.last));
@@ -372,13 +381,15 @@ static int wait_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid_
 		return dp_err_set(&p->err, -ENOMEM, "out of memory");
 	for (;;) {
 		ret = find_quiet(p, &q, host);
+		rounds++;
 		if (ret || *host)
 			break;
 		now = dp__now_ns();
-		if (now >= deadline)
+		if (now >= cap || (now >= deadline && rounds >= WAIT_HOST_ROUNDS))
 			break;
 		{
-			int left = (int)((deadline - now) / 1000000ull) + 1;
+			uint64_t end = now >= deadline ? cap : deadline;
+			int left = (int)((end - now) / 1000000ull) + 1;
 			int slice = 1 + rand_r(&seed) % 8;
 
 			ret = catch_slice(p, maps, slice < left ? slice : left, host);
@@ -387,7 +398,7 @@ static int wait_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid_
 			break;
 	}
 	if (!ret && !*host)
-		ret = refuse_busy(p, &q, ms);
+		ret = refuse_busy(p, &q, (int)((dp__now_ns() - start) / 1000000ull), rounds);
 	r->stacks_walked = q.looks;
 	r->stacks_refused = q.looks - q.found;
 	if (q.found && q.last->n)

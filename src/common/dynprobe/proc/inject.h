@@ -16,8 +16,10 @@
  *      the threads run under PTRACE_SYSCALL for a few milliseconds, the
  *      first one that enters such a call becoming the host before the call
  *      is made (it is issued again afterwards), then every thread is
- *      stopped and looked at again, until catch_ms have passed; refused
- *      then, with the last stack seen and why it was not safe;
+ *      stopped and looked at again, until catch_ms have passed and 16
+ *      such rounds were made (a loaded machine makes few in catch_ms), 10
+ *      times catch_ms at most; refused then, with the last stack seen and
+ *      why it was not safe;
  *   3. map one data page (read-write) and one code page (read-execute, its
  *      bytes written through /proc/PID/mem: never writable and executable at
  *      once) with remote mmap;
