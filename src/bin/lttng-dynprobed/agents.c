@@ -315,14 +315,38 @@ static void joint_claim(struct joint *j, struct dpd_proc *p, struct dpd_site *s,
 	s->nowners = nowners;
 }
 
-/* Plans j's points, taking in the recovered patches (idx) its windows meet
- * until nothing new is met: 0, or -errno.  The plan in *plan. */
-static int joint_plan(struct joint *j, struct dpd_proc *p, const uint32_t *idx, uint32_t n,
-		      bool *taken, struct dp_patch **plan, size_t *nplan)
+/* The recovered patches a joint plan may take in: idx[0..n) (cand[i]: i is
+ * one), found near an address through an index of p's sites; the tries of
+ * claim_with left. */
+struct recov {
+	const uint32_t *idx;
+	uint32_t n;
+	bool *cand;
+	struct dpd_site_ix ix;
+	unsigned tries;
+};
+
+/* Takes recovered patch k into j when the patch ap (led) meets it: 0, or
+ * -ENOMEM. */
+static int take_meeting(struct joint *j, struct dpd_proc *p, const struct recov *rc, bool *taken,
+			const struct dp_app_patch *ap, const struct dpd_led *led, uint32_t k)
+{
+	const struct dpd_site *s = &p->sites[k];
+
+	if (!rc->cand[k] || taken[k] || !dpd_patches_meet(&s->patch, dpd_site_led(p, s), ap, led))
+		return 0;
+	return joint_add_site(j, p, k, taken);
+}
+
+/* Plans j's points, taking in the recovered patches its windows meet until
+ * nothing new is met (as dpd_site_meeting looks: near the window and each
+ * write, and every patch with a led): 0, or -errno.  The plan in *plan. */
+static int joint_plan(struct joint *j, struct dpd_proc *p, const struct recov *rc, bool *taken,
+		      struct dp_patch **plan, size_t *nplan)
 {
 	for (int round = 0; round < 8; round++) {
 		size_t before = j->nsites;
-		int ret;
+		int ret = 0;
 
 		free(*plan);
 		*plan = NULL;
@@ -330,7 +354,7 @@ static int joint_plan(struct joint *j, struct dpd_proc *p, const uint32_t *idx, 
 		if (ret)
 			return ret;
 		dp_plan_refuse_unsafe_traps(j->obj->obj, *plan, *nplan);
-		for (size_t i = 0; i < *nplan; i++) {
+		for (size_t i = 0; !ret && i < *nplan; i++) {
 			struct dp_app_patch ap;
 			struct dpd_led led;
 
@@ -338,15 +362,21 @@ static int joint_plan(struct joint *j, struct dpd_proc *p, const uint32_t *idx, 
 				continue;
 			dpd_patch_window(&(*plan)[i], j->bias, &ap);
 			dpd_patch_led(&(*plan)[i], j->obj->obj, j->bias, &led);
-			for (uint32_t k = 0; k < n; k++) {
-				const struct dpd_site *s = &p->sites[idx[k]];
+			for (unsigned w = 0; !ret && w <= led.nwrites; w++) {
+				uint64_t a = w < led.nwrites ? led.w[w].addr : ap.site;
+				size_t from, to;
 
-				if (!taken[idx[k]] &&
-				    dpd_patches_meet(&s->patch, dpd_site_led(p, s), &ap, &led) &&
-				    joint_add_site(j, p, idx[k], taken))
-					return -ENOMEM;
+				dpd_site_ix_range(p, &rc->ix,
+						  a > DPD_PATCH_REACH * 2 ? a - DPD_PATCH_REACH * 2 : 0,
+						  a + DPD_PATCH_REACH * 2, &from, &to);
+				for (size_t k = from; !ret && k < to; k++)
+					ret = take_meeting(j, p, rc, taken, &ap, &led, rc->ix.idx[k]);
 			}
+			for (size_t k = 0; !ret && k < rc->ix.nleds; k++)
+				ret = take_meeting(j, p, rc, taken, &ap, &led, rc->ix.leds[k]);
 		}
+		if (ret)
+			return ret;
 		if (j->nsites == before)
 			return 0;
 	}
@@ -374,8 +404,8 @@ static void joint_claim_all(struct joint *j, struct dpd_proc *p, const struct dp
 	}
 }
 
-/* Tries of claim_with. */
-#define JOINT_TRIES 64
+/* Tries of claim_with for one process. */
+#define JOINT_TRIES 256
 
 /*
  * Recovered patch idx[r] planned again with one more point: point k of ev
@@ -383,7 +413,7 @@ static void joint_claim_all(struct joint *j, struct dpd_proc *p, const struct dp
  * held when the patch was made (its event taken out since, the bytes it
  * took from the patch's plan free now).  Whether the patch is explained.
  */
-static bool claim_with(struct dpd_proc *p, const uint32_t *idx, uint32_t n, uint32_t r,
+static bool claim_with(struct dpd_proc *p, const struct recov *rc, uint32_t r,
 		       struct dpd_event *ev, uint32_t k, uint64_t bias)
 {
 	bool *taken = calloc(p->nsites ? p->nsites : 1, sizeof(*taken));
@@ -392,14 +422,14 @@ static bool claim_with(struct dpd_proc *p, const uint32_t *idx, uint32_t n, uint
 	size_t nplan = 0;
 	bool ok = false;
 
-	if (taken && !joint_add_site(&j, p, idx[r], taken) && j.n && j.obj == ev->obj &&
+	if (taken && !joint_add_site(&j, p, rc->idx[r], taken) && j.n && j.obj == ev->obj &&
 	    j.bias == bias && !joint_grow(&j)) {
 		j.evs[j.n] = ev;
 		j.ks[j.n] = k;
 		j.vaddrs[j.n++] = ev->points[k].vaddr;
-		if (!joint_plan(&j, p, idx, n, taken, &plan, &nplan)) {
+		if (!joint_plan(&j, p, rc, taken, &plan, &nplan)) {
 			joint_claim_all(&j, p, plan, nplan);
-			ok = hooks_owned(p, &p->sites[idx[r]]);
+			ok = hooks_owned(p, &p->sites[rc->idx[r]]);
 		}
 	}
 	free(plan);
@@ -411,13 +441,11 @@ static bool claim_with(struct dpd_proc *p, const uint32_t *idx, uint32_t n, uint
 	return ok;
 }
 
-/* The same with each point of the object's events near the patch in turn
- * (JOINT_TRIES at most), until one explains it. */
-static void claim_near(struct dpd_proc *p, const uint32_t *idx, uint32_t n, uint32_t r,
-		       const struct joint *seed)
+/* The same with each point of the object's events near the patch in turn,
+ * until one explains it (JOINT_TRIES in all for a process). */
+static void claim_near(struct dpd_proc *p, struct recov *rc, uint32_t r, const struct joint *seed)
 {
-	uint64_t site = p->sites[idx[r]].patch.site;
-	unsigned tries = 0;
+	uint64_t site = p->sites[rc->idx[r]].patch.site;
 
 	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
 		if (ev->obj != seed->obj)
@@ -432,8 +460,10 @@ static void claim_near(struct dpd_proc *p, const uint32_t *idx, uint32_t n, uint
 				have = seed->evs[m] == ev && seed->ks[m] == k;
 			if (have)
 				continue;
-			if (tries++ == JOINT_TRIES ||
-			    claim_with(p, idx, n, r, ev, k, seed->bias))
+			if (!rc->tries)
+				return;
+			rc->tries--;
+			if (claim_with(p, rc, r, ev, k, seed->bias))
 				return;
 		}
 	}
@@ -455,21 +485,30 @@ static void claim_near(struct dpd_proc *p, const uint32_t *idx, uint32_t n, uint
 static void claim_joint(struct dpd_proc *p, const uint32_t *idx, uint32_t n)
 {
 	bool *taken = calloc(p->nsites ? p->nsites : 1, sizeof(*taken));
+	struct recov rc = { idx, n, calloc(p->nsites ? p->nsites : 1, sizeof(bool)), { 0 },
+			    JOINT_TRIES };
 
-	for (uint32_t r = 0; taken && r < n; r++) {
+	if (!taken || !rc.cand || dpd_site_ix_build(p, &rc.ix)) {
+		dpd_err("process %d: out of memory matching its patches to events", (int)p->pid);
+		goto out;
+	}
+	for (uint32_t r = 0; r < n; r++)
+		rc.cand[idx[r]] = true;
+	for (uint32_t r = 0; r < n; r++) {
+		const struct dpd_site *s = &p->sites[idx[r]];
 		struct joint j = { 0 };
 		struct dp_patch *plan = NULL;
 		size_t nplan = 0;
 
-		if (taken[idx[r]] || hooks_owned(p, &p->sites[idx[r]]))
+		if (taken[idx[r]] || hooks_owned(p, s))
 			continue;
-		if (joint_add_site(&j, p, idx[r], taken) || !j.n)
-			goto next;
-		if (joint_plan(&j, p, idx, n, taken, &plan, &nplan))
+		/* Every probe of it must be an event's point here. */
+		if (joint_add_site(&j, p, idx[r], taken) || j.n < s->patch.nprobes ||
+		    joint_plan(&j, p, &rc, taken, &plan, &nplan))
 			goto next;
 		joint_claim_all(&j, p, plan, nplan);
-		if (!hooks_owned(p, &p->sites[idx[r]]))
-			claim_near(p, idx, n, r, &j);
+		if (!hooks_owned(p, s))
+			claim_near(p, &rc, r, &j);
 next:
 		free(plan);
 		free(j.evs);
@@ -477,6 +516,9 @@ next:
 		free(j.vaddrs);
 		free(j.sites);
 	}
+out:
+	dpd_site_ix_free(&rc.ix);
+	free(rc.cand);
 	free(taken);
 }
 
