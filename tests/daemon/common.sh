@@ -67,6 +67,19 @@ kill_dynprobed() {
 	DPD_PID=
 }
 
+# died STEP: the daemon (run with --test-fault STEP) killed itself at STEP:
+# waits until it is dead (10 s at most; a zombie counts), then forgets it.
+died() {
+	local i
+	for i in $(seq 200); do
+		grep -q '^State:[[:space:]]*[RSDT]' /proc/"$DPD_PID"/status 2>/dev/null || break
+		sleep 0.05
+	done
+	! grep -q '^State:[[:space:]]*[RSDT]' /proc/"$DPD_PID"/status 2>/dev/null &&
+		grep -q "test fault: SIGKILL at step $1\$" "$DP_TMP/dynprobed.log" &&
+		DPD_PID=
+}
+
 # stopped_at STEP: the daemon (run with --test-fault STEP:stop) stopped
 # itself at STEP (10 s at most).
 stopped_at() {

@@ -34,18 +34,6 @@ enable() {
 	dpctl enable "$1" channel0 "$2" "$3" "$4" "$PIE" -p "$pid"
 }
 
-# died STEP: the daemon killed itself at STEP; waits until it is dead.
-died() {
-	local i
-	for i in $(seq 200); do
-		grep -q '^State:[[:space:]]*[RSDT]' /proc/"$DPD_PID"/status 2>/dev/null || break
-		sleep 0.05
-	done
-	! grep -q '^State:[[:space:]]*[RSDT]' /proc/"$DPD_PID"/status 2>/dev/null &&
-		grep -q "test fault: SIGKILL at step $1\$" "$DP_TMP/dynprobed.log" &&
-		DPD_PID=
-}
-
 # restart: a new daemon, once the case's agent has connected to it.
 restart() {
 	local from i
