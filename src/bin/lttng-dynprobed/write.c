@@ -281,6 +281,17 @@ static size_t run_end(const struct pieces *ps, size_t i, uint64_t *end)
 	return j;
 }
 
+/* Whether pid is seen dead (gone or a zombie) within ms. */
+static bool exited_soon(pid_t pid, int ms)
+{
+	for (int t = 0; t < ms; t += 5) {
+		if (!dp_proc_alive(pid))
+			return true;
+		usleep(5000);
+	}
+	return !dp_proc_alive(pid);
+}
+
 /*
  * Writes the pieces (sorted) in runs.  A piece whose run failed gets
  * failed[i] set (the run put back as it was); the others their run's
@@ -761,8 +772,10 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		dpd_err("process %d: the threads held to write its code could not all be "
 			"let go: %s", (int)p->pid, dp_proc_errmsg(proc));
 	/* Killed while held: what was not written failed for that reason,
-	 * and what was is gone with it. */
-	if (!ret && !dp_proc_alive(p->pid)) {
+	 * and what was is gone with it.  A process killed while held can
+	 * still be exiting when its threads are let go: when something
+	 * failed, it is given 100 ms to be seen dead. */
+	if (!ret && (any_fail ? exited_soon(p->pid, 100) : !dp_proc_alive(p->pid))) {
 		dp_err_set(msg, -DP_PROC_ENOPROC, "process %d exited during the operation",
 			   (int)p->pid);
 		for (size_t i = 0; i < n; i++)
