@@ -299,27 +299,11 @@ int dpd_claim_check_files(struct dpd_claim_files *f, const struct dp_maps *maps,
 
 int dpd_image_id(pid_t pid, uint8_t id[DPD_IMAGE_ID_LEN])
 {
-	char path[64];
-	Elf64_auxv_t av[64];
-	ssize_t n;
-	int fd, ret = -ENOENT;
-
+	uint64_t at;
 	/* AT_RANDOM: 16 bytes the kernel draws afresh at every execve. */
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, av, sizeof(av));
-	close(fd);
-	for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof(av[0]); i++) {
-		if (av[i].a_type == AT_NULL)
-			break;
-		if (av[i].a_type == AT_RANDOM) {
-			ret = dp_proc_mem_read(pid, av[i].a_un.a_val, id, DPD_IMAGE_ID_LEN);
-			break;
-		}
-	}
-	return ret;
+	int ret = dp_proc_auxv(pid, AT_RANDOM, &at);
+
+	return ret ? ret : dp_proc_mem_read(pid, at, id, DPD_IMAGE_ID_LEN);
 }
 
 /* What write w holds: 0 its original bytes, 1 a patch of its kind (a

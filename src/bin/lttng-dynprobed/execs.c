@@ -199,31 +199,6 @@ static uint64_t start_time(pid_t pid)
 	return t;
 }
 
-/* AT_ENTRY of pid. */
-static int auxv_entry(pid_t pid, uint64_t *entry)
-{
-	char path[64];
-	Elf64_auxv_t av[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, av, sizeof(av));
-	close(fd);
-	for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof(av[0]); i++) {
-		if (av[i].a_type == AT_NULL)
-			break;
-		if (av[i].a_type == AT_ENTRY) {
-			*entry = av[i].a_un.a_val;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 static void hex(char *out, const uint8_t *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -304,7 +279,7 @@ static int spin_record_write(pid_t pid, struct spin_record *r)
 	if (!ret)
 		ret = dpd_image_id(pid, r->image);
 	if (!ret)
-		ret = auxv_entry(pid, &r->entry);
+		ret = dp_proc_auxv(pid, AT_ENTRY, &r->entry);
 	if (!ret)
 		ret = dp_proc_mem_read(pid, r->entry, r->orig, sizeof(r->orig));
 	if (!ret)
@@ -470,7 +445,7 @@ static bool still_spins(struct dp_proc *p, const struct spin_record *r, struct d
 	uint64_t entry;
 
 	if (dpd_image_id(r->pid, image) || memcmp(image, r->image, sizeof(image)) ||
-	    auxv_entry(r->pid, &entry) || entry != r->entry) {
+	    dp_proc_auxv(r->pid, AT_ENTRY, &entry) || entry != r->entry) {
 		dp_err_set(msg, -ESTALE, "it executed another program since");
 		return false;
 	}

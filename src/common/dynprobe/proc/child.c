@@ -16,31 +16,10 @@
 #include <unistd.h>
 
 #include "proc/child.h"
+#include "proc/proc-status.h"
 
 /* The two bytes of `jmp .` (jmp rel8 -2). */
 static const uint8_t spin[DP_CHILD_SPIN_LEN] = { 0xeb, 0xfe };
-
-/* AT_ENTRY of a process. */
-static int entry_point(pid_t pid, uint64_t *entry)
-{
-	char path[64];
-	uint64_t av[2];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (read(fd, av, sizeof(av)) == sizeof(av) && av[0] != AT_NULL) {
-		if (av[0] == AT_ENTRY) {
-			close(fd);
-			*entry = av[1];
-			return 0;
-		}
-	}
-	close(fd);
-	return -ENOENT;
-}
 
 /* The word at addr of a stopped tracee, its first n bytes replaced by
  * bytes; what they were in old (may be NULL). */
@@ -85,7 +64,7 @@ int dp_child_hold_entry(pid_t pid, struct dp_child_entry *h)
 	int ret;
 
 	h->pid = pid;
-	ret = entry_point(pid, &h->entry);
+	ret = dp_proc_auxv(pid, AT_ENTRY, &h->entry);
 	if (!ret)
 		ret = poke_bytes(pid, h->entry, spin, h->orig, sizeof(spin));
 	if (!ret)
@@ -100,7 +79,7 @@ int dp_child_catch_entry(pid_t pid, struct dp_child_entry *h)
 	if (ret)
 		return ret;
 	h->pid = pid;
-	ret = WIFSTOPPED(status) ? entry_point(pid, &h->entry) : -ESRCH;
+	ret = WIFSTOPPED(status) ? dp_proc_auxv(pid, AT_ENTRY, &h->entry) : -ESRCH;
 	if (!ret)
 		ret = poke_bytes(pid, h->entry, spin, h->orig, sizeof(spin));
 	ptrace(PTRACE_DETACH, pid, NULL, NULL);

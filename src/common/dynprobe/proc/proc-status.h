@@ -33,6 +33,9 @@ void dp_proc_comm(pid_t pid, char *buf, size_t len);
 
 /* Whether pid runs: it exists and is not a zombie (it exited for our needs). */
 bool dp_proc_alive(pid_t pid);
+/* The value of entry `type` (AT_ENTRY, AT_RANDOM...) of pid's auxiliary
+ * vector (/proc/PID/auxv); -ENOENT when it has none. */
+int dp_proc_auxv(pid_t pid, uint64_t type, uint64_t *value);
 /* The target of /proc/PID/exe ("PATH (deleted)" for a program replaced on
  * disk), NUL-terminated in buf. */
 int dp_proc_exe(pid_t pid, char *buf, size_t len);

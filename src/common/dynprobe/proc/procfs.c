@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -22,6 +23,27 @@ bool dp_proc_alive(pid_t pid)
 	struct dp_proc_status st;
 
 	return !dp_proc_status_read(pid, 0, &st) && st.state != 'Z' && st.state != 'X';
+}
+
+int dp_proc_auxv(pid_t pid, uint64_t type, uint64_t *value)
+{
+	char path[64];
+	uint64_t av[2];
+	int fd, ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (read(fd, av, sizeof(av)) == sizeof(av) && av[0] != AT_NULL) {
+		if (av[0] == type) {
+			*value = av[1];
+			ret = 0;
+			break;
+		}
+	}
+	close(fd);
+	return ret;
 }
 
 int dp_proc_exe(pid_t pid, char *buf, size_t len)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proc/proc-status.h"
 #include "proc/ptrace-internal.h"
 #include "proc/stack.h"
 
@@ -89,19 +90,9 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 
 static uint64_t read_entry(pid_t pid)
 {
-	char path[64];
-	uint64_t av[2], entry = 0;
-	int fd;
+	uint64_t entry;
 
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while (!entry && read(fd, av, sizeof(av)) == sizeof(av) && av[0] != AT_NULL)
-		if (av[0] == AT_ENTRY)
-			entry = av[1];
-	close(fd);
-	return entry;
+	return dp_proc_auxv(pid, AT_ENTRY, &entry) ? 0 : entry;
 }
 
 /* The modules as mapped now, and our thread callbacks. */
