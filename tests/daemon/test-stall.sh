@@ -154,6 +154,32 @@ else
 	tap_ok $? "SIGTERM: the daemon exits"
 fi
 
+# ---- the state lock held up: the log says so, and where ------------------
+# --test-fault install:sleep: the worker that begins an install sleeps 3 s
+# there, holding the state lock.  The health thread says so while it lasts
+# (with the kernel's word on where that thread waits), the worker once it
+# goes on; the loop, which never waits for the lock, is not held up.
+mark=$(wc -l <"$DP_TMP/dynprobed.log")
+start_dynprobed --test-fault install:sleep || tap_bail "lttng-dynprobed does not start again"
+dpctl enable s channel0 slow probe dp_work "$PIE" -p "$b" >/dev/null &
+slow=$!
+logged "test fault: sleeping 3 s at step install" 60
+tap_ok $? "an install holds the state lock 3 s (test fault)"
+dpctl ping && out_has "pid=$DPD_PID "
+tap_ok $? "PING answers meanwhile"
+logged "the state lock is held up: [0-9]+ ms in [A-Za-z_ ]+ \(thread [0-9]+, state S, waiting in the kernel at [a-z_]*sleep" 60
+tap_ok $? "the health thread says who holds the state lock and where it waits: $(grep -m1 "state lock is held up" "$DP_TMP/dynprobed.log" | cut -d: -f4- | cut -c1-200)"
+wait "$slow"
+tap_ok $? "the ENABLE is served after the sleep"
+logged "the state lock went on after [0-9]+ ms taken by [A-Za-z_ ]+"
+tap_ok $? "the log says how long: $(grep -m1 "state lock went on after" "$DP_TMP/dynprobed.log" | cut -d: -f4-)"
+! tail -n +"$((mark + 1))" "$DP_TMP/dynprobed.log" | grep -q "the loop is held up"
+tap_ok $? "the loop was never held up"
+dpctl disable s channel0 slow && same_as_file "$b" "$PIE" dp_work "$LEN"
+tap_ok $? "DISABLE: dp_work holds the file's $LEN bytes again"
+stop_dynprobed
+tap_ok $? "SIGTERM: the daemon exits"
+
 kill -TERM "$b"
 wait "$b"
 tap_ok $? "target $b computed right throughout: $(tail -n1 "$DP_TMP/b.out")"

@@ -5,6 +5,8 @@
  *   serve.c     the event loop: connections, frames assembled without
  *               blocking, bounds per user, the workers that serve requests
  *   log.c       messages on stderr or a log file
+ *   health.c    the loop or the state lock held up: said in the log, with
+ *               where the stuck thread waits
  *   lock.c      the state lock, holds on processes and events, pins
  *   resolve.c   specs against objects: locations, symbols, contexts, plans,
  *               where an object is mapped in a process
@@ -31,9 +33,9 @@
  *   perm.c      whether a peer could trace a process itself
  *
  * Who calls whom: a file calls only the files listed after it on its line,
- * each of which is lower in this list, so the calls form no cycle (log.c and
- * lock.c are called by most and call none but each other; state.c is the
- * only owner of the state):
+ * each of which is lower in this list, so the calls form no cycle (log.c,
+ * health.c and lock.c are called by most and call none but each other;
+ * state.c is the only owner of the state):
  *
  *   main.c      -> serve execs remove state
  *   serve.c     -> execs sessions clients install agents state
@@ -52,7 +54,8 @@
  *   perm.c      -> (none)
  *   claims.c    -> (none)
  *   resolve.c   -> (none)
- *   lock.c      -> (log.c; and state.c's dpd_event_free at an event's last unpin)
+ *   lock.c      -> (log.c, health.c; and state.c's dpd_event_free at an
+ *                   event's last unpin)
  *
  * Threads: serve.c's loop owns the connections and only reads frames and
  * accepts; workers serve requests, agents' messages, exec notices and the
@@ -86,12 +89,13 @@ int dpd_log_open(const char *path);
 void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
- * Tests only (--test-fault STEP[:N][:stop], not in --help): the daemon kills
- * itself with SIGKILL the Nth time (1st by default) it reaches STEP, to prove
- * that a daemon dying there leaves every target running and every patch
- * recoverable; with ":stop" it stops itself (SIGSTOP) there instead, for a
- * test to act on the target (kill it, signal it) at that very step, then
- * SIGCONT it.  dpd_fault_set() returns -EINVAL for a malformed spec.  The
+ * Tests only (--test-fault STEP[:N][:stop|:sleep], not in --help): the daemon
+ * kills itself with SIGKILL the Nth time (1st by default) it reaches STEP, to
+ * prove that a daemon dying there leaves every target running and every
+ * patch recoverable; with ":stop" it stops itself (SIGSTOP) there instead,
+ * for a test to act on the target (kill it, signal it) at that very step,
+ * then SIGCONT it; with ":sleep" the thread there sleeps 3 s and goes on
+ * (health.c's reports of a held-up state lock).  dpd_fault_set() returns -EINVAL for a malformed spec.  The
  * steps, in the order an install or a removal meets them:
  *   install    install: a process's install begins, its agent not yet
  *              looked for
@@ -119,6 +123,18 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
 int dpd_fault_set(const char *spec);
 void dpd_fault(const char *step);
 
+/* ---- health.c ---- */
+
+void dpd_health_start(void);
+void dpd_health_stop(void);
+/* The loop's step (a string constant), NULL while it waits for work. */
+void dpd_loop_step(const char *step);
+/* lock.c: the state lock taken by taker; about to be let go (its taker
+ * and how long it was held); said when that was long. */
+void dpd_health_locked(const char *taker);
+const char *dpd_health_unlocking(int64_t *held);
+void dpd_health_lock_held(const char *taker, int64_t held);
+
 #define dpd_err(...) dpd_log(DPD_ERR, __VA_ARGS__)
 #define dpd_info(...) dpd_log(DPD_INFO, __VA_ARGS__)
 #define dpd_dbg(...) dpd_log(DPD_DEBUG, __VA_ARGS__)
@@ -126,8 +142,10 @@ void dpd_fault(const char *step);
 /* ---- lock.c ---- */
 
 void dpd_lock_init(void);
-/* The state lock (lock.c's comment): taken by a worker for its job. */
-void dpd_lock(void);
+/* The state lock (lock.c's comment): taken by a worker for its job; the
+ * taker's name is what health.c says when the lock is held up. */
+void dpd_lock_by(const char *taker);
+#define dpd_lock() dpd_lock_by(__func__)
 void dpd_unlock(void);
 /* Wakes every thread waiting for a change (dpd_wait_change). */
 void dpd_changed(void);

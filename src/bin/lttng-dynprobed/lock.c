@@ -66,14 +66,19 @@ void dpd_lock_init(void)
 	pthread_condattr_destroy(&ca);
 }
 
-void dpd_lock(void)
+void dpd_lock_by(const char *taker)
 {
 	pthread_mutex_lock(&state_mu);
+	dpd_health_locked(taker);
 }
 
 void dpd_unlock(void)
 {
+	int64_t held;
+	const char *taker = dpd_health_unlocking(&held);
+
 	pthread_mutex_unlock(&state_mu);
+	dpd_health_lock_held(taker, held);
 }
 
 void dpd_changed(void)
@@ -84,14 +89,19 @@ void dpd_changed(void)
 void dpd_wait_change(int64_t deadline_ms)
 {
 	struct timespec ts;
+	int64_t held;
+	/* The lock is let go meanwhile: the wait is no one's hold of it. */
+	const char *taker = dpd_health_unlocking(&held);
 
+	dpd_health_lock_held(taker, held);
 	if (!deadline_ms) {
 		pthread_cond_wait(&state_cond, &state_mu);
-		return;
+	} else {
+		ts.tv_sec = deadline_ms / 1000;
+		ts.tv_nsec = (deadline_ms % 1000) * 1000000;
+		pthread_cond_timedwait(&state_cond, &state_mu, &ts);
 	}
-	ts.tv_sec = deadline_ms / 1000;
-	ts.tv_nsec = (deadline_ms % 1000) * 1000000;
-	pthread_cond_timedwait(&state_cond, &state_mu, &ts);
+	dpd_health_locked(taker);
 }
 
 int64_t dpd_now_ms(void)

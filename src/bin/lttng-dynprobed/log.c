@@ -50,38 +50,49 @@ void dpd_log(enum dpd_level level, const char *fmt, ...)
 
 static char fault_step[16];
 static long fault_left;
-static bool fault_stop;
+static enum { FAULT_KILL, FAULT_STOP, FAULT_SLEEP } fault_how;
 
 int dpd_fault_set(const char *spec)
 {
 	const char *colon = strchr(spec, ':');
 	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+	const char *how = NULL;
 	long count = 1;
 
-	if (colon && !strcmp(colon + 1, "stop")) {
-		fault_stop = true;
+	if (colon && (!strcmp(colon + 1, "stop") || !strcmp(colon + 1, "sleep"))) {
+		how = colon + 1;
 	} else if (colon) {
 		char *end;
 
 		errno = 0;
 		count = strtol(colon + 1, &end, 10);
 		if (end == colon + 1 || errno || count < 1 ||
-		    (*end && strcmp(end, ":stop")))
+		    (*end && strcmp(end, ":stop") && strcmp(end, ":sleep")))
 			return -EINVAL;
-		fault_stop = *end != '\0';
+		how = *end ? end + 1 : NULL;
 	}
 	if (!n || n >= sizeof(fault_step))
 		return -EINVAL;
 	memcpy(fault_step, spec, n);
 	fault_step[n] = '\0';
 	fault_left = count;
+	fault_how = !how ? FAULT_KILL : !strcmp(how, "stop") ? FAULT_STOP : FAULT_SLEEP;
 	return 0;
 }
 
 void dpd_fault(const char *step)
 {
+	struct timespec nap = { 3, 0 };
+
 	if (!fault_left || strcmp(step, fault_step) || --fault_left)
 		return;
-	dpd_info("test fault: %s at step %s", fault_stop ? "SIGSTOP" : "SIGKILL", step);
-	raise(fault_stop ? SIGSTOP : SIGKILL);
+	if (fault_how == FAULT_SLEEP) {
+		dpd_info("test fault: sleeping 3 s at step %s", step);
+		while (nanosleep(&nap, &nap) && errno == EINTR)
+			;
+		return;
+	}
+	dpd_info("test fault: %s at step %s", fault_how == FAULT_STOP ? "SIGSTOP" : "SIGKILL",
+		 step);
+	raise(fault_how == FAULT_STOP ? SIGSTOP : SIGKILL);
 }

@@ -37,7 +37,10 @@ static void usage(FILE *f)
 		"The companion of lttng-sessiond that installs dynamic userspace probes.\n"
 		"\n"
 		"  -d, --daemonize        run in the background; return once ready\n"
-		"  -v, --verbose          say what it does (-vv: every request)\n"
+		"  -v, --verbose          say what it does (-vv: every request), and when\n"
+		"                         it is held up 2 s or more, where (the loop or\n"
+		"                         the lock over its state; the stuck thread's\n"
+		"                         kernel wait)\n"
 		"      --log FILE         write messages to FILE instead of stderr\n"
 		"      --agent PATH       the agent library injected into processes\n"
 		"                         (default %s, or $LTTNG_DYNPROBE_AGENT)\n"
@@ -330,7 +333,7 @@ int main(int argc, char **argv)
 			break;
 		case 'F':
 			if (dpd_fault_set(optarg)) {
-				fprintf(stderr, "lttng-dynprobed: --test-fault takes STEP[:N][:stop], "
+				fprintf(stderr, "lttng-dynprobed: --test-fault takes STEP[:N][:stop|:sleep], "
 						"not '%s'\n", optarg);
 				return 1;
 			}
@@ -489,6 +492,7 @@ int main(int argc, char **argv)
 		redirect_stdio();
 	}
 
+	dpd_health_start();
 	dpd_serve(sig_fd, client_fd);
 
 	restore_everything();
@@ -498,6 +502,7 @@ int main(int argc, char **argv)
 	unlink(client_sock);
 	unlink(dpd_cfg.app_sock);
 	unlink(pid_path);
+	dpd_health_stop();
 	dpd_info("exiting");
 	return 0;
 

@@ -156,10 +156,12 @@ static void run_client(struct job *j)
 	/* PING touches no state: it is answered even while every other
 	 * request waits for the lock. */
 	bool lock = type != DP_CLIENT_PING;
+	const char *name = dp_client_type_name(type);
 	int ret;
 
+	/* Named for health.c by the request's type. */
 	if (lock)
-		dpd_lock();
+		dpd_lock_by(name ? name : "a client request");
 	ret = dpd_client_request(&cl, j->frame, j->len, &rep);
 	if (lock)
 		dpd_unlock();
@@ -675,6 +677,7 @@ void dpd_serve(int sig_fd, int client_fd)
 		int timeout, ret;
 
 		/* What the workers finished. */
+		dpd_loop_step("closing what the workers finished");
 		pthread_mutex_lock(&q_mu);
 		for (c = conns; c; c = cnext) {
 			cnext = c->next;
@@ -723,7 +726,9 @@ void dpd_serve(int sig_fd, int client_fd)
 		if (dpd_cfg.poll_ms > 0 && (!wake_at || next_poll < wake_at))
 			wake_at = next_poll;
 		timeout = !wake_at ? -1 : wake_at <= now ? 0 : (int)(wake_at - now);
+		dpd_loop_step(NULL);
 		ret = poll(pfd, i, timeout);
+		dpd_loop_step("reading connections");
 		if (ret < 0 && errno != EINTR) {
 			dpd_err("poll: %s", strerror(errno));
 			free(pfd);
@@ -765,6 +770,7 @@ void dpd_serve(int sig_fd, int client_fd)
 				conn_free(c, true);
 			}
 		}
+		dpd_loop_step("queueing agent messages");
 		for (size_t k = 0; k < nw && !quit; k++) {
 			struct job *j;
 
@@ -779,8 +785,10 @@ void dpd_serve(int sig_fd, int client_fd)
 			if (submit(j))
 				dpd_watch_done(w[k].pid, w[k].fd, 0);
 		}
+		dpd_loop_step("reading exec notices");
 		if (!quit && (pfd[3].revents & POLLIN))
 			dpd_execs_readable(exec_notice);
+		dpd_loop_step("accepting connections");
 		if (!quit && (pfd[2].revents & POLLIN))
 			while (accept_one(dpd_app_listen_fd, CONN_APP) == 0)
 				;
@@ -789,6 +797,7 @@ void dpd_serve(int sig_fd, int client_fd)
 				;
 		free(pfd);
 		free(w);
+		dpd_loop_step("queueing the session poll");
 		if (!quit && dpd_cfg.poll_ms > 0 && now >= next_poll) {
 			struct job *j = NULL;
 
@@ -808,7 +817,9 @@ void dpd_serve(int sig_fd, int client_fd)
 			next_poll = now + dpd_cfg.poll_ms;
 		}
 	}
+	dpd_loop_step("waiting for the workers to stop");
 	stop_workers();
+	dpd_loop_step(NULL);
 	while (conns)
 		conn_free(conns, true);
 	dpd_hold_released = NULL;
