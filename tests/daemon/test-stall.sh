@@ -180,6 +180,37 @@ tap_ok $? "DISABLE: dp_work holds the file's $LEN bytes again"
 stop_dynprobed
 tap_ok $? "SIGTERM: the daemon exits"
 
+# --test-fault stopping:sleep: the worker about to stop the threads of the
+# process it writes into sleeps 3 s there, as a stop that a loaded machine
+# makes slow: it does so without the state lock, so a request on another
+# process goes through meanwhile.
+start_target c "$PIE" "$DP_TMP/shm-c" 2 5 1000 || tap_bail "the second target does not start"
+c=$TARGET_PID
+mark=$(wc -l <"$DP_TMP/dynprobed.log")
+start_dynprobed --test-fault stopping:sleep || tap_bail "lttng-dynprobed does not start again"
+dpctl enable s channel0 slow probe dp_work "$PIE" -p "$b" >/dev/null &
+slow=$!
+logged "test fault: sleeping 3 s at step stopping" 60
+tap_ok $? "the write into process $b sleeps 3 s before its threads are stopped (test fault)"
+t0=$(date +%s%N)
+dpctl enable s channel0 other probe dp_work "$PIE" -p "$c" && out_has "^proc pid=$c status=0"
+st=$?
+t1=$(date +%s%N)
+kill -0 "$slow" 2>/dev/null && [ "$st" -eq 0 ]
+tap_ok $? "meanwhile an ENABLE in process $c is served ($(((t1 - t0) / 1000000)) ms), the first one still waiting"
+wait "$slow"
+tap_ok $? "then the first ENABLE is served"
+! tail -n +"$((mark + 1))" "$DP_TMP/dynprobed.log" | grep -q "the state lock is held up"
+tap_ok $? "the state lock was never held up"
+dpctl disable s channel0 slow && dpctl disable s channel0 other &&
+	same_as_file "$b" "$PIE" dp_work "$LEN" && same_as_file "$c" "$PIE" dp_work "$LEN"
+tap_ok $? "DISABLE both: dp_work holds the file's $LEN bytes again in both"
+stop_dynprobed
+tap_ok $? "SIGTERM: the daemon exits"
+kill -TERM "$c"
+wait "$c"
+tap_ok $? "target $c computed right throughout: $(tail -n1 "$DP_TMP/c.out")"
+
 kill -TERM "$b"
 wait "$b"
 tap_ok $? "target $b computed right throughout: $(tail -n1 "$DP_TMP/b.out")"

@@ -101,6 +101,8 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
  *              looked for
  *   agent      install: the agent loaded and its HELLO read
  *   staged     install: trampolines written, patches noted to the agent
+ *   stopping   a batch's threads about to be stopped (the state lock
+ *              let go meanwhile)
  *   held       every thread held for a batch, nothing written yet
  *   led        a batch with led branches (DP_PLAN_REDIRECT): the new
  *              leds' hops and branches written, not yet the new windows

@@ -5,7 +5,8 @@
  *    their records, objects, the state file.  A worker holds it while it
  *    runs and lets it go only where it waits: for a hold below, while it
  *    injects the agent and waits for its HELLO, during an agent's call, in
- *    the tests' pause, while a caught process reaches its entry point.
+ *    the tests' pause, while a caught process reaches its entry point,
+ *    while it stops a held process's threads for a write.
  *    Whatever a worker read before such a wait it reads again after, except
  *    what its holds keep still.
  *  - A hold on a process (by pid): only its holder changes the process's

@@ -545,7 +545,8 @@ static void gone_holding(struct dp_proc *proc, struct dpd_proc *p, const uint32_
  * p->sites), marking them not installed, then writes the works' patches.
  * 0, or -errno with msg when the threads could not be held (every work
  * dropped) or let go, or, `all` set, when anything failed: then the process
- * holds what it held before.
+ * holds what it held before.  p is held by the caller: the state lock is
+ * let go while the threads are being stopped.
  */
 int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uint32_t *gone,
 		    size_t ngone, bool all, struct dp_err *msg)
@@ -580,7 +581,13 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 		dp_err_set(msg, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
+	/* Holding every thread may take seconds on a loaded machine (a
+	 * thread in D state, runnable ones not yet scheduled): p is held, so
+	 * its record is ours, and other requests are served meanwhile. */
+	dpd_unlock();
+	dpd_fault("stopping");
 	ret = dp_proc_attach(proc, 0);
+	dpd_lock();
 	if (ret) {
 		/* A zombie met here was alive when the request began (its
 		 * parent has not collected it yet): it exited meanwhile, as a
