@@ -988,7 +988,12 @@ int dpd_agent_mapped_reply(struct dpd_proc *p, uint64_t cookie, uint32_t seq)
 		p->mapped = 0;
 	if (p->fd < 0)
 		return -ENOTCONN;
+	/* An agent that reads nothing holds the send up to its timeout: p
+	 * is held (its record and connection are ours), others are served
+	 * meanwhile. */
+	dpd_unlock();
 	ret = dp_app_send(p->fd, &rep, DP_APP_TIMEOUT_MS);
+	dpd_lock();
 	if (ret) {
 		dpd_dbg("MAPPED_REPLY to %d: %s", (int)p->pid, strerror(-ret));
 		conn_lost(p);
