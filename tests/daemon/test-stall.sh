@@ -36,6 +36,17 @@ kill_stallers() {
 	STALLERS=
 }
 
+# logged_since MARK REGEX [S]: REGEX in the daemon's log after its first
+# MARK lines (the log is appended to by each daemon the test starts).
+logged_since() {
+	local i
+	for i in $(seq $((${3:-30} * 10 + 1))); do
+		tail -n +"$(($1 + 1))" "$DP_TMP/dynprobed.log" | grep -qE -- "$2" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # stall NAME: a dpstall connected to the daemon; its pid in SPID.
 stall() {
 	"$builddir/dpstall" "$RUN/dynprobe-app.sock" "$INTERVAL_MS" >"$DP_TMP/$1.out" 2>&1 &
@@ -163,17 +174,17 @@ mark=$(wc -l <"$DP_TMP/dynprobed.log")
 start_dynprobed --test-fault install:sleep || tap_bail "lttng-dynprobed does not start again"
 dpctl enable s channel0 slow probe dp_work "$PIE" -p "$b" >/dev/null &
 slow=$!
-logged "test fault: sleeping 3 s at step install" 60
+logged_since "$mark" "test fault: sleeping 3 s at step install" 60
 tap_ok $? "an install holds the state lock 3 s (test fault)"
 dpctl ping && out_has "pid=$DPD_PID "
 tap_ok $? "PING answers meanwhile"
-logged "the state lock is held up: [0-9]+ ms in [A-Za-z_ ]+ \(thread [0-9]+, state S, waiting in the kernel at [a-z_]*sleep" 60
+logged_since "$mark" "the state lock is held up: [0-9]+ ms in [A-Za-z_ ]+ \(thread [0-9]+, state S, waiting in the kernel at [a-z_]*sleep" 60
 tap_ok $? "the health thread says who holds the state lock and where it waits: $(grep -m1 "state lock is held up" "$DP_TMP/dynprobed.log" | cut -d: -f4- | cut -c1-200)"
 wait "$slow"
 tap_ok $? "the ENABLE is served after the sleep"
-logged "the state lock went on after [0-9]+ ms taken by [A-Za-z_ ]+"
+logged_since "$mark" "the state lock went on after [0-9]+ ms taken by [A-Za-z_ ]+"
 tap_ok $? "the log says how long: $(grep -m1 "state lock went on after" "$DP_TMP/dynprobed.log" | cut -d: -f4-)"
-! tail -n +"$((mark + 1))" "$DP_TMP/dynprobed.log" | grep -q "the loop is held up"
+! logged_since "$mark" "the loop is held up" 0
 tap_ok $? "the loop was never held up"
 dpctl disable s channel0 slow && same_as_file "$b" "$PIE" dp_work "$LEN"
 tap_ok $? "DISABLE: dp_work holds the file's $LEN bytes again"
@@ -190,7 +201,7 @@ mark=$(wc -l <"$DP_TMP/dynprobed.log")
 start_dynprobed --test-fault stopping:sleep || tap_bail "lttng-dynprobed does not start again"
 dpctl enable s channel0 slow probe dp_work "$PIE" -p "$b" >/dev/null &
 slow=$!
-logged "test fault: sleeping 3 s at step stopping" 60
+logged_since "$mark" "test fault: sleeping 3 s at step stopping" 60
 tap_ok $? "the write into process $b sleeps 3 s before its threads are stopped (test fault)"
 t0=$(date +%s%N)
 dpctl enable s channel0 other probe dp_work "$PIE" -p "$c" && out_has "^proc pid=$c status=0"
@@ -200,7 +211,7 @@ kill -0 "$slow" 2>/dev/null && [ "$st" -eq 0 ]
 tap_ok $? "meanwhile an ENABLE in process $c is served ($(((t1 - t0) / 1000000)) ms), the first one still waiting"
 wait "$slow"
 tap_ok $? "then the first ENABLE is served"
-! tail -n +"$((mark + 1))" "$DP_TMP/dynprobed.log" | grep -q "the state lock is held up"
+! logged_since "$mark" "the state lock is held up" 0
 tap_ok $? "the state lock was never held up"
 dpctl disable s channel0 slow && dpctl disable s channel0 other &&
 	same_as_file "$b" "$PIE" dp_work "$LEN" && same_as_file "$c" "$PIE" dp_work "$LEN"
@@ -210,6 +221,42 @@ tap_ok $? "SIGTERM: the daemon exits"
 kill -TERM "$c"
 wait "$c"
 tap_ok $? "target $c computed right throughout: $(tail -n1 "$DP_TMP/c.out")"
+
+# A context added while a process's start installs the event (an install
+# that pins the event but does not hold it): ADD_CONTEXT's removal passes
+# that process by (nothing installed yet), its install finds the event
+# installed already; the start's install sees the new field layout and
+# puts the probes in again, so the process records the new field too.
+# (stopping:sleep: the start's write waits 3 s, the state lock let go.)
+mark=$(wc -l <"$DP_TMP/dynprobed.log")
+start_dynprobed --test-fault stopping:sleep || tap_bail "lttng-dynprobed does not start again"
+LATE=$DP_TMP/late-pie
+cp "$PIE" "$LATE" || tap_bail "cannot copy $PIE"
+dpctl enable s channel0 late probe dp_work "$LATE"
+tap_ok $? "an event by path, no process maps it yet: $(grep -m1 . "$DP_TMP/out")"
+# Not start_target: the program waits for its install (GO) to be ready.
+env LD_PRELOAD="$AGENT" "$LATE" "$DP_TMP/shm-d" 2 5 1000 >"$DP_TMP/d.out" 2>&1 &
+d=$!
+DP_TARGETS="$DP_TARGETS $d"
+logged_since "$mark" "test fault: sleeping 3 s at step stopping" 60
+tap_ok $? "process $d starts with the agent: its install waits before its write"
+dpctl add-context s channel0 late reg:rbx
+tap_ok $? "ADD_CONTEXT reg:rbx meanwhile: $(head -n1 "$DP_TMP/out")"
+logged "process $d: dynprobe:late got contexts while it was installed there: installed again"
+tap_ok $? "the start's install saw the new layout and installed again"
+seen s
+before=$(grep "^dynprobe:late:" "$DP_TMP/events" | grep -c "rbx = ")
+seen s "dynprobe:late>$(count dynprobe:late)"
+after=$(grep "^dynprobe:late:" "$DP_TMP/events" | grep -c "rbx = ")
+[ "$after" -gt "$before" ]
+tap_ok $? "process $d records the new field: $before, then $after events with rbx ($(grep "^dynprobe:late:" "$DP_TMP/events" | tail -n1))"
+dpctl disable s channel0 late && same_as_file "$d" "$LATE" dp_work "$LEN"
+tap_ok $? "DISABLE: dp_work holds the file's $LEN bytes again"
+stop_dynprobed
+tap_ok $? "SIGTERM: the daemon exits"
+kill -TERM "$d"
+wait "$d"
+tap_ok $? "target $d computed right throughout: $(tail -n1 "$DP_TMP/d.out")"
 
 kill -TERM "$b"
 wait "$b"

@@ -565,6 +565,7 @@ static void do_add_context(const struct dpd_client *c, const struct dp_client_ad
 		ev->ctx = v;
 		memcpy(ev->ctx + ev->nctx, a->ctx, a->nctx * sizeof(*v));
 		ev->nctx += a->nctx;
+		ev->layout++;
 		if (r->nevents < DP_CLIENT_MAX_NAMES)
 			add_names(r, ev);
 		/* A new field layout is a new event class: the probes are

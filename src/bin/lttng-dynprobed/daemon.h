@@ -373,6 +373,10 @@ struct dpd_event {
 	unsigned hold_depth;
 	uint32_t pins;
 	bool unlinked, doomed;
+	/* Bumped when its contexts change (a new field layout): an install
+	 * that only pins it sees whether it made its probes with the old one
+	 * (dpd_install_pinned). */
+	uint32_t layout;
 };
 
 /* An event's part of a patch planned for several events: the patch's
@@ -883,6 +887,14 @@ bool dpd_combined(const struct dpd_proc *p, const struct dpd_event *ev);
  * installed before it, and rp says which.
  */
 int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
+/*
+ * dpd_install for a caller that pins ev but does not hold it (the installs
+ * a process's start, dlopen or exec asks for): an ADD_CONTEXT may give ev a
+ * new field layout while it runs, after that request's removal passed this
+ * process by; the probes made with the old layout are then taken out and
+ * put in again (ev->layout), three times at most.
+ */
+int dpd_install_pinned(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp);
 /*
  * The same for several events of one object at once (evs[i] reported in
  * rps[i]): every probe defined and trampoline built first, then one stop of

@@ -372,7 +372,7 @@ void dpd_exec_seen(pid_t pid)
 		if (!wanted(ev, pid, st.uid[1]))
 			continue;
 		memset(&rp, 0, sizeof(rp));
-		dpd_install(ev, pid, &rp);
+		dpd_install_pinned(ev, pid, &rp);
 		dpd_remove_if_gone(ev, pid);
 		dpd_info("process %d started without the agent: %s: %s%s", (int)pid, ev->names[0],
 			 rp.status ? rp.message : "installed",

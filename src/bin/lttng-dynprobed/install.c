@@ -376,6 +376,30 @@ int dpd_install(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
 	return dpd_install_many(&ev, 1, pid, &rp);
 }
 
+int dpd_install_pinned(struct dpd_event *ev, pid_t pid, struct dp_client_proc *rp)
+{
+	for (int round = 1;; round++) {
+		uint32_t layout = ev->layout;
+		struct dpd_proc *p;
+		int ret = dpd_install(ev, pid, rp);
+
+		if (ev->layout == layout || ev->unlinked || !ev->enabled || round == 4 ||
+		    dpd_hold(pid))
+			return ret;
+		p = dpd_proc_find(pid);
+		if (p && installed_in(p, ev)) {
+			dpd_info("process %d: %s got contexts while it was installed there: "
+				 "installed again with its new fields", (int)pid, ev->names[0]);
+			dpd_remove(ev, p, NULL);
+		}
+		dpd_unhold(pid);
+		if (!p)
+			return ret;
+		free(rp->sites);
+		memset(rp, 0, sizeof(*rp));
+	}
+}
+
 int dpd_install_many(struct dpd_event *const *evs, size_t nev, pid_t pid,
 		     struct dp_client_proc *const *rps)
 {
@@ -703,7 +727,7 @@ static void run_pending(struct dpd_proc *p, bool go)
 		if (installed_in(p, ev) || !dpd_object_mapped(ev->obj, pid))
 			continue;
 		memset(&rp, 0, sizeof(rp));
-		dpd_install(ev, pid, &rp);
+		dpd_install_pinned(ev, pid, &rp);
 		dpd_remove_if_gone(ev, pid);
 		dpd_info("process %d %s: %s: %s", (int)pid,
 			 go ? "started with the agent" : "mapped the object (dlopen)", ev->names[0],
