@@ -584,6 +584,8 @@ void dpd_proc_probes_cut(struct dpd_proc *p);
 bool dpd_site_owned(const struct dpd_site *s, const struct dpd_event *ev);
 /* Takes ev out of the owners of s (its probes stay until s is rebuilt). */
 void dpd_site_disown(struct dpd_site *s, const struct dpd_event *ev);
+/* ev no longer named by p's sites and semaphore holds (p held). */
+void dpd_proc_disown(struct dpd_proc *p, const struct dpd_event *ev);
 /* Sites of an event in a process (ev NULL: every installed site). */
 uint32_t dpd_proc_count_sites(const struct dpd_proc *p, const struct dpd_event *ev,
 			      uint32_t *njump, uint32_t *nint3);

@@ -202,9 +202,17 @@ void dpd_remove_if_gone(struct dpd_event *ev, pid_t pid)
 	struct dpd_proc *p = dpd_proc_find(pid);
 	uint32_t nj, ni;
 
-	if ((ev->enabled && !ev->unlinked) || !p || !dpd_proc_count_sites(p, ev, &nj, &ni))
+	if ((ev->enabled && !ev->unlinked) || !p)
 		return;
-	dpd_info("process %d: %s was disabled while it went in: taken out", (int)pid,
-		 ev->names[0]);
-	dpd_remove(ev, p, NULL);
+	if (dpd_proc_count_sites(p, ev, &nj, &ni)) {
+		dpd_info("process %d: %s was disabled while it went in: taken out", (int)pid,
+			 ev->names[0]);
+		dpd_remove(ev, p, NULL);
+		p = dpd_proc_find(pid);
+	}
+	/* Gone from the list (its session destroyed): its memory goes with
+	 * its last pin, so what could not be taken out must not name it; it
+	 * serves on as dpd_event_unlink leaves such patches. */
+	if (p && ev->unlinked)
+		dpd_proc_disown(p, ev);
 }

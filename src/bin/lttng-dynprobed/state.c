@@ -54,6 +54,17 @@ const char *dpd_event_point_name(const struct dpd_event *ev, const struct dpd_po
 	return pt->role == DPD_ROLE_RETURN && ev->nnames > 1 ? ev->names[1] : ev->names[0];
 }
 
+void dpd_proc_disown(struct dpd_proc *p, const struct dpd_event *ev)
+{
+	for (uint32_t j = 0; j < p->nsites; j++)
+		dpd_site_disown(&p->sites[j], ev);
+	for (uint32_t j = 0; j < p->nholds;)
+		if (p->holds[j].ev == ev)
+			p->holds[j] = p->holds[--p->nholds];
+		else
+			j++;
+}
+
 void dpd_event_unlink(struct dpd_event *ev)
 {
 	size_t n = 0, k = 0;
@@ -79,17 +90,9 @@ void dpd_event_unlink(struct dpd_event *ev)
 	for (size_t i = 0; i < (pids ? k : 1); i++) {
 		bool held = pids && !dpd_hold(pids[i]);
 
-		for (struct dpd_proc *p = dpd_procs; p; p = p->next) {
-			if (pids && p->pid != pids[i])
-				continue;
-			for (uint32_t j = 0; j < p->nsites; j++)
-				dpd_site_disown(&p->sites[j], ev);
-			for (uint32_t j = 0; j < p->nholds;)
-				if (p->holds[j].ev == ev)
-					p->holds[j] = p->holds[--p->nholds];
-				else
-					j++;
-		}
+		for (struct dpd_proc *p = dpd_procs; p; p = p->next)
+			if (!pids || p->pid == pids[i])
+				dpd_proc_disown(p, ev);
 		if (held)
 			dpd_unhold(pids[i]);
 	}
