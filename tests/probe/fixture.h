@@ -16,9 +16,10 @@ void fx_regs_jump(void);
 void fx_regs_int3(void);
 void fx_regs_one_ah(void);
 void fx_regs_one_rdi(void);
+void fx_regs_fast(void);
 extern uint64_t fx_locals_site, fx_locals_site2, fx_locals_ret, fx_locals_ra;
 extern uint64_t fx_regs_jump_site, fx_regs_int3_site, fx_regs_rsp;
-extern uint64_t fx_regs_one_ah_site, fx_regs_one_rdi_site;
+extern uint64_t fx_regs_one_ah_site, fx_regs_one_rdi_site, fx_regs_fast_site;
 extern uint64_t fx_regs_after[18];	/* dp_regs order; [17] rflags */
 
 /* The values fx_regs_* load, in dp_regs order (rsp excluded: fx_regs_rsp);

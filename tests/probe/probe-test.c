@@ -406,6 +406,50 @@ static void scenario_one_reg(const char *name, uint64_t site, void (*fn)(void), 
 	count(f("dynprobe:%s", name), 1);
 }
 
+/*
+ * A probe whose fields each come from one register (reg: contexts of every
+ * width, recipes of one register with an offset, a shift, a sign or zero
+ * extension: SDT arguments): the hit path computes them in line, and they
+ * must read as the general evaluation reads them (scenario_regs).
+ */
+static void scenario_fast(void)
+{
+	static const char *const specs[] = { "reg:eax", "reg:ah", "reg:r9w", "reg:eflags" };
+	const size_t nspecs = sizeof(specs) / sizeof(specs[0]);
+	struct dp_ctx ctx[sizeof(specs) / sizeof(specs[0]) + 4];
+	uint64_t site = fx_regs_fast_site;
+	unsigned methods[3] = { 0 };
+	struct dpa_probe_stats st;
+	struct dpa_probe *p;
+
+	for (size_t i = 0; i < nspecs; i++)
+		dp_ctx_parse(specs[i], NULL, NULL, &ctx[i], NULL);
+	ctx[nspecs] = vint("v_ah", 1, false, true, DP_VALUE_LOC_VALUE,
+			   OPS(OP(REG, DP_REG_RAX, 0), OP(SHR, 8, 0)));
+	/* al (0x80) sign-extended into a signed 64-bit field: -128 */
+	ctx[nspecs + 1] = vint("v_sal", 8, true, false, DP_VALUE_LOC_VALUE,
+			       OPS(OP(REG, DP_REG_RAX, 0), OP(SEXT, 1, 0)));
+	ctx[nspecs + 2] = vint("v_zax", 8, false, true, DP_VALUE_LOC_VALUE,
+			       OPS(OP(REG, DP_REG_RAX, 0), OP(ZEXT, 2, 0)));
+	ctx[nspecs + 3] = vint("v_off", 8, false, true, DP_VALUE_LOC_VALUE,
+			       OPS(OP(REG, DP_REG_RDI, -16)));
+	p = probe_ctx(site, "fast", 0, ctx, nspecs + 4);
+	if (!check(p && install(&self, &(struct point){ site, p }, 1, methods),
+		   "fast: probe installed"))
+		return;
+	check(methods[DP_SITE_JUMP] == 1, "fast: the site takes a jump");
+	fx_regs_fast();
+	dpa_probe_stats(p, &st);
+	check(st.hits == 1 && st.recorded == 1, "fast: one hit, recorded (%" PRIu64 ", %" PRIu64 ")",
+	      st.hits, st.recorded);
+	event("dynprobe:fast",
+	      f("{ eax = 0x11111180, ah = 0x11, r9w = 0x9999, eflags = 0x246, v_ah = 0x11, "
+		"v_sal = -128, v_zax = 0x1180, v_off = %s }",
+		hex(fx_regs_value[DP_REG_RDI] - 16)),
+	      NULL);
+	count("dynprobe:fast", 1);
+}
+
 /* Every register, at a jump site and at an int3 site. */
 static void scenario_regs(const char *name, uint64_t site, void (*fn)(void), unsigned want)
 {
@@ -877,6 +921,7 @@ static int run(const char *path)
 	scenario_one_reg("one_ah", fx_regs_one_ah_site, fx_regs_one_ah, "reg:ah", "{ ah = 0x11 }");
 	scenario_one_reg("one_rdi", fx_regs_one_rdi_site, fx_regs_one_rdi, "reg:rdi",
 			 f("{ rdi = %s }", hex(fx_regs_value[DP_REG_RDI])));
+	scenario_fast();
 	scenario_values();
 	scenario_frames();
 	scenario_stacks();

@@ -27,18 +27,33 @@
 
 __thread struct dpa_thread dpa_self __attribute__((tls_model("initial-exec")));
 
+/*
+ * A field that one saved general register gives, computed in the hit path
+ * itself with no call and no branch on its kind: a reg: context, the
+ * return value, a recipe of one register with an offset, a shift and an
+ * extension (most SDT arguments, parameters in registers).  Its value is
+ * v = (regs[reg] + add) >> shr, then v's low 64 - shl bits, sign-extended
+ * when sext.
+ */
+#define FAST_MAX_FIELDS 8
+
+struct fast_field {
+	int64_t add;
+	uint8_t reg, shr, shl;
+	bool sext;
+};
+
 struct dpa_probe {
 	uint64_t site;
 	struct dpa_class *cls;
 	const int *enabled;		/* the class's: dpa_class_state() */
 	unsigned flags;			/* enum dpa_probe_flag */
 	bool regs_only;			/* dpa_ctx_regs_only(), and few fields */
-	/* A probe of one reg: context (the most common): its value is
-	 * (((uint64_t *)regs)[one_reg] >> one_shift) & one_mask, computed in
-	 * the hit path itself, with no call. */
-	bool one;
-	uint8_t one_reg, one_shift;
-	uint64_t one_mask;
+	/* Every field a fast one (the most common probes: none, reg:
+	 * contexts, SDT arguments in registers). */
+	bool fast;
+	uint8_t nfast;
+	struct fast_field fastv[FAST_MAX_FIELDS];
 	size_t nctx, nfields;
 	size_t values_size;		/* the dpa_value array at the head of the scratch */
 	struct dp_ctx *ctx;
@@ -159,6 +174,45 @@ int dpa_thread_setup(void)
 /* Fields a regs-only probe evaluates on the stack, at most. */
 #define REGS_ONLY_MAX_FIELDS 32
 
+/* Whether c is one fast field (f): what dpa_ctx_eval_regs computes for
+ * it, the same bits. */
+static bool fast_of(const struct dp_ctx *c, struct fast_field *f)
+{
+	const struct dp_value *v = &c->value;
+	uint32_t i = 1;
+
+	memset(f, 0, sizeof(*f));
+	switch (c->kind) {
+	case DP_CTX_REG:
+		if (c->reg >= sizeof(struct dp_regs) / 8 || c->width < 1 || c->width > 8)
+			return false;
+		f->reg = c->reg;
+		f->shr = c->shift;
+		f->shl = (uint8_t)(64 - c->width * 8);
+		return true;
+	case DP_CTX_RETVAL:
+		f->reg = 0;	/* rax */
+		return true;
+	case DP_CTX_VALUE:
+		if (c->type.type != DP_FT_INT || v->loc != DP_VALUE_LOC_VALUE ||
+		    (v->flags & DP_VALUE_BOOL) || !v->nops || v->ops[0].op != DP_VOP_REG ||
+		    v->ops[0].arg >= sizeof(struct dp_regs) / 8)
+			return false;
+		f->reg = v->ops[0].arg;
+		f->add = v->ops[0].imm;
+		if (i < v->nops && v->ops[i].op == DP_VOP_SHR && v->ops[i].arg < 64)
+			f->shr = v->ops[i++].arg;
+		if (i < v->nops && (v->ops[i].op == DP_VOP_SEXT || v->ops[i].op == DP_VOP_ZEXT) &&
+		    v->ops[i].arg >= 1 && v->ops[i].arg <= 4) {
+			f->sext = v->ops[i].op == DP_VOP_SEXT;
+			f->shl = (uint8_t)(64 - v->ops[i++].arg * 8);
+		}
+		return i == v->nops;
+	default:
+		return false;
+	}
+}
+
 static size_t align16(size_t n)
 {
 	return (n + 15) & ~(size_t)15;
@@ -207,13 +261,11 @@ DPA_EXPORT struct dpa_probe *dpa_probe_new(uint64_t site, const char *name, unsi
 	p->site = site;
 	p->enabled = dpa_class_state(p->cls);
 	p->regs_only = nfields <= REGS_ONLY_MAX_FIELDS && dpa_ctx_regs_only(ctx, nctx);
-	if (p->regs_only && nctx == 1 && ctx[0].kind == DP_CTX_REG &&
-	    ctx[0].reg < sizeof(struct dp_regs) / 8) {
-		p->one = true;
-		p->one_reg = ctx[0].reg;
-		p->one_shift = ctx[0].shift;
-		p->one_mask = ctx[0].width < 8 ? (1ull << (ctx[0].width * 8)) - 1 : ~0ull;
-	}
+	/* Each fast context is one field. */
+	p->fast = p->regs_only && nctx <= FAST_MAX_FIELDS && nfields == nctx;
+	for (size_t i = 0; i < nctx && p->fast; i++)
+		p->fast = fast_of(&ctx[i], &p->fastv[i]);
+	p->nfast = p->fast ? (uint8_t)nctx : 0;
 	p->flags = flags;
 	p->nctx = nctx;
 	p->nfields = nfields;
@@ -275,15 +327,21 @@ static __attribute__((noinline)) void record_regs(struct dpa_probe *p, const str
 	dpa_class_record(p->cls, p->site, values);
 }
 
-/* The same for one reg: context, in line. */
-static inline __attribute__((always_inline)) void record_one(struct dpa_probe *p,
-							    const struct dp_regs *regs)
+/* The same for fast fields, in line. */
+static inline __attribute__((always_inline)) void record_fast(struct dpa_probe *p,
+							     const struct dp_regs *regs)
 {
-	struct dpa_value v;
+	const uint64_t *r = (const uint64_t *)regs;
+	struct dpa_value v[FAST_MAX_FIELDS];
 
-	v.u = (((const uint64_t *)regs)[p->one_reg] >> p->one_shift) & p->one_mask;
+	for (unsigned i = 0; i < p->nfast; i++) {
+		const struct fast_field *f = &p->fastv[i];
+		uint64_t x = ((r[f->reg] + (uint64_t)f->add) >> f->shr) << f->shl;
+
+		v[i].u = f->sext ? (uint64_t)((int64_t)x >> f->shl) : x >> f->shl;
+	}
 	bump(&p->recorded);
-	dpa_class_record(p->cls, p->site, &v);
+	dpa_class_record(p->cls, p->site, v);
 }
 
 /*
@@ -309,8 +367,8 @@ DPA_EXPORT void dp_probe_hit(void *probe, struct dp_regs *regs)
 	if (__builtin_expect(!t->errnop, 0))
 		thread_first_record(t);
 	saved_errno = *t->errnop;
-	if (p->one)
-		record_one(p, regs);
+	if (p->fast)
+		record_fast(p, regs);
 	else if (p->regs_only)
 		record_regs(p, regs);
 	else
