@@ -191,6 +191,26 @@ tap_ok $? "DISABLE: dp_work holds the file's $LEN bytes again"
 stop_dynprobed
 tap_ok $? "SIGTERM: the daemon exits"
 
+# --test-fault accept:sleep: the loop sleeps 3 s once it accepted a client
+# (as if the kernel held it up): the health thread says where the loop is
+# and where the other threads wait; the PING is answered afterwards.
+mark=$(wc -l <"$DP_TMP/dynprobed.log")
+start_dynprobed --test-fault accept:sleep || tap_bail "lttng-dynprobed does not start again"
+t0=$(date +%s%N)
+dpctl ping && out_has "pid=$DPD_PID "
+st=$?
+t1=$(date +%s%N)
+[ "$st" -eq 0 ] && [ $(((t1 - t0) / 1000000)) -ge 2900 ]
+tap_ok $? "a PING that reaches a held-up loop is answered once it goes on ($(((t1 - t0) / 1000000)) ms)"
+logged_since "$mark" "the loop is held up: [0-9]+ ms in accepting connections \(thread [0-9]+, state S, waiting in the kernel at [a-z_]*sleep"
+tap_ok $? "the health thread says where the loop is: $(grep "the loop is held up" "$DP_TMP/dynprobed.log" | tail -n1 | cut -d: -f4- | cut -c1-160)"
+logged_since "$mark" "its other threads \(thread, state, kernel wait\): [0-9]+ [A-Z] "
+tap_ok $? "and where the other threads wait: $(grep "its other threads" "$DP_TMP/dynprobed.log" | tail -n1 | cut -d: -f4- | cut -c1-160)"
+logged_since "$mark" "the loop went on after [0-9]+ ms in accepting connections"
+tap_ok $? "and how long it was held up"
+stop_dynprobed
+tap_ok $? "SIGTERM: the daemon exits"
+
 # --test-fault stopping:sleep: the worker about to stop the threads of the
 # process it writes into sleeps 3 s there, as a stop that a loaded machine
 # makes slow: it does so without the state lock, so a request on another

@@ -121,6 +121,8 @@ void dpd_log(enum dpd_level level, const char *fmt, ...) __attribute__((format(p
  *              answered yet
  *   spun       --attach-exec: a process that executed a probed program
  *              spins at its entry point (on record), nothing installed
+ *   accept     the loop accepted client connections (with ":sleep": the
+ *              loop held up)
  */
 int dpd_fault_set(const char *spec);
 void dpd_fault(const char *step);

@@ -5,15 +5,18 @@
  * held up DPD_STALL_MS is said in the log while it lasts, by a thread of
  * its own (the stuck thread cannot speak), with what the kernel says of
  * the stuck thread: its state, where it sleeps (wchan) and, for root, its
- * kernel stack; and by the thread itself once it goes on, with how long.
+ * kernel stack (and for the loop, where the other threads wait); and by
+ * the thread itself once it goes on, with how long.
  * Nothing here waits for anything but the clock.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -93,6 +96,34 @@ static void stall_begin(struct watched *w, const char *where, pid_t tid, int64_t
 		 stack);
 }
 
+/* The daemon's other threads, as the kernel sees them: "TID STATE WCHAN"
+ * each (what a held-up loop may be waiting for). */
+static void threads_say(pid_t skip)
+{
+	char line[1536], wchan[64];
+	size_t at = 0, n = 0;
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+
+	if (!dir)
+		return;
+	line[0] = '\0';
+	while ((d = readdir(dir)) && at < sizeof(line) - 80) {
+		pid_t tid = (pid_t)atoi(d->d_name);
+
+		if (tid <= 0 || tid == skip || tid == my_tid())
+			continue;
+		task_read(tid, "wchan", wchan, sizeof(wchan), false);
+		at += (size_t)snprintf(line + at, sizeof(line) - at, "%s%d %c %s", n ? ", " : "",
+				       (int)tid, task_state(tid),
+				       wchan[0] && strcmp(wchan, "0") ? wchan : "-");
+		n++;
+	}
+	closedir(dir);
+	dpd_info("its other threads (thread, state, kernel wait): %s%s", n ? line : "none",
+		 d ? ", ..." : "");
+}
+
 static void health_look(struct watched *w, int64_t now)
 {
 	const char *where = atomic_load(&w->where);
@@ -106,6 +137,8 @@ static void health_look(struct watched *w, int64_t now)
 		return;
 	w->said = since;
 	stall_begin(w, where, tid, now - since);
+	if (w == &loop_w)
+		threads_say(tid);
 }
 
 static void *health_main(void *arg)

@@ -23,6 +23,10 @@
  *    most DPD_USER_HELLOS of them queued or served at once: its next
  *    whole HELLO waits in its connection, which is not read meanwhile.
  *
+ * Workers are started by a thread of their own, the spawner, so that the
+ * loop waits for nothing but poll (pthread_create takes locks of the C
+ * library, and of a sanitizer's runtime).
+ *
  * Agent connections after HELLO belong to their process's holder while a
  * job holds it (its calls read their replies there).  The loop only polls
  * them; data outside a call (a MAPPED, a close) becomes a job that holds
@@ -105,6 +109,13 @@ static struct user *users;
 static size_t nusers;
 static int nworkers, nidle, nrunning, nexec_jobs;
 static bool stopping, poll_running;
+/* Workers to start (counted in nworkers already): the spawner starts them,
+ * so that the loop never waits in pthread_create (which takes locks of the
+ * C library and, under a sanitizer, of its runtime). */
+static pthread_cond_t spawn_cond = PTHREAD_COND_INITIALIZER;
+static int spawn_want;
+static pthread_t spawner_thread;
+static bool spawner_running;
 static int wake_fd = -1;
 
 static void wake_loop(void)
@@ -289,11 +300,46 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void *spawner(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_mutex_lock(&q_mu);
+	for (;;) {
+		pthread_t t;
+		bool ok;
+
+		while (!stopping && !spawn_want)
+			pthread_cond_wait(&spawn_cond, &q_mu);
+		if (stopping)
+			break;
+		spawn_want--;
+		pthread_mutex_unlock(&q_mu);
+		ok = !pthread_create(&t, NULL, worker, NULL);
+		if (ok)
+			pthread_detach(t);
+		else
+			dpd_err("cannot start a worker thread: its jobs wait for another");
+		pthread_mutex_lock(&q_mu);
+		if (!ok) {
+			nworkers--;
+			pthread_cond_broadcast(&q_cond);
+		}
+	}
+	/* The workers never started are not waited for. */
+	nworkers -= spawn_want;
+	spawn_want = 0;
+	pthread_cond_broadcast(&q_cond);
+	pthread_mutex_unlock(&q_mu);
+	return NULL;
+}
+
 /* Queues a job (taking frame); a worker is started when none is idle. */
 static int submit(struct job *j)
 {
-	pthread_t t;
-
 	pthread_mutex_lock(&q_mu);
 	if (stopping) {
 		job_uncount(j);
@@ -312,11 +358,11 @@ static int submit(struct job *j)
 		nexec_jobs++;
 	/* A HELLO gets a worker even when every one waits (for a hold an
 	 * install keeps until that HELLO comes). */
-	if (!nidle && (nworkers < DPD_MAX_WORKERS ||
-		       (j->kind == JOB_HELLO && nworkers < 2 * DPD_MAX_WORKERS)) &&
-	    !pthread_create(&t, NULL, worker, NULL)) {
-		pthread_detach(t);
+	if (nidle <= spawn_want && (nworkers < DPD_MAX_WORKERS ||
+				     (j->kind == JOB_HELLO && nworkers < 2 * DPD_MAX_WORKERS))) {
 		nworkers++;
+		spawn_want++;
+		pthread_cond_signal(&spawn_cond);
 	}
 	pthread_cond_signal(&q_cond);
 	pthread_mutex_unlock(&q_mu);
@@ -648,6 +694,12 @@ static void stop_workers(void)
 	}
 	stopping = true;
 	pthread_cond_broadcast(&q_cond);
+	pthread_cond_broadcast(&spawn_cond);
+	pthread_mutex_unlock(&q_mu);
+	if (spawner_running)
+		pthread_join(spawner_thread, NULL);
+	spawner_running = false;
+	pthread_mutex_lock(&q_mu);
 	while (nworkers) {
 		pthread_mutex_unlock(&q_mu);
 		usleep(1000);
@@ -660,10 +712,18 @@ void dpd_serve(int sig_fd, int client_fd)
 {
 	int64_t next_poll = dpd_now_ms() + dpd_cfg.poll_ms;
 	bool quit = false;
+	int ret;
 
 	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (wake_fd < 0) {
 		dpd_err("eventfd: %s", strerror(errno));
+		return;
+	}
+	ret = pthread_create(&spawner_thread, NULL, spawner, NULL);
+	spawner_running = !ret;
+	if (ret) {
+		dpd_err("cannot start the thread that starts workers: %s", strerror(ret));
+		close(wake_fd);
 		return;
 	}
 	dpd_watch_wake = wake_loop;
@@ -674,7 +734,7 @@ void dpd_serve(int sig_fd, int client_fd)
 		struct pollfd *pfd;
 		size_t n = 5, nw, i, first_conn, first_watch;
 		int64_t now = dpd_now_ms(), wake_at = 0;
-		int timeout, ret;
+		int timeout;
 
 		/* What the workers finished. */
 		dpd_loop_step("closing what the workers finished");
@@ -792,9 +852,11 @@ void dpd_serve(int sig_fd, int client_fd)
 		if (!quit && (pfd[2].revents & POLLIN))
 			while (accept_one(dpd_app_listen_fd, CONN_APP) == 0)
 				;
-		if (!quit && (pfd[1].revents & POLLIN))
+		if (!quit && (pfd[1].revents & POLLIN)) {
 			while (accept_one(client_fd, CONN_CLIENT) == 0)
 				;
+			dpd_fault("accept");
+		}
 		free(pfd);
 		free(w);
 		dpd_loop_step("queueing the session poll");
