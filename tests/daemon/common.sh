@@ -41,11 +41,14 @@ start_dynprobed() {
 	[ -n "$DPD_PID" ]
 }
 
+# stop_dynprobed: SIGTERM, and the daemon gone within 60 s (a bound that
+# only catches a hang: a sanitized daemon's leak check at exit takes more
+# than 10 s on a loaded machine).
 stop_dynprobed() {
 	local i
 	[ -n "$DPD_PID" ] || return 0
 	kill -TERM "$DPD_PID" 2>/dev/null
-	for i in $(seq 200); do
+	for i in $(seq 1200); do
 		kill -0 "$DPD_PID" 2>/dev/null || break
 		sleep 0.05
 	done
