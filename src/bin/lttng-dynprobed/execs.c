@@ -33,6 +33,7 @@
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/cn_proc.h>
@@ -136,14 +137,26 @@ static bool wanted(const struct dpd_event *ev, pid_t pid, uid_t uid)
  * /var/run/lttng) would talk to that namespace's session daemon: such a
  * process is left to a daemon of its own namespace.
  */
+static struct stat self_ns;
+static bool self_ns_known;
+
+static void self_ns_read(void)
+{
+	self_ns_known = !stat("/proc/self/ns/mnt", &self_ns);
+}
+
 static bool same_mount_ns(pid_t pid)
 {
-	char path[64];
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct stat self, other;
+	char path[64];
 
+	/* Ours does not change: read once (the loop asks at every exec). */
+	pthread_once(&once, self_ns_read);
+	self = self_ns;
 	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
-	return !stat("/proc/self/ns/mnt", &self) && !stat(path, &other) &&
-	       self.st_dev == other.st_dev && self.st_ino == other.st_ino;
+	return self_ns_known && !stat(path, &other) && self.st_dev == other.st_dev &&
+	       self.st_ino == other.st_ino;
 }
 
 /*
@@ -402,7 +415,11 @@ void dpd_execs_readable(void (*seen)(pid_t pid))
 			if (nl->nlmsg_type == NLMSG_ERROR || nl->nlmsg_type == NLMSG_NOOP ||
 			    cn->id.idx != CN_IDX_PROC || cn->len < sizeof(*pe))
 				continue;
-			if (pe->what == PROC_EVENT_EXEC)
+			/* Another namespace's process (another container's, a
+			 * test run's beside) is never a job: its execs cost the
+			 * loop one stat each. */
+			if (pe->what == PROC_EVENT_EXEC &&
+			    same_mount_ns((pid_t)pe->event_data.exec.process_tgid))
 				seen((pid_t)pe->event_data.exec.process_tgid);
 		}
 	}
