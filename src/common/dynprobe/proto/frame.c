@@ -251,9 +251,24 @@ static int read_until(int fd, uint8_t *p, size_t len, int64_t deadline)
 	return 0;
 }
 
+/*
+ * A large frame gets more time: timeout_ms more for each whole MiB, three
+ * times at most (a 1.1 MB DEFINE_PROBES between a daemon and an agent that
+ * a loaded machine rarely schedules took more than 5 s).  The bound stays a
+ * bound: 4 x timeout_ms at most.
+ */
+static int64_t frame_deadline(int64_t deadline, int timeout_ms, size_t len)
+{
+	size_t mib = len >> 20;
+
+	if (deadline < 0)
+		return deadline;
+	return deadline + (int64_t)timeout_ms * (int64_t)(mib < 3 ? mib : 3);
+}
+
 int dp_frame_write_all(int fd, const void *buf, size_t len, int timeout_ms)
 {
-	return write_until(fd, buf, len, deadline_of(timeout_ms));
+	return write_until(fd, buf, len, frame_deadline(deadline_of(timeout_ms), timeout_ms, len));
 }
 
 int dp_frame_read_all(int fd, void *buf, size_t len, int timeout_ms)
@@ -285,7 +300,8 @@ int dp_frame_recv(int fd, uint32_t magic, uint8_t major, uint32_t max_len, int t
 		buf = malloc(h->len);
 		if (!buf)
 			return -ENOMEM;
-		ret = read_until(fd, buf, h->len, deadline);
+		ret = read_until(fd, buf, h->len,
+				 frame_deadline(deadline, timeout_ms, DP_FRAME_HDR_LEN + h->len));
 		if (ret) {
 			free(buf);
 			if (ret == -EPROTO || ret == -ECONNRESET) {

@@ -115,7 +115,8 @@ int dp_frame_split(const struct dp_frame_proto *p, const uint8_t *buf, size_t le
 		   struct dp_frame_hdr *h, enum dp_proto_err *why);
 
 /*
- * Writes or reads exactly len bytes before the deadline.  timeout_ms < 0
+ * Writes or reads exactly len bytes before the deadline: timeout_ms, and
+ * timeout_ms more for each whole MiB of len, three at most.  timeout_ms < 0
  * waits forever.  0, -ETIMEDOUT, -ECONNRESET when the peer is gone (for a
  * read: end of file before the first byte), -EPROTO with the read ending
  * early (end of file after some bytes), or another -errno.
@@ -124,7 +125,8 @@ int dp_frame_write_all(int fd, const void *buf, size_t len, int timeout_ms);
 int dp_frame_read_all(int fd, void *buf, size_t len, int timeout_ms);
 
 /*
- * Receives one frame of a protocol within timeout_ms: its header, and its
+ * Receives one frame of a protocol within timeout_ms (more for a frame of a
+ * MiB or more, as dp_frame_write_all): its header, and its
  * payload into a new buffer (*payload, to free; NULL for an empty payload).
  * 0, -ECONNRESET when the peer closed between frames, -ETIMEDOUT,
  * -ENOMEM, -EPROTO with *why, or another -errno.  After
