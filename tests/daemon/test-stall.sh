@@ -47,6 +47,18 @@ logged_since() {
 	return 1
 }
 
+# slow_enable STEP: a daemon started with --test-fault STEP:sleep, an
+# ENABLE of dp_work in process $b sent in the background (its pid in
+# SLOW), and the daemon's word that it sleeps at STEP; MARK the log's
+# length before.
+slow_enable() {
+	MARK=$(wc -l <"$DP_TMP/dynprobed.log")
+	start_dynprobed --test-fault "$1:sleep" || tap_bail "lttng-dynprobed does not start again"
+	dpctl enable s channel0 slow probe dp_work "$PIE" -p "$b" >/dev/null &
+	SLOW=$!
+	logged_since "$MARK" "test fault: sleeping 3 s at step $1" 60
+}
+
 # stall NAME: a dpstall connected to the daemon; its pid in SPID.
 stall() {
 	"$builddir/dpstall" "$RUN/dynprobe-app.sock" "$INTERVAL_MS" >"$DP_TMP/$1.out" 2>&1 &
@@ -170,11 +182,8 @@ fi
 # there, holding the state lock.  The health thread says so while it lasts
 # (with the kernel's word on where that thread waits), the worker once it
 # goes on; the loop, which never waits for the lock, is not held up.
-mark=$(wc -l <"$DP_TMP/dynprobed.log")
-start_dynprobed --test-fault install:sleep || tap_bail "lttng-dynprobed does not start again"
-dpctl enable s channel0 slow probe dp_work "$PIE" -p "$b" >/dev/null &
-slow=$!
-logged_since "$mark" "test fault: sleeping 3 s at step install" 60
+slow_enable install
+mark=$MARK slow=$SLOW
 tap_ok $? "an install holds the state lock 3 s (test fault)"
 dpctl ping && out_has "pid=$DPD_PID "
 tap_ok $? "PING answers meanwhile"
@@ -217,11 +226,8 @@ tap_ok $? "SIGTERM: the daemon exits"
 # process goes through meanwhile.
 start_target c "$PIE" "$DP_TMP/shm-c" 2 5 1000 || tap_bail "the second target does not start"
 c=$TARGET_PID
-mark=$(wc -l <"$DP_TMP/dynprobed.log")
-start_dynprobed --test-fault stopping:sleep || tap_bail "lttng-dynprobed does not start again"
-dpctl enable s channel0 slow probe dp_work "$PIE" -p "$b" >/dev/null &
-slow=$!
-logged_since "$mark" "test fault: sleeping 3 s at step stopping" 60
+slow_enable stopping
+mark=$MARK slow=$SLOW
 tap_ok $? "the write into process $b sleeps 3 s before its threads are stopped (test fault)"
 t0=$(date +%s%N)
 dpctl enable s channel0 other probe dp_work "$PIE" -p "$c" && out_has "^proc pid=$c status=0"

@@ -257,14 +257,19 @@ static struct job *take_job(void)
 	return NULL;
 }
 
-static void *worker(void *arg)
+/* Signals are the loop's (signalfd): the other threads block them all. */
+static void block_signals(void)
 {
 	sigset_t all;
 
-	(void)arg;
-	/* Signals are the loop's (signalfd). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+}
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	block_signals();
 	pthread_mutex_lock(&q_mu);
 	for (;;) {
 		struct job *j;
@@ -302,11 +307,8 @@ static void *worker(void *arg)
 
 static void *spawner(void *arg)
 {
-	sigset_t all;
-
 	(void)arg;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	block_signals();
 	pthread_mutex_lock(&q_mu);
 	for (;;) {
 		pthread_t t;
