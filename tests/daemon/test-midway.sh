@@ -191,6 +191,11 @@ start_dynprobed || tap_bail "pool: lttng-dynprobed does not start"
 ! enable onef &&
 	grep -qE "^proc pid=$pid status=-12 .*message=process $pid: no code memory of [0-9]+ bytes within 2 GiB of 0x[0-9a-f]+: Cannot allocate memory" \
 		"$DP_TMP/out"
+st=$?
+# Once (sanitized daemon, loaded machine) the first ALLOC_CODE succeeded:
+# what the daemon did in that process then.
+[ "$st" -eq 0 ] || tap_diag "$(grep -E "(process|pid) $pid[ :]" "$DP_TMP/dynprobed.log" | head -n 20 | cut -c1-200)"
+(exit "$st")
 tap_ok $? "pool: the install fails, saying why: $(grep -m1 '^proc' "$DP_TMP/out")"
 r=$(runs_on pool "$DP_TMP/shm-pool") && same_as_file "$pid" "$prog" dp_work "$LEN"
 tap_ok $? "pool: the target runs on ($r), unpatched: its dp_work is the file's"
