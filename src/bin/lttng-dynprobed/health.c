@@ -2,11 +2,11 @@
  * The daemon's own health: whether the loop turns and the state lock goes
  * round.  The loop says which step it is in (none while it waits in poll:
  * waiting for work is no stall); the state lock says who took it.  Either
- * held up DPD_STALL_MS is said in the log while it lasts, by a thread of
- * its own (the stuck thread cannot speak), with what the kernel says of
- * the stuck thread: its state, where it sleeps (wchan) and, for root, its
- * kernel stack (and for the loop, where the other threads wait); and by
- * the thread itself once it goes on, with how long.
+ * held up DPD_STALL_MS is said in the log (always, as errors are) while it
+ * lasts, by a thread of its own (the stuck thread cannot speak), with what
+ * the kernel says of the stuck thread: its state, where it sleeps (wchan)
+ * and, for root, its kernel stack (and for the loop, where the other
+ * threads wait); and by the thread itself once it goes on, with how long.
  * Nothing here waits for anything but the clock.
  */
 #include <dirent.h>
@@ -90,7 +90,7 @@ static void stall_begin(struct watched *w, const char *where, pid_t tid, int64_t
 	task_read(tid, "wchan", wchan, sizeof(wchan), false);
 	/* Root only; its frames as "[<0>] name+0x1/0x2" lines. */
 	task_read(tid, "stack", stack, sizeof(stack), true);
-	dpd_info("%s is held up: %lld ms in %s (thread %d, state %c, waiting in the kernel at %s%s%s)",
+	dpd_err("%s is held up: %lld ms in %s (thread %d, state %c, waiting in the kernel at %s%s%s)",
 		 w->what, (long long)held, where, (int)tid, task_state(tid),
 		 wchan[0] && strcmp(wchan, "0") ? wchan : "none", stack[0] ? "; kernel stack: " : "",
 		 stack);
@@ -120,7 +120,7 @@ static void threads_say(pid_t skip)
 		n++;
 	}
 	closedir(dir);
-	dpd_info("its other threads (thread, state, kernel wait): %s%s", n ? line : "none",
+	dpd_err("its other threads (thread, state, kernel wait): %s%s", n ? line : "none",
 		 d ? ", ..." : "");
 }
 
@@ -185,7 +185,7 @@ static void leave(struct watched *w, const char *next, int64_t now)
 	atomic_store(&w->where, next);
 	atomic_store(&w->since, now);
 	if (where && now - since >= DPD_STALL_MS)
-		dpd_info("%s went on after %lld ms in %s", w->what, (long long)(now - since),
+		dpd_err("%s went on after %lld ms in %s", w->what, (long long)(now - since),
 			 where);
 }
 
@@ -215,5 +215,5 @@ const char *dpd_health_unlocking(int64_t *held)
 void dpd_health_lock_held(const char *taker, int64_t held)
 {
 	if (taker && held >= DPD_STALL_MS)
-		dpd_info("%s went on after %lld ms taken by %s", lock_w.what, (long long)held, taker);
+		dpd_err("%s went on after %lld ms taken by %s", lock_w.what, (long long)held, taker);
 }

@@ -37,10 +37,7 @@ static void usage(FILE *f)
 		"The companion of lttng-sessiond that installs dynamic userspace probes.\n"
 		"\n"
 		"  -d, --daemonize        run in the background; return once ready\n"
-		"  -v, --verbose          say what it does (-vv: every request), and when\n"
-		"                         it is held up 2 s or more, where (the loop or\n"
-		"                         the lock over its state; the stuck thread's\n"
-		"                         kernel wait)\n"
+		"  -v, --verbose          say what it does (-vv: every request)\n"
 		"      --log FILE         write messages to FILE instead of stderr\n"
 		"      --agent PATH       the agent library injected into processes\n"
 		"                         (default %s, or $LTTNG_DYNPROBE_AGENT)\n"
@@ -54,7 +51,9 @@ static void usage(FILE *f)
 		"  -h, --help             this help\n"
 		"  -V, --version          the version\n"
 		"\n"
-		"Sockets and the pid file live in $LTTNG_HOME/.lttng (root: /var/run/lttng).\n",
+		"Sockets and the pid file live in $LTTNG_HOME/.lttng (root: /var/run/lttng).\n"
+		"Errors are always written, and so is the daemon held up 2 s or more: where\n"
+		"(its loop, or the lock over its state) and where the stuck thread waits.\n",
 		DP_AGENT_PATH);
 }
 
