@@ -76,6 +76,12 @@ midway() {
 	tap_ok $? "$name: the daemon stopped itself at step '$spec' ($action)"
 }
 
+# daemon_about PID: the daemon's log lines about PID, as diagnostics.
+daemon_about() {
+	grep -E "(process|pid) $1[ :]|in $1:|to $1:" "$DP_TMP/dynprobed.log" | head -n 40 |
+		cut -c1-220 | sed 's/^/# /'
+}
+
 resume() {
 	kill -CONT "$DPD_PID"
 	wait "$act"
@@ -160,6 +166,11 @@ tap_ok $? "exec-staged: the target executed itself again"
 resume
 msg="process $pid executed another program during the operation: the patches went with the old one, nothing was written"
 [ "$st" -ne 0 ] && grep -qF "$msg" "$DP_TMP/act"
+ok=$?
+# Twice (sanitized daemon, loaded machine) this install succeeded in the
+# new program: what the daemon did in that process, then.
+[ "$ok" -eq 0 ] || daemon_about "$pid"
+(exit "$ok")
 tap_ok $? "exec-staged: the install fails: $(grep -m1 '^proc' "$DP_TMP/act")"
 r=$(runs_on exec-staged "$DP_TMP/shm-exec-staged") && same_as_file "$pid" "$prog" dp_work "$LEN"
 tap_ok $? "exec-staged: the new program runs on ($r), its dp_work is the file's"
@@ -194,7 +205,7 @@ start_dynprobed || tap_bail "pool: lttng-dynprobed does not start"
 st=$?
 # Once (sanitized daemon, loaded machine) the first ALLOC_CODE succeeded:
 # what the daemon did in that process then.
-[ "$st" -eq 0 ] || tap_diag "$(grep -E "(process|pid) $pid[ :]" "$DP_TMP/dynprobed.log" | head -n 20 | cut -c1-200)"
+[ "$st" -eq 0 ] || daemon_about "$pid"
 (exit "$st")
 tap_ok $? "pool: the install fails, saying why: $(grep -m1 '^proc' "$DP_TMP/out")"
 r=$(runs_on pool "$DP_TMP/shm-pool") && same_as_file "$pid" "$prog" dp_work "$LEN"
