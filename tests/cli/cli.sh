@@ -58,9 +58,11 @@ check_refused() {
 	fi
 }
 
+# wait_sites SESSION PID [EVENT]: PID has sites of SESSION's events, within
+# 60 s (a bound: an agent's start on a loaded machine can take 10 s).
 wait_sites() {
 	local i
-	for i in $(seq 100); do
+	for i in $(seq 600); do
 		"$LTTNG" -n list "$1" 2>/dev/null |
 			awk -v e="${3:-}" '/^  [^ ]/ { cur = $1 } e == "" || cur == e' |
 			grep -q "process $2: [1-9][0-9]* site" && return 0

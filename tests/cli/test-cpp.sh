@@ -184,7 +184,7 @@ mkfifo "$DP_TMP/go"
 LD_PRELOAD=$LTTNG_DYNPROBE_AGENT "$T" "$ROUNDS" wait <"$DP_TMP/go" >"$DP_TMP/s2.out" &
 pid=$!
 exec 7>"$DP_TMP/go"
-for i in $(seq 100); do
+for i in $(seq 600); do
 	[ "$("$LTTNG" -n list s2 2>/dev/null | grep -c "process $pid: [1-9][0-9]* site")" -eq 2 ] &&
 		break
 	sleep 0.1

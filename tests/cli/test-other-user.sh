@@ -35,7 +35,7 @@ export LTTNG_DYNPROBE_DAEMON=$top_builddir/src/bin/lttng-dynprobed/lttng-dynprob
 setpriv --reuid="$DP_TEST_USER" --regid="$DP_TEST_USER" --clear-groups \
 	"$pub/cli-target" --loop >/dev/null 2>&1 &
 pid=$!
-for i in $(seq 100); do
+for i in $(seq 500); do
 	[ "$(stat -c %U "/proc/$pid")" = "$DP_TEST_USER" ] && break
 	sleep 0.02
 done

@@ -53,7 +53,7 @@ tap_ok "$status" "add-context -u -e zdef -t reg:edi"
 # A running program with the agent preloaded: the path's probes go in.
 LD_PRELOAD=$LTTNG_DYNPROBE_AGENT "$TARGET" --loop &
 pid=$!
-for i in $(seq 100); do
+for i in $(seq 600); do
 	"$LTTNG" -n list s1 2>/dev/null | grep -q "process $pid: [1-9][0-9]* site" && break
 	sleep 0.1
 done

@@ -38,11 +38,13 @@ start_args() {
 	exec {fd}>"$DP_TMP/$name.in"
 	eval "${name}_fd=$fd"
 }
+# cmd NAME CMD: NAME's program runs CMD and says ok, within 60 s (a bound
+# for a program that never answers: its start under load took 10 s once).
 cmd() {
 	local fdv="${1}_fd" before i
 	before=$(grep -c '^ok$' "$DP_TMP/$1.out")
 	echo "$2" >&"${!fdv}"
-	for i in $(seq 100); do
+	for i in $(seq 600); do
 		[ "$(grep -c '^ok$' "$DP_TMP/$1.out")" -gt "$before" ] && return 0
 		sleep 0.1
 	done
