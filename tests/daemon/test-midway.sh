@@ -62,7 +62,12 @@ midway() {
 	start_target "$name" env LD_PRELOAD="$AGENT" "$prog" "$DP_TMP/shm-$name" 4 5 1000 ||
 		tap_bail "$name: the target does not start"
 	pid=$TARGET_PID
+	mark=$(wc -l <"$DP_TMP/dynprobed.log" 2>/dev/null || echo 0)
 	start_dynprobed --test-fault "$spec:stop" || tap_bail "$name: lttng-dynprobed does not start"
+	# The target's agent (it started first) has said HELLO and its GO is
+	# sent: else the installs that HELLO brings (pin-only, of the events
+	# reaching the process) could be the one the fault stops, not ours.
+	hello_done "$mark" "$pid" || tap_bail "$name: the agent of $pid did not say HELLO"
 	if [ "$setup" != - ]; then
 		enable "$setup" || tap_bail "$name: cannot set up: $(head -n1 "$DP_TMP/out")"
 	fi
@@ -74,6 +79,18 @@ midway() {
 	act=$!
 	stopped_at "${spec%%:*}"
 	tap_ok $? "$name: the daemon stopped itself at step '$spec' ($action)"
+}
+
+# hello_done MARK PID: after the log's first MARK lines, PID's agent said
+# HELLO and its pending work is done (60 s: its retries double up to 30 s).
+hello_done() {
+	local i
+	for i in $(seq 600); do
+		tail -n +"$(($1 + 1))" "$DP_TMP/dynprobed.log" |
+			grep -q "process $2: its pending installs done, GO sent" && return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 # daemon_about PID: the daemon's log lines about PID, as diagnostics.

@@ -762,6 +762,7 @@ static void run_pending(struct dpd_proc *p, bool go)
 	}
 	if (cookie)
 		dpd_agent_mapped_reply(p, cookie, cookie_seq);
+	dpd_dbg("process %d: its pending installs done%s", (int)pid, go ? ", GO sent" : "");
 }
 
 void dpd_install_pending(pid_t pid)
