@@ -41,9 +41,14 @@ static pthread_t health_thread;
 static atomic_bool health_stop;
 static bool health_running;
 
+/* The calling thread's id, asked of the kernel once per thread. */
 static pid_t my_tid(void)
 {
-	return (pid_t)syscall(SYS_gettid);
+	static __thread pid_t tid;
+
+	if (!tid)
+		tid = (pid_t)syscall(SYS_gettid);
+	return tid;
 }
 
 /* The first line of /proc/self/task/TID/NAME, or "" (into buf). */
