@@ -365,29 +365,37 @@ static void undo_runs(struct dp_proc *proc, const struct run *runs, size_t nruns
 
 /*
  * Whether p still runs the program its agent said HELLO from, its threads
- * held (no exec can happen now).  When an exec replaced it, what p records
- * went with the old program: every site is marked gone, every work
- * dropped, the connection (closed by the exec) let go, and true returned
- * with msg; a new agent's HELLO makes a new record.
+ * held (no exec can happen now): 0 when it does.  1 when an exec replaced
+ * it: what p records went with the old program, every site is marked gone,
+ * every work dropped, the connection (closed by the exec) let go, and msg
+ * says so; a new agent's HELLO makes a new record.  -errno when its
+ * identity cannot be read: nothing is to be written (one cannot know into
+ * which program), every work dropped, the record kept, msg says why.
  */
-static bool dpd_write_same_image(struct dpd_proc *p, struct dpd_work *ws, size_t n,
-				 struct dp_err *msg)
+static int write_image_check(struct dpd_proc *p, struct dpd_work *ws, size_t n,
+			     struct dp_err *msg)
 {
 	uint8_t now[DPD_IMAGE_ID_LEN];
 	int ret;
 
 	if (!p->image_known)
-		return false;
+		return 0;
 	ret = dpd_image_id(p->pid, now);
 	if (ret) {
-		/* Said: a write into a program that replaced this one was
-		 * seen twice, under load, and not explained yet. */
-		dpd_info("process %d: its program's identity cannot be read (%s): written as "
-			 "the same program", (int)p->pid, strerror(-ret));
-		return false;
+		/* A process killed while held: said as the callers know it. */
+		if (!dp_proc_alive(p->pid))
+			ret = dp_err_set(msg, -DP_PROC_ENOPROC, "process %d exited during the "
+					 "operation", (int)p->pid);
+		else
+			dp_err_set(msg, ret, "process %d: which program it runs cannot be read "
+				   "(%s): nothing was written", (int)p->pid, strerror(-ret));
+		dpd_info("%s", msg->msg);
+		for (size_t i = 0; i < n; i++)
+			dpd_work_fail(p->pid, &ws[i], DP_REASON_NONE, msg->msg);
+		return ret;
 	}
 	if (!memcmp(now, p->image, sizeof(now)))
-		return false;
+		return 0;
 	dp_err_set(msg, -ESTALE, "process %d executed another program during the operation: "
 		   "the patches went with the old one, nothing was written", (int)p->pid);
 	dpd_info("%s", msg->msg);
@@ -396,7 +404,7 @@ static bool dpd_write_same_image(struct dpd_proc *p, struct dpd_work *ws, size_t
 	for (size_t i = 0; i < n; i++)
 		dpd_work_fail(p->pid, &ws[i], DP_REASON_NONE, msg->msg);
 	dpd_agent_close(p);
-	return true;
+	return 1;
 }
 
 /*
@@ -621,8 +629,12 @@ int dpd_write_batch(struct dpd_proc *p, struct dpd_work *ws, size_t n, const uin
 	}
 	pcs = held_pcs(proc, &npcs);
 	dpd_fault("held");
-	if (dpd_write_same_image(p, ws, n, msg)) {
-		ret = nwrite ? -ESTALE : 0;
+	ret = write_image_check(p, ws, n, msg);
+	if (ret) {
+		/* Nothing written: after an exec, what failed is what was to be
+		 * written (a removal has nothing left to restore). */
+		if (ret > 0)
+			ret = nwrite ? -ESTALE : 0;
 		ngone = n = 0;
 		ps.n = 0;
 	}
