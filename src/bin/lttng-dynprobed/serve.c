@@ -82,6 +82,11 @@ struct conn {
 
 enum job_kind { JOB_CLIENT, JOB_HELLO, JOB_AGENT, JOB_PENDING, JOB_EXEC, JOB_POLL };
 
+static const char *const job_names[] = {
+	"a client's request", "an agent's HELLO", "an agent's message", "a process's pending installs",
+	"an exec notice", "the session poll",
+};
+
 struct job {
 	struct job *next;
 	enum job_kind kind;
@@ -92,6 +97,7 @@ struct job {
 	size_t counted;			/* of its user's buffered bytes */
 	pid_t pid;			/* JOB_AGENT, JOB_PENDING, JOB_EXEC */
 	int fd;				/* JOB_AGENT */
+	int64_t queued;			/* when it was queued (dpd_now_ms) */
 };
 
 struct user {
@@ -285,7 +291,18 @@ static void *worker(void *arg)
 		if (j->kind == JOB_EXEC)
 			nexec_jobs--;
 		nrunning++;
-		pthread_mutex_unlock(&q_mu);
+		{
+			int64_t waited = dpd_now_ms() - j->queued;
+			int nw = nworkers, ni = nidle;
+
+			pthread_mutex_unlock(&q_mu);
+			/* As health.c's reports: a job that waited that long for
+			 * a worker held its peer up. */
+			if (waited >= 2000)
+				dpd_err("%s (uid %u) waited %lld ms for a worker (%d workers, %d "
+					"idle)", job_names[j->kind], (unsigned)j->uid,
+					(long long)waited, nw, ni);
+		}
 		run_job(j);
 		free(j->frame);
 		pthread_mutex_lock(&q_mu);
@@ -351,6 +368,7 @@ static int submit(struct job *j)
 		return -ESHUTDOWN;
 	}
 	j->next = NULL;
+	j->queued = dpd_now_ms();
 	for (struct job **jp = &queue;; jp = &(*jp)->next)
 		if (!*jp) {
 			*jp = j;
