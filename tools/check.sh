@@ -45,7 +45,7 @@ count() {
 			echo "-- ${trs%.trs}.log:"
 			# lttng-dynprobed held up (its health reports) first: the
 			# likely cause of a failure under load
-			grep -E '^# .*(is held up|went on after|for a worker)' "${trs%.trs}.log" | head -n 10
+			grep -E '^# .*(is held up|went on after|for a worker|HELLO is answered after)' "${trs%.trs}.log" | head -n 10
 			grep -E '^(not ok|Bail out|#)' "${trs%.trs}.log" | head -n 40
 		fi
 	done < <(find "$1" -name '*.trs' | sort)

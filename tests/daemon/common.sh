@@ -162,7 +162,7 @@ dpd_cleanup() {
 	if [ "$status" -ne 0 ] || [ -n "${DP_SHOW_LOG:-}" ]; then
 		# What held the daemon up (health.c), wherever it is in the log.
 		[ -f "$DP_TMP/dynprobed.log" ] &&
-			grep -E "is held up|went on after|for a worker" "$DP_TMP/dynprobed.log" | head -n 20 |
+			grep -E "is held up|went on after|for a worker|HELLO is answered after" "$DP_TMP/dynprobed.log" | head -n 20 |
 			cut -c1-400 | sed 's/^/# /'
 		tap_diag "daemon log (tail):"
 		[ -f "$DP_TMP/dynprobed.log" ] && tail -n 40 "$DP_TMP/dynprobed.log" | sed 's/^/# /'

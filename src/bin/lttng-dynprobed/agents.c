@@ -788,13 +788,15 @@ static void refuse(int fd, uint8_t major, uint8_t minor)
 	dp_app_send(fd, &m, DP_APP_TIMEOUT_MS);
 }
 
-static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_msg *hp);
+static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_msg *hp,
+			int64_t t0);
 
 bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *frame,
 		     size_t len)
 {
 	enum dp_proto_err why = DP_PROTO_ERR_NONE;
 	struct dp_err why_perm = DP_ERR_INIT;
+	int64_t t0 = dpd_now_ms();
 	struct dp_app_msg hello;
 	bool adopted;
 	int ret;
@@ -825,16 +827,19 @@ bool dpd_agent_hello(int fd, pid_t pid, uid_t uid, gid_t gid, const uint8_t *fra
 	/* Checked and decoded (a large state takes a while) before the state
 	 * lock, which the rest needs. */
 	dpd_lock();
-	adopted = hello_serve(fd, pid, uid, gid, &hello);
+	adopted = hello_serve(fd, pid, uid, gid, &hello, t0);
 	dpd_unlock();
 	return adopted;
 }
 
-/* The rest of dpd_agent_hello, with the state lock; releases hello. */
-static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_msg *hp)
+/* The rest of dpd_agent_hello (begun at t0), with the state lock;
+ * releases hello. */
+static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_msg *hp,
+			int64_t t0)
 {
 	struct dp_app_msg hello = *hp, rep = { .type = DP_APP_HELLO_REPLY };
 	uint8_t image[DPD_IMAGE_ID_LEN];
+	int64_t held;
 	bool image_known;
 	struct dpd_proc *p;
 	int ret;
@@ -844,6 +849,7 @@ static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_m
 		dp_app_msg_release(&hello);
 		return false;
 	}
+	held = dpd_now_ms();
 	p = dpd_proc_find(pid);
 	image_known = !dpd_image_id(pid, image);
 	if (p && ((p->probe_hit && p->probe_hit != hello.hello.probe_hit) ||
@@ -888,6 +894,13 @@ static bool hello_serve(int fd, pid_t pid, uid_t uid, gid_t gid, struct dp_app_m
 	rep.hello_reply.major = DP_APP_MAJOR;
 	rep.hello_reply.minor = DP_APP_MINOR;
 	rep.hello_reply.daemon_pid = (uint32_t)getpid();
+	/* The agent waits for this answer 5 s (or its GO wait): said when it
+	 * comes late, with where the time went. */
+	if (dpd_now_ms() - t0 >= 2000)
+		dpd_err("process %d: its HELLO is answered after %lld ms (%lld until the "
+			"process's hold was ours, %lld serving it)", (int)pid,
+			(long long)(dpd_now_ms() - t0), (long long)(held - t0),
+			(long long)(dpd_now_ms() - held));
 	ret = dp_app_send(fd, &rep, DP_APP_TIMEOUT_MS);
 	if (ret) {
 		dpd_err("process %d: cannot answer HELLO: %s", (int)p->pid, strerror(-ret));
