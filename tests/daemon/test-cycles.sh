@@ -34,7 +34,7 @@ for kind in pie nopie; do
 	start=$(date +%s.%N)
 	dpctl cycles "$CYCLES" "c$kind" big "$tpid" "$exe" dp_work "$off" "$DP_TMP/shm-$kind" \
 		"$DP_TMP/windows-$kind"
-	tap_ok $? "$kind: $CYCLES install/remove cycles of entry, return and +$off probes: $(tail -n1 "$DP_TMP/out")"
+	tap_ok $? "$kind: $CYCLES install/remove cycles of entry, return and +$off probes: $(tail -n2 "$DP_TMP/out" | tr "\n" " ")"
 	tap_diag "$kind: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f s", e - s }')"
 
 	kill -0 "$tpid" 2>/dev/null

@@ -208,12 +208,13 @@ grep -q "^ready $late entry-byte e9" "$DP_TMP/late.out"
 tap_ok $? "its main found dp_work patched already: $(head -n1 "$DP_TMP/late.out")"
 # The session daemon enables a newly registered event class in the process
 # asynchronously: the very first calls may run the probe before recording
-# is on.  The non-PIE target records early_entry too (it shares wnopie's
-# patch there), with seqs in the thousands by then: the smallest seq is the
-# late process's.
+# is on (a few unloaded, 11 once at load 6-8: the bound is 100; a probe put
+# in after main began would miss thousands).  The non-PIE target records
+# early_entry too (it shares wnopie's patch there), with seqs in the
+# thousands by then: the smallest seq is the late process's.
 first=$(grep "^dynprobe:early_entry:" "$DP_TMP/events" | sed -nE 's/.*rsi = 0x([0-9A-Fa-f]+) .*/\1/p' |
 	gawk '{ v = strtonum("0x" $0); if (NR == 1 || v < m) m = v } END { print m }')
-[ -n "$first" ] && [ "$first" -le 3 ]
+[ -n "$first" ] && [ "$first" -le 100 ]
 tap_ok $? "its events start with its first calls (seq $first)"
 
 # ---- SIGTERM restores every site ----

@@ -382,8 +382,9 @@ static int write_image_check(struct dpd_proc *p, struct dpd_work *ws, size_t n,
 		return 0;
 	ret = dpd_image_id(p->pid, now);
 	if (ret) {
-		/* A process killed while held: said as the callers know it. */
-		if (!dp_proc_alive(p->pid))
+		/* A process killed while held (still exiting, maybe: given
+		 * 100 ms to be seen dead): said as the callers know it. */
+		if (ret == -ESRCH || ret == -ENOENT || exited_soon(p->pid, 100))
 			ret = dp_err_set(msg, -DP_PROC_ENOPROC, "process %d exited during the "
 					 "operation", (int)p->pid);
 		else
