@@ -127,6 +127,10 @@ kill -TERM "$upid"
 # host has another program under the same name.
 start_sessiond || tap_bail "no session daemon"
 start_dynprobed || tap_bail "no lttng-dynprobed: $(cat "$DP_TMP/dynprobed.start")"
+# The session exists from the start: the daemon removes the events of a
+# session the session daemon does not have (its poll), and a loaded machine
+# can make the checks below outlast a poll period.
+dp_lttng create one --output="$DP_TMP/trace-one" >/dev/null || tap_bail "cannot create session one"
 ctr=$DP_TMP/ctr
 mkdir -p "$ctr" && cp "$builddir/target-nopie" "$ctr/target" || tap_bail "cannot make $ctr"
 start_target ctr unshare -pmf --mount-proc --propagation private sh -c \
@@ -172,7 +176,6 @@ dpctl enable one channel0 outer function dp_work "$inside" -p "$cp" &&
 tap_ok $? "the host's path of the same file ($inside) works too, and is restored"
 # Through the CLI, which checks the location in the file the process
 # sees: a name of it that exists only in the container.
-dp_lttng create one --output="$DP_TMP/trace-one" >/dev/null || tap_bail "cannot create session one"
 out=$(LTTNG_DYNPROBE_STOCK_LTTNG=$(command -v lttng) "$abs_top_builddir/src/bin/lttng/lttng" \
 	enable-event -u -s one --path "$ctr/alias" --pid "$cp" --function dp_work cli 2>&1)
 [ $? -eq 0 ] && grep -q "process $cp: [1-9][0-9]* sites by jump" <<<"$out" &&
