@@ -119,6 +119,7 @@ static bool same(const struct dp_cfi_row *a, const struct dp_cfi_row *b)
 static void check_file(const char *path)
 {
 	unsigned long long addresses = 0, stops = 0, changes = 0, bad = 0, kinds[6] = { 0 };
+	size_t counted = 0;
 	struct dp_err err = DP_ERR_INIT;
 	struct dp_cfi_table t;
 	Elf_Data *data;
@@ -171,12 +172,20 @@ static void check_file(const char *path)
 			pc = lend;
 		}
 	}
+	/* The blocks a lookup counts (at most DP_CFI_SCAN rows) and those it
+	 * searches: the padding rows must be there for the first. */
+	for (size_t b = 0; b < t.nblocks; b++)
+		counted += t.blocks[b + 1] + 1 - t.blocks[b] <= DP_CFI_SCAN;
+	for (size_t i = t.n; i < t.n + DP_CFI_SCAN - 1; i++)
+		if (t.rows[i].pc != UINT32_MAX && bad++ < 10)
+			printf("# %s: padding row %zu has pc 0x%x\n", path, i, t.rows[i].pc);
 	printf("%s %d - %s: %zu FDEs (%zu left STOP), %zu rows, %llu addresses in %llu "
 	       "ranges, %llu STOP, %llu differ from libdw (ranges by kind: rsp %llu rbp %llu "
-	       "plt %llu signal %llu end %llu)\n", bad ? "not ok" : "ok", tests, path,
+	       "plt %llu signal %llu end %llu), %zu blocks, %.2f%% counted\n",
+	       bad ? "not ok" : "ok", tests, path,
 	       t.fdes, t.fdes_failed, t.n, addresses, changes, stops, bad,
 	       kinds[DP_CFI_RSP], kinds[DP_CFI_RBP], kinds[DP_CFI_PLT], kinds[DP_CFI_SIGNAL],
-	       kinds[DP_CFI_END]);
+	       kinds[DP_CFI_END], t.nblocks, t.nblocks ? 100.0 * counted / t.nblocks : 0);
 	dp_cfi_table_release(&t);
 	dwarf_cfi_end(cfi);
 	elf_end(e);

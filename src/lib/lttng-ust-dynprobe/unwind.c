@@ -26,14 +26,16 @@
  * looked up at rip itself and not rip - 1 (at a function's entry that would
  * be the previous function's).  The reference the tests compare with.
  *
- * Cost (tests/perf/probe-cost.sh, this VM, ns per hit, 20 frames deep,
- * recording the addresses included): no payload ~115; the frame-pointer
- * walk ~156 for 8 frames and ~176 for 16; the CFI walk ~232 and ~321
- * (~13 per frame: a chain of dependent loads, object, block index, row, the
- * return address; the first version, a plain binary search over all rows,
- * cost ~550 for 16, most of it in mispredicted branches); the libunwind walk
- * ~4,100 and ~8,500 (~500 per frame): libunwind blocks every signal around
- * each unwind-table lookup and around its cache lock (two sigprocmask system
+ * Cost (tests/perf/probe-cost.sh 200000 20, this 2-core VM beside a CPU
+ * hog, ns per hit, 20 frames deep, recording the addresses included): no
+ * payload 63; the frame-pointer walk 95 for 8 frames and 108 for 16; the CFI
+ * walk 153 and 224 (~11 per frame: a chain of dependent loads, the block
+ * index, the block's rows, the return address; the first version, a plain
+ * binary search over all rows, cost ~550 for 16, most of it in mispredicted
+ * branches, and a binary search within the block ~260: each step waited for
+ * the one before, where counting the block's rows does not); the libunwind
+ * walk ~2,700 and ~5,700: libunwind blocks every signal around each
+ * unwind-table lookup and around its cache lock (two sigprocmask system
  * calls each, ~125 ns apiece here), whatever the caching policy.
  */
 #define UNW_LOCAL_ONLY
@@ -198,17 +200,37 @@ static void stack_span_get(const struct dp_regs *regs, struct stack_span *s)
 	}
 }
 
+/* A word and whether it could be read: returned in two registers, so that
+ * the walk's variables need not live in memory for the slow path. */
+struct word {
+	uint64_t v;
+	bool ok;
+};
+
+static __attribute__((noinline)) struct word read_word_slow(const struct dp_regs *regs,
+							       uint64_t addr)
+{
+	struct word w;
+
+	w.ok = !dpa_mem_read(regs, NULL, &w.v, addr, sizeof(w.v));
+	return w;
+}
+
 __attribute__((always_inline))
 static inline bool read_word(const struct dp_regs *regs, const struct stack_span *s,
 			     uint64_t addr, uint64_t *v)
 {
+	struct word w;
+
 	if (addr & 7)
 		return false;
 	if (addr >= s->lo && addr < s->hi && s->hi - addr >= sizeof(*v)) {
 		*v = *(const uint64_t *)(uintptr_t)addr;
 		return true;
 	}
-	return !dpa_mem_read(regs, NULL, v, addr, sizeof(*v));
+	w = read_word_slow(regs, addr);
+	*v = w.v;
+	return w.ok;
 }
 
 /*
@@ -262,10 +284,10 @@ static unsigned bt_cfi(const struct dp_regs *regs, bool at_entry, uint64_t *out,
 			exact = false;
 			continue;
 		}
-		switch (row->kind) {
-		case DP_CFI_RSP:
+		/* Most rows of code built without frame pointers. */
+		if (__builtin_expect(row->kind == DP_CFI_RSP, 1))
 			cfa = sp + (int64_t)row->cfa_off;
-			break;
+		else switch (row->kind) {
 		case DP_CFI_PLT:
 			cfa = sp + (int64_t)row->cfa_off + ((at & 15) >= row->arg ? 8 : 0);
 			break;

@@ -545,8 +545,15 @@ static void rows_finish(struct rows *rows)
 static int blocks_index(struct dp_cfi_table *t, struct dp_err *err)
 {
 	uint32_t first = t->rows[0].pc, span = t->rows[t->n - 1].pc - first;
+	struct dp_cfi_row *v = realloc(t->rows, (t->n + DP_CFI_SCAN - 1) * sizeof(*v));
 	size_t r = 0;
 
+	if (!v)
+		return dp_err_set(err, -ENOMEM, "out of memory");
+	t->rows = v;
+	for (size_t i = t->n; i < t->n + DP_CFI_SCAN - 1; i++)
+		v[i] = (struct dp_cfi_row){ .pc = UINT32_MAX, .kind = DP_CFI_STOP };
+	t->first_pc = first;
 	t->nblocks = ((size_t)span >> DP_CFI_BLOCK_SHIFT) + 1;
 	t->blocks = malloc((t->nblocks + 1) * sizeof(*t->blocks));
 	if (!t->blocks)
@@ -616,12 +623,13 @@ next:
 		rows_finish(&rows);
 		t->rows = rows.v;
 		t->n = rows.n;
-		if ((ret = blocks_index(t, err)))
-			goto out;
-		return 0;
+		rows.v = NULL;
+		if (!(ret = blocks_index(t, err)))
+			return 0;
 	}
 out:
 	free(rows.v);
+	free(t->rows);
 	t->rows = NULL;
 	t->n = 0;
 	return ret;

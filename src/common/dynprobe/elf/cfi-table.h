@@ -48,19 +48,24 @@ struct dp_cfi_row {
 };
 
 /*
- * Rows sorted by pc, the last one a STOP row past the last FDE; and an index
- * by blocks of 64 bytes from the first row's pc (as ORC's lookup table,
- * finer: about one row per block, 4 bytes of index per 64 bytes of code): blocks[i] is the row covering the block's first byte, so that a
- * lookup searches only the few rows of one block, not all of them: a binary
- * search over a whole libc table missed the cache at each step.
+ * Rows sorted by pc, the last one a STOP row past the last FDE, then
+ * DP_CFI_SCAN - 1 padding rows (pc UINT32_MAX, outside n) so that a lookup
+ * may read the DP_CFI_SCAN rows from any row on; and an index by blocks of 64
+ * bytes from the first row's pc (as ORC's lookup table, finer: about one row
+ * per block, 4 bytes of index per 64 bytes of code): blocks[i] is the row
+ * covering the block's first byte, so that a lookup reads only the few rows
+ * of one block, not all of them: a binary search over a whole libc table
+ * missed the cache at each step.
  */
 #define DP_CFI_BLOCK_SHIFT 6
+#define DP_CFI_SCAN 8
 struct dp_cfi_table {
 	struct dp_cfi_row *rows;
 	size_t n;
 	uint32_t *blocks;	/* nblocks + 1 entries */
 	size_t nblocks;
 	uint64_t base;		/* what row pcs are relative to */
+	uint32_t first_pc;	/* rows[0].pc */
 	size_t fdes, fdes_failed;	/* FDEs compiled, and those left STOP */
 };
 
@@ -94,18 +99,32 @@ static inline const struct dp_cfi_row *dp_cfi_last_at_or_below(const struct dp_c
 	return r;
 }
 
-/* The row covering pc (absolute), which the caller knows lies in the table:
+/*
+ * The row covering pc (absolute), which the caller knows lies in the table:
  * [base + rows[0].pc, base + rows[n - 1].pc).  No locks, no allocation: the
- * stack walk's lookup. */
+ * stack walk's lookup.  A block of at most DP_CFI_SCAN rows (nearly all: a
+ * function's body is one row, its prologue and epilogue a few) is not
+ * searched but counted: the loads of the rows' pcs do not depend on each
+ * other's comparisons, where each step of the search waited for the one
+ * before (2-3 steps in a block holding a prologue, most of a frame's walk).
+ * Rows past the block start after rel, the padding rows too: they add 0.
+ */
 static inline const struct dp_cfi_row *dp_cfi_lookup_in(const struct dp_cfi_table *t,
 							 uint64_t pc)
 {
 	uint32_t rel = (uint32_t)(pc - t->base);
-	size_t b = (rel - t->rows[0].pc) >> DP_CFI_BLOCK_SHIFT;
+	size_t b = (rel - t->first_pc) >> DP_CFI_BLOCK_SHIFT;
 	uint32_t first = t->blocks[b];
-
 	/* blocks[nblocks] is a sentinel: the last row. */
-	return dp_cfi_last_at_or_below(t->rows + first, t->blocks[b + 1] + 1 - first, rel);
+	size_t n = t->blocks[b + 1] + 1 - first, k = 0;
+	const struct dp_cfi_row *r = t->rows + first;
+
+	if (n > DP_CFI_SCAN)
+		return dp_cfi_last_at_or_below(r, n, rel);
+#pragma GCC unroll 8
+	for (unsigned i = 1; i < DP_CFI_SCAN; i++)
+		k += r[i].pc <= rel;
+	return r + k;
 }
 
 /* The row covering pc (absolute), or NULL outside the table. */
