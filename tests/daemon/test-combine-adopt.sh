@@ -5,7 +5,10 @@
 # patch planned together is not one of its event's own plan; they record
 # every call the program counts; after their removal every byte of the
 # program's code is the file's.  The same after one of the two was
-# disabled before the kill (the other's patches stay as planned with it).
+# disabled before the kill (the other's patches stay as planned with it),
+# and after the other's session was destroyed while no daemon ran: the
+# patches planned with it are restored, and the event left gets its sites
+# back on its own.
 . "$top_srcdir/tests/utils/tap.sh"
 . "$top_srcdir/tests/utils/sessiond.sh"
 dp_isolate "$0" "$@"
@@ -143,4 +146,53 @@ tap_ok $? "lr disabled: every byte of the target's code is the file's"
 kill -TERM "$pid"
 wait "$pid"
 tap_ok $? "every result the target computed was right: $(tail -n1 "$DP_TMP/two.out")"
+# ---- the other's session destroyed while no daemon runs ----
+# The target is stopped across the restart, so that its agent says HELLO
+# only after the new daemon dropped the destroyed session's event: the
+# patches it reports were planned with an event that no longer exists.
+dp_lttng destroy t >/dev/null &&
+	dp_lttng create u --output="$DP_TMP/trace-u" >/dev/null &&
+	dp_lttng enable-event -u 'dynprobe:*' >/dev/null && dp_lttng start u >/dev/null &&
+	dp_lttng create v --output="$DP_TMP/trace-v" >/dev/null &&
+	dp_lttng enable-event -u -s v 'dynprobe:*' >/dev/null && dp_lttng start v >/dev/null ||
+	tap_bail "cannot create the third sessions"
+start_target three env LD_PRELOAD="$AGENT" "$T" count "$DP_TMP/go-three" "$ROUNDS" ||
+	tap_bail "the target does not start"
+pid=$TARGET_PID
+dpctl enable u channel0 rr function dp_c_redirect_ret "$T" -p "$pid" &&
+	dpctl enable v channel0 lr function dp_c_led_ret "$T" -p "$pid" &&
+	out_has "^proc pid=$pid status=0 jump=3 int3=0"
+tap_ok $? "rr in session u, lr in session v, planned together: $(grep '^proc' "$DP_TMP/out")"
+removed=$(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log")
+c=$(connects "$pid")
+kill -STOP "$pid"
+kill_dynprobed
+dp_lttng destroy u >/dev/null
+start_dynprobed || tap_bail "lttng-dynprobed does not start again"
+for i in $(seq 100); do
+	grep -q "session u no longer exists" "$DP_TMP/dynprobed.log" && break
+	sleep 0.1
+done
+grep -q "session u no longer exists" "$DP_TMP/dynprobed.log"
+tap_ok $? "the new daemon drops rr: its session went while no daemon ran"
+kill -CONT "$pid"
+for i in $(seq 400); do
+	[ "$(connects "$pid")" -gt "$c" ] && break
+	sleep 0.1
+done
+listed v "$pid" lr 3
+tap_ok $? "lr has its 3 sites in the process again: $(grep '^dyn' "$DP_TMP/out" | grep -o 'procs=[^ ]*' | tr '\n' ' ')"
+[ "$(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log")" -gt "$removed" ]
+tap_ok $? "the patches planned with rr are restored ($(($(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log") - removed)))"
+counted three
+tap_ok $? "the target made its rounds: $(grep '^counts' "$DP_TMP/three.out")"
+seen v "dynprobe:lr_return>$((lr - 1))"
+[ "$(count dynprobe:lr_entry)" -eq "$lr" ] && [ "$(count dynprobe:lr_return)" -eq "$lr" ] &&
+	[ "$(count dynprobe:rr_entry)" -eq 0 ]
+tap_ok $? "dp_c_led_ret: $(count dynprobe:lr_entry) entries, $(count dynprobe:lr_return) returns for $lr calls; rr: $(count dynprobe:rr_entry) records"
+dpctl disable v channel0 lr && text_same "$pid"
+tap_ok $? "lr disabled: every byte of the target's code is the file's"
+kill -TERM "$pid"
+wait "$pid"
+tap_ok $? "every result the target computed was right: $(tail -n1 "$DP_TMP/three.out")"
 tap_done

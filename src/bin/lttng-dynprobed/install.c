@@ -58,6 +58,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "daemon.h"
 #include "proc/inject.h"
 #include "proc/proc-status.h"
@@ -626,14 +627,42 @@ static bool installed_in(const struct dpd_proc *p, const struct dpd_event *ev)
 	return dpd_proc_count_sites(p, ev, &j, &i) > 0;
 }
 
+/* The lttng names of the probes of the patches drop_unclaimed restored. */
+struct lost_names {
+	char (*v)[DP_CLIENT_EVENT_MAX];
+	size_t n, cap;
+};
+
+static void lost_add(struct lost_names *l, const char *name)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], name))
+			return;
+	if (DP_ARRAY_RESERVE(l->v, l->cap, l->n, 8))
+		return;
+	snprintf(l->v[l->n++], sizeof(l->v[0]), "%s", name);
+}
+
+/* Whether a restored patch had a probe of ev's. */
+static bool lost_by(const struct lost_names *l, const struct dpd_event *ev)
+{
+	for (size_t i = 0; i < l->n; i++)
+		for (uint32_t k = 0; k < ev->nnames; k++)
+			if (!strcmp(l->v[i], ev->names[k]))
+				return true;
+	return false;
+}
+
 /*
  * The patches a reconnecting agent reports that no event claims (an install
  * a killed daemon never finished, and whose client was told it failed; an
  * event whose session went meanwhile) are restored, in one stop, and the
- * agent told: none is left that no request could take out.  0, or -ESRCH
- * when the process is gone (and forgotten).
+ * agent told: none is left that no request could take out.  The names of
+ * their probes go to *lost: a patch planned together with an event that is
+ * gone was also another event's site, which that event must get back.  0,
+ * or -ESRCH when the process is gone (and forgotten).
  */
-static int drop_unclaimed(struct dpd_proc *p)
+static int drop_unclaimed(struct dpd_proc *p, struct lost_names *lost)
 {
 	struct dp_err msg = DP_ERR_INIT;
 	uint32_t *gone = calloc(p->nsites ? p->nsites : 1, sizeof(*gone)), ngone = 0;
@@ -667,6 +696,12 @@ static int drop_unclaimed(struct dpd_proc *p)
 		dpd_info("process %d: the patch at 0x%" PRIx64 " (%s) no event claims is "
 			 "removed", (int)pid, s->patch.site, s->event[0] ? s->event : "?");
 		sites[nsites++] = s->patch.site;
+		for (uint32_t q = 0; q < s->patch.nprobes; q++) {
+			const struct dpd_probe *pr = dpd_proc_probe(p, s->patch.probes[q]);
+
+			if (pr)
+				lost_add(lost, pr->event);
+		}
 	}
 	/* The agent told, in batches. */
 	if (nsites && p->fd >= 0 && dpd_notes_removed(p, sites, nsites, &msg))
@@ -687,14 +722,17 @@ static void run_pending(struct dpd_proc *p, bool go)
 	 * the loop is answered by the next round. */
 	uint64_t cookie = p->mapped;
 	uint32_t cookie_seq = p->mapped_seq;
+	struct lost_names lost = { 0 };
 	struct dpd_event **evs;
 	size_t nevs = 0;
 
 	if (p->recovered) {
 		p->recovered = false;
 		dpd_agent_reconcile(p);
-		if (p->fd < 0 || drop_unclaimed(p) == -ESRCH || p->fd < 0)
+		if (p->fd < 0 || drop_unclaimed(p, &lost) == -ESRCH || p->fd < 0) {
+			free(lost.v);
 			return;
+		}
 		/* Patches it came with (a forked child's, a recovered agent's)
 		 * came with their semaphores raised. */
 		dpd_sem_adopt(p);
@@ -704,8 +742,10 @@ static void run_pending(struct dpd_proc *p, bool go)
 	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next)
 		nevs++;
 	evs = calloc(nevs ? nevs : 1, sizeof(*evs));
-	if (!evs)
+	if (!evs) {
+		free(lost.v);
 		return;
+	}
 	nevs = 0;
 	for (struct dpd_event *ev = dpd_events; ev; ev = ev->next) {
 		dpd_event_pin(ev);
@@ -724,8 +764,16 @@ static void run_pending(struct dpd_proc *p, bool go)
 		if (ev->npids ? (ev->owner != 0 && ev->owner != p->uid) || !dpd_event_reaches(ev, pid)
 			      : ev->owner != p->uid)
 			continue;
-		if (installed_in(p, ev) || !dpd_object_mapped(ev->obj, pid))
+		/* An event installed here is installed again only where a
+		 * restored patch had its probe: the sites it lacks are put in
+		 * (those it has are kept as they are). */
+		if ((installed_in(p, ev) && !lost_by(&lost, ev)) ||
+		    !dpd_object_mapped(ev->obj, pid))
 			continue;
+		if (installed_in(p, ev))
+			dpd_info("process %d: %s had a probe in a patch restored as no event's "
+				 "(planned with an event that is gone): its missing sites are put "
+				 "in", (int)pid, ev->names[0]);
 		memset(&rp, 0, sizeof(rp));
 		dpd_install_pinned(ev, pid, &rp);
 		dpd_remove_if_gone(ev, pid);
@@ -741,6 +789,7 @@ static void run_pending(struct dpd_proc *p, bool go)
 	for (size_t e = 0; e < nevs; e++)
 		dpd_event_unpin(evs[e]);
 	free(evs);
+	free(lost.v);
 	if (!p || p->fd < 0)
 		return;
 	/* Follow mode before the program runs: its children are followed
