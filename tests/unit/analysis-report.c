@@ -145,6 +145,7 @@ static bool in_plt(struct dp_object *obj, uint64_t vaddr)
 struct plan_point {
 	uint64_t addr;
 	bool entry;
+	bool named;	/* of a function a symbol names: what --function '*' takes */
 };
 
 static int point_cmp(const void *a, const void *b)
@@ -193,6 +194,7 @@ static void report_plan(struct dp_object *obj, const struct dp_function *fns, si
 	/* By method, then jumps through hops (HOPS). */
 	enum { HOPS = DP_SITE_REDIRECT + 1 };
 	unsigned count[2][HOPS + 1] = { { 0 } }, reasons[2][DP_REASON__COUNT] = { { 0 } };
+	unsigned named[2] = { 0 }, named_jumps[2] = { 0 };
 	struct plan_point *pts = NULL;
 	struct dp_patch *plan = NULL;
 	uint64_t *addrs = NULL;
@@ -210,9 +212,11 @@ static void report_plan(struct dp_object *obj, const struct dp_function *fns, si
 				goto out;
 			pts = v;
 		}
-		pts[np++] = (struct plan_point){ fns[i].start, true };
+		bool is_named = fns[i].flags & DP_FN_NAMED;
+
+		pts[np++] = (struct plan_point){ fns[i].start, true, is_named };
 		for (uint32_t r = 0; r < fns[i].nrets; r++)
-			pts[np++] = (struct plan_point){ fns[i].rets[r].addr, false };
+			pts[np++] = (struct plan_point){ fns[i].rets[r].addr, false, is_named };
 	}
 	if (np)
 		qsort(pts, np, sizeof(*pts), point_cmp);
@@ -237,6 +241,9 @@ static void report_plan(struct dp_object *obj, const struct dp_function *fns, si
 
 			count[r][p->method]++;
 			count[r][HOPS] += p->method == DP_SITE_JUMP && p->hop.len;
+			named[r] += pt->named;
+			named_jumps[r] += pt->named && (p->method == DP_SITE_JUMP ||
+							p->method == DP_SITE_REDIRECT);
 			if (p->method == DP_SITE_JUMP || p->method == DP_SITE_REDIRECT)
 				continue;
 			reasons[r][p->reason]++;
@@ -264,6 +271,10 @@ static void report_plan(struct dp_object *obj, const struct dp_function *fns, si
 				printf(" %s %u", dp_reason_name(k), reasons[r][k]);
 		printf("\n");
 	}
+	/* The sites `--function '*'` puts probes on: the named functions'. */
+	printf("  of named functions: entries %u, jump %.2f%%; returns %u, jump %.2f%%\n",
+	       named[0], named[0] ? 100.0 * named_jumps[0] / named[0] : 0.0, named[1],
+	       named[1] ? 100.0 * named_jumps[1] / named[1] : 0.0);
 out:
 	free(pts);
 	free(addrs);
