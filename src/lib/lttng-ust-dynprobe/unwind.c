@@ -258,7 +258,10 @@ static bool no_table_rule(const struct dp_regs *regs, const struct stack_span *s
 static unsigned bt_cfi(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth)
 {
 	const struct dpa_cfi_set *set = dpa_cfi_current();
-	const struct dpa_cfi_obj *hint = NULL;
+	struct dpa_thread *t = &dpa_self;
+	/* Only from the current set: an object unloaded since may have left
+	 * its addresses to another one. */
+	const struct dpa_cfi_obj *hint = t->cfi_set == set ? t->cfi_first : NULL;
 	uint64_t pc = regs->rip, sp = regs->rsp, bp = regs->rbp;
 	bool exact = true, bp_known = true;
 	struct stack_span span;
@@ -272,6 +275,11 @@ static unsigned bt_cfi(const struct dp_regs *regs, bool at_entry, uint64_t *out,
 		/* A return address is after its call: its row is the call's. */
 		uint64_t at = exact ? pc : pc - 1, cfa, ra;
 		const struct dp_cfi_row *row = set ? cfi_row(set, at, &hint) : NULL;
+
+		if (n == 1 && row) {
+			t->cfi_set = set;
+			t->cfi_first = hint;
+		}
 
 		if (!row) {
 			if (!no_table_rule(regs, &span, exact && at_entry, sp, &bp, &bp_known, &cfa,
