@@ -46,6 +46,12 @@ extern __thread struct dpa_thread dpa_self __attribute__((tls_model("initial-exe
 /* Scratch of at least dpa_scratch_need bytes for this thread (mapped on
  * first use, raw syscalls only), or NULL. */
 void *dpa_thread_scratch(struct dpa_thread *t);
+/* The thread's cache of CFI rows by address (unwind.c): DPA_CFI_CACHE_BYTES
+ * in the header of its scratch mapping, kept as long as the mapping (which
+ * goes to the next thread when this one ends); NULL before the thread's
+ * scratch is mapped. */
+#define DPA_CFI_CACHE_BYTES 4160
+void *dpa_thread_cfi_cache(struct dpa_thread *t);
 /* Raises the scratch every thread needs (a new probe's contexts). */
 void dpa_scratch_need_raise(size_t size);
 /* From the library constructor: what releases a thread's scratch at its
@@ -92,9 +98,28 @@ int dpa_mem_read(const struct dp_regs *regs, const struct dpa_mem_ranges *own, v
 long dpa_mem_read_str(const struct dp_regs *regs, const struct dpa_mem_ranges *own, char *dst,
 		      uint64_t addr, size_t max);
 
+/* Looks up the mapping that holds the probed rsp into dpa_self's stack
+ * bounds (first use, the stack grew, another stack: a few times per thread
+ * at most).  false when it cannot. */
+bool dpa_mem_stack_refresh(const struct dp_regs *regs);
+
 /* Whether [addr, addr+len) lies in this thread's stack, above rsp minus the
- * red zone: such bytes stay mapped for as long as the hit runs. */
-bool dpa_mem_on_stack(const struct dp_regs *regs, uint64_t addr, size_t len);
+ * red zone: such bytes stay mapped for as long as the hit runs.  In line:
+ * the hit path's reads of stack slots cost a few compares. */
+#define DPA_RED_ZONE 128
+
+static inline bool dpa_mem_on_stack(const struct dp_regs *regs, uint64_t addr, size_t len)
+{
+	struct dpa_thread *t = &dpa_self;
+	uint64_t from = regs->rsp - DPA_RED_ZONE;
+
+	if (__builtin_expect(regs->rsp < t->stack_lo || regs->rsp >= t->stack_hi, 0) &&
+	    !dpa_mem_stack_refresh(regs))
+		return false;
+	if (from < t->stack_lo)
+		from = t->stack_lo;
+	return addr >= from && addr < t->stack_hi && len <= t->stack_hi - addr;
+}
 
 /* After fork, in the child: the pid process_vm_readv names. */
 void dpa_mem_after_fork(void);

@@ -30,7 +30,6 @@
 
 #include "hit.h"
 
-#define RED_ZONE 128
 #define PAGE 4096ull
 #define STACK_REFRESHES 16
 
@@ -190,25 +189,20 @@ static bool stack_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi)
 	return found;
 }
 
-bool dpa_mem_on_stack(const struct dp_regs *regs, uint64_t addr, size_t len)
+bool dpa_mem_stack_refresh(const struct dp_regs *regs)
 {
 	struct dpa_thread *t = &dpa_self;
-	uint64_t from = regs->rsp - RED_ZONE;
 
-	if (regs->rsp < t->stack_lo || regs->rsp >= t->stack_hi) {
-		/* First use, or the stack grew, or the code runs on another stack
-		 * (a coroutine, sigaltstack): look again while the budget lasts. */
-		if (t->stack_refreshes >= STACK_REFRESHES)
-			return false;
-		t->stack_refreshes++;
-		if (!stack_mapping(regs->rsp, &t->stack_lo, &t->stack_hi)) {
-			t->stack_lo = t->stack_hi = 0;
-			return false;
-		}
+	/* First use, or the stack grew, or the code runs on another stack
+	 * (a coroutine, sigaltstack): look again while the budget lasts. */
+	if (t->stack_refreshes >= STACK_REFRESHES)
+		return false;
+	t->stack_refreshes++;
+	if (!stack_mapping(regs->rsp, &t->stack_lo, &t->stack_hi)) {
+		t->stack_lo = t->stack_hi = 0;
+		return false;
 	}
-	if (from < t->stack_lo)
-		from = t->stack_lo;
-	return addr >= from && addr < t->stack_hi && len <= t->stack_hi - addr;
+	return true;
 }
 
 /* ---- reads ------------------------------------------------------------ */

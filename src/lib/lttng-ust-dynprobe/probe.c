@@ -75,9 +75,11 @@ static inline void bump(_Atomic uint64_t *c)
  * Each thread maps its scratch on its first recorded hit and keeps it; at
  * thread exit it goes to a small pool that new threads take from, so that a
  * program creating many short threads does not map and unmap each time.
- * The mapping starts with a header holding its size.
+ * The mapping starts with a header: its size, then the CFI walk's cache
+ * (unwind.c), which goes with the mapping from thread to thread (its rows
+ * are the process's).
  */
-#define SCRATCH_HDR 64
+#define SCRATCH_HDR (64 + DPA_CFI_CACHE_BYTES)
 #define SCRATCH_MIN (16 * 1024)
 #define POOL_SLOTS 32
 
@@ -151,6 +153,11 @@ void *dpa_thread_scratch(struct dpa_thread *t)
 	if (scratch_key_ok)
 		pthread_setspecific(scratch_key, base);
 	return t->scratch;
+}
+
+void *dpa_thread_cfi_cache(struct dpa_thread *t)
+{
+	return t->scratch ? t->scratch - SCRATCH_HDR + 64 : NULL;
 }
 
 void dpa_scratch_need_raise(size_t size)

@@ -11,9 +11,10 @@
  * caller's.
  *
  * The CFI walk (the default) reads the tables cfi-tables.c compiled from
- * each object's .eh_frame when the probe was defined: per frame, one binary
- * search for the object, one for its row, and fault-safe reads of the return
- * address (and rbp when the frame saved it).  No lock, no allocation, no
+ * each object's .eh_frame when the probe was defined: per frame, the row
+ * from the thread's cache, else one search for the object and one for its
+ * row, and fault-safe reads of the return address (and rbp when the frame
+ * saved it).  No lock, no allocation, no
  * signal masking.  It is right without frame pointers, through PLT entries
  * and through signal frames (their row says the interrupted registers are in
  * the ucontext the kernel pushed); it stops where a table has no rule, at
@@ -28,15 +29,18 @@
  *
  * Cost (tests/perf/probe-cost.sh 200000 20, this 2-core VM beside a CPU
  * hog, ns per hit, 20 frames deep, recording the addresses included): no
- * payload 63; the frame-pointer walk 95 for 8 frames and 108 for 16; the CFI
- * walk 153 and 224 (~11 per frame: a chain of dependent loads, the block
- * index, the block's rows, the return address; the first version, a plain
- * binary search over all rows, cost ~550 for 16, most of it in mispredicted
- * branches, and a binary search within the block ~260: each step waited for
- * the one before, where counting the block's rows does not); the libunwind
- * walk ~2,700 and ~5,700: libunwind blocks every signal around each
- * unwind-table lookup and around its cache lock (two sigprocmask system
- * calls each, ~125 ns apiece here), whatever the caching policy.
+ * payload 61; the frame-pointer walk 87 for 8 frames and 94 for 16; the CFI
+ * walk 114 and 155 when the thread walked the same addresses before (its
+ * cache of rows: what a probe hit again from the same call paths does),
+ * ~220 for 16 frames the first time (~10 per frame: a chain of dependent
+ * loads, the block index, the block's rows, the row, the return address;
+ * the first version, a plain binary search over all rows, cost ~550 for 16,
+ * most of it in mispredicted branches, and a binary search within the block
+ * ~260: each step waited for the one before, where counting the block's
+ * rows does not); the libunwind walk ~2,700 and ~5,700: libunwind blocks
+ * every signal around each unwind-table lookup and around its cache lock
+ * (two sigprocmask system calls each, ~125 ns apiece here), whatever the
+ * caching policy.
  */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -184,6 +188,61 @@ static const struct dp_cfi_row *cfi_row(const struct dpa_cfi_set *set, uint64_t 
 	return dp_cfi_lookup_in(&o->t, pc);
 }
 
+/*
+ * The rows of the addresses this thread's walks met, by address, in the
+ * thread's scratch header: a probe hit again and again from the same call
+ * paths (what a hot probe is) finds each frame's row with one load instead
+ * of three dependent ones (block, rows, row).  Entries are of one table set
+ * (the rows of another may differ: an object unloaded, another mapped at
+ * its addresses); the cache is emptied when the set changes.  No address
+ * is 0: an empty slot matches none.
+ */
+#define CACHE_SLOTS 256
+
+struct cfi_cache {
+	const struct dpa_cfi_set *set;
+	uint8_t pad[56];
+	struct {
+		uint64_t at;
+		const struct dp_cfi_row *row;
+	} e[CACHE_SLOTS];
+};
+_Static_assert(sizeof(struct cfi_cache) == DPA_CFI_CACHE_BYTES, "the scratch header's size");
+
+static struct cfi_cache *cache_for(struct dpa_thread *t, const struct dpa_cfi_set *set)
+{
+	struct cfi_cache *c = dpa_thread_cfi_cache(t);
+
+	if (c && c->set != set) {
+		memset(c->e, 0, sizeof(c->e));
+		c->set = set;
+	}
+	return c;
+}
+
+static inline unsigned cache_slot(uint64_t at)
+{
+	return (unsigned)((at * 0x9e3779b97f4a7c15ull) >> 56);
+}
+
+/* The row of `at` (the cache's, else cfi_row's, then cached), or NULL. */
+static inline const struct dp_cfi_row *cached_row(struct cfi_cache *c,
+						  const struct dpa_cfi_set *set, uint64_t at,
+						  const struct dpa_cfi_obj **hint)
+{
+	unsigned k = cache_slot(at);
+	const struct dp_cfi_row *row;
+
+	if (c && c->e[k].at == at)
+		return c->e[k].row;
+	row = cfi_row(set, at, hint);
+	if (c && row) {
+		c->e[k].at = at;
+		c->e[k].row = row;
+	}
+	return row;
+}
+
 /* The part of the thread's stack a walk reads directly (dpa_mem_on_stack's
  * bounds, looked up once per walk); anything else goes through
  * dpa_mem_read. */
@@ -195,7 +254,8 @@ static void stack_span_get(const struct dp_regs *regs, struct stack_span *s)
 {
 	s->lo = s->hi = 0;
 	if (dpa_mem_on_stack(regs, regs->rsp, 8)) {
-		s->lo = regs->rsp - 128 > dpa_self.stack_lo ? regs->rsp - 128 : dpa_self.stack_lo;
+		s->lo = regs->rsp - DPA_RED_ZONE > dpa_self.stack_lo ? regs->rsp - DPA_RED_ZONE
+								     : dpa_self.stack_lo;
 		s->hi = dpa_self.stack_hi;
 	}
 }
@@ -262,6 +322,7 @@ static unsigned bt_cfi(const struct dp_regs *regs, bool at_entry, uint64_t *out,
 	/* Only from the current set: an object unloaded since may have left
 	 * its addresses to another one. */
 	const struct dpa_cfi_obj *hint = t->cfi_set == set ? t->cfi_first : NULL;
+	struct cfi_cache *cache = set ? cache_for(t, set) : NULL;
 	uint64_t pc = regs->rip, sp = regs->rsp, bp = regs->rbp;
 	bool exact = true, bp_known = true;
 	struct stack_span span;
@@ -274,7 +335,7 @@ static unsigned bt_cfi(const struct dp_regs *regs, bool at_entry, uint64_t *out,
 	while (n < depth) {
 		/* A return address is after its call: its row is the call's. */
 		uint64_t at = exact ? pc : pc - 1, cfa, ra;
-		const struct dp_cfi_row *row = set ? cfi_row(set, at, &hint) : NULL;
+		const struct dp_cfi_row *row = set ? cached_row(cache, set, at, &hint) : NULL;
 
 		if (n == 1 && row) {
 			t->cfi_set = set;
