@@ -60,6 +60,35 @@ listed() {
 	return 1
 }
 
+# pair NAME SRR SLR: a target NAME started (its pid in pid), rr enabled in
+# it in session SRR, then lr in session SLR: their windows meet, the two
+# are planned together (3 jump sites in all).
+pair() {
+	start_target "$1" env LD_PRELOAD="$AGENT" "$T" count "$DP_TMP/go-$1" "$ROUNDS" ||
+		tap_bail "the target does not start"
+	pid=$TARGET_PID
+	dpctl enable "$2" channel0 rr function dp_c_redirect_ret "$T" -p "$pid" &&
+		dpctl enable "$3" channel0 lr function dp_c_led_ret "$T" -p "$pid" &&
+		out_has "^proc pid=$pid status=0 jump=3 int3=0"
+}
+
+# lr_alone NAME SESSION: target NAME makes its rounds; SESSION recorded
+# each call of dp_c_led_ret (lr) and none of rr; lr disabled, the code is
+# the file's again; the target ends with every result right.
+lr_alone() {
+	counted "$1"
+	tap_ok $? "the target made its rounds: $(grep '^counts' "$DP_TMP/$1.out")"
+	seen "$2" "dynprobe:lr_return>$((lr - 1))"
+	[ "$(count dynprobe:lr_entry)" -eq "$lr" ] && [ "$(count dynprobe:lr_return)" -eq "$lr" ] &&
+		[ "$(count dynprobe:rr_entry)" -eq 0 ] && [ "$(count dynprobe:rr_return)" -eq 0 ]
+	tap_ok $? "dp_c_led_ret: $(count dynprobe:lr_entry) entries, $(count dynprobe:lr_return) returns for $lr calls; rr: $(count dynprobe:rr_entry) records"
+	dpctl disable "$2" channel0 lr && text_same "$pid"
+	tap_ok $? "lr disabled: every byte of the target's code is the file's"
+	kill -TERM "$pid"
+	wait "$pid"
+	tap_ok $? "every result the target computed was right: $(tail -n1 "$DP_TMP/$1.out")"
+}
+
 # counted NAME: the target's counts once it made its rounds, in the shell
 # variables rr lr (calls of each function).
 counted() {
@@ -119,12 +148,7 @@ dp_lttng destroy s >/dev/null &&
 	dp_lttng create t --output="$DP_TMP/trace-t" >/dev/null &&
 	dp_lttng enable-event -u 'dynprobe:*' >/dev/null && dp_lttng start t >/dev/null ||
 	tap_bail "cannot create the second session"
-start_target two env LD_PRELOAD="$AGENT" "$T" count "$DP_TMP/go-two" "$ROUNDS" ||
-	tap_bail "the target does not start"
-pid=$TARGET_PID
-dpctl enable t channel0 rr function dp_c_redirect_ret "$T" -p "$pid" &&
-	dpctl enable t channel0 lr function dp_c_led_ret "$T" -p "$pid" &&
-	out_has "^proc pid=$pid status=0 jump=3 int3=0"
+pair two t t
 tap_ok $? "both installed again, planned together: $(grep '^proc' "$DP_TMP/out")"
 dpctl disable t channel0 rr && listed t "$pid" lr 3
 tap_ok $? "rr disabled: lr keeps its 3 sites"
@@ -135,17 +159,7 @@ listed t "$pid" lr 3
 tap_ok $? "the new daemon adopts every site of lr: $(grep '^dyn' "$DP_TMP/out" | grep -o 'procs=[^ ]*' | tr '\n' ' ')"
 [ "$(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log")" -eq "$removed" ]
 tap_ok $? "and restores none of its patches as no event's"
-counted two
-tap_ok $? "the target made its rounds: $(grep '^counts' "$DP_TMP/two.out")"
-seen t "dynprobe:lr_return>$((lr - 1))"
-[ "$(count dynprobe:lr_entry)" -eq "$lr" ] && [ "$(count dynprobe:lr_return)" -eq "$lr" ] &&
-	[ "$(count dynprobe:rr_entry)" -eq 0 ] && [ "$(count dynprobe:rr_return)" -eq 0 ]
-tap_ok $? "dp_c_led_ret: $(count dynprobe:lr_entry) entries, $(count dynprobe:lr_return) returns for $lr calls; rr: $(count dynprobe:rr_entry) records"
-dpctl disable t channel0 lr && text_same "$pid"
-tap_ok $? "lr disabled: every byte of the target's code is the file's"
-kill -TERM "$pid"
-wait "$pid"
-tap_ok $? "every result the target computed was right: $(tail -n1 "$DP_TMP/two.out")"
+lr_alone two t
 # ---- the other's session destroyed while no daemon runs ----
 # The target is stopped across the restart, so that its agent says HELLO
 # only after the new daemon dropped the destroyed session's event: the
@@ -156,12 +170,7 @@ dp_lttng destroy t >/dev/null &&
 	dp_lttng create v --output="$DP_TMP/trace-v" >/dev/null &&
 	dp_lttng enable-event -u -s v 'dynprobe:*' >/dev/null && dp_lttng start v >/dev/null ||
 	tap_bail "cannot create the third sessions"
-start_target three env LD_PRELOAD="$AGENT" "$T" count "$DP_TMP/go-three" "$ROUNDS" ||
-	tap_bail "the target does not start"
-pid=$TARGET_PID
-dpctl enable u channel0 rr function dp_c_redirect_ret "$T" -p "$pid" &&
-	dpctl enable v channel0 lr function dp_c_led_ret "$T" -p "$pid" &&
-	out_has "^proc pid=$pid status=0 jump=3 int3=0"
+pair three u v
 tap_ok $? "rr in session u, lr in session v, planned together: $(grep '^proc' "$DP_TMP/out")"
 removed=$(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log")
 c=$(connects "$pid")
@@ -169,11 +178,7 @@ kill -STOP "$pid"
 kill_dynprobed
 dp_lttng destroy u >/dev/null
 start_dynprobed || tap_bail "lttng-dynprobed does not start again"
-for i in $(seq 100); do
-	grep -q "session u no longer exists" "$DP_TMP/dynprobed.log" && break
-	sleep 0.1
-done
-grep -q "session u no longer exists" "$DP_TMP/dynprobed.log"
+logged "session u no longer exists"
 tap_ok $? "the new daemon drops rr: its session went while no daemon ran"
 kill -CONT "$pid"
 for i in $(seq 400); do
@@ -184,15 +189,5 @@ listed v "$pid" lr 3
 tap_ok $? "lr has its 3 sites in the process again: $(grep '^dyn' "$DP_TMP/out" | grep -o 'procs=[^ ]*' | tr '\n' ' ')"
 [ "$(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log")" -gt "$removed" ]
 tap_ok $? "the patches planned with rr are restored ($(($(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log") - removed)))"
-counted three
-tap_ok $? "the target made its rounds: $(grep '^counts' "$DP_TMP/three.out")"
-seen v "dynprobe:lr_return>$((lr - 1))"
-[ "$(count dynprobe:lr_entry)" -eq "$lr" ] && [ "$(count dynprobe:lr_return)" -eq "$lr" ] &&
-	[ "$(count dynprobe:rr_entry)" -eq 0 ]
-tap_ok $? "dp_c_led_ret: $(count dynprobe:lr_entry) entries, $(count dynprobe:lr_return) returns for $lr calls; rr: $(count dynprobe:rr_entry) records"
-dpctl disable v channel0 lr && text_same "$pid"
-tap_ok $? "lr disabled: every byte of the target's code is the file's"
-kill -TERM "$pid"
-wait "$pid"
-tap_ok $? "every result the target computed was right: $(tail -n1 "$DP_TMP/three.out")"
+lr_alone three v
 tap_done
