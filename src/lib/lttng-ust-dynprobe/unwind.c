@@ -14,12 +14,11 @@
  * each object's .eh_frame when the probe was defined: per frame, the row
  * from the thread's cache, else one search for the object and one for its
  * row, and fault-safe reads of the return address (and rbp when the frame
- * saved it).  No lock, no allocation, no
- * signal masking.  It is right without frame pointers, through PLT entries
- * and through signal frames (their row says the interrupted registers are in
- * the ucontext the kernel pushed); it stops where a table has no rule, at
- * code loaded after the last definition, and when a frame is not above the
- * one before.
+ * saved it).  No lock, no allocation, no signal masking.  It is right
+ * without frame pointers, through PLT entries and through signal frames
+ * (their row says the interrupted registers are in the ucontext the kernel
+ * pushed); it stops where a table has no rule, at code loaded after the
+ * last definition, and when a frame is not above the one before.
  *
  * The libunwind walk starts libunwind's local unwinder from a ucontext built
  * from the saved registers and flagged as a signal frame: rip is the exact
