@@ -186,7 +186,8 @@ tap_ok $? "and forgets its events"
 dp_lttng create third --output="$DP_TMP/trace-third" >/dev/null
 dpctl enable third channel0 t3 function dp_work "$PIE" -p "$pid2"
 dp_lttng destroy third >/dev/null
-for i in $(seq 40); do
+# Two polls a second apart must miss it (sessions.c): 30 s is a hang bound.
+for i in $(seq 300); do
 	dpctl list third
 	out_has '^dyn' || break
 	sleep 0.1
