@@ -18,6 +18,10 @@
  *   follow-app dlopen LIB N     dlopen(LIB), then calls its fl_work N
  *                               times right away; prints "pid P dlopen N
  *                               sum S"
+ *   follow-app dlcall LIB N     dlopen(LIB), then calls its fl_call N times,
+ *                               which calls back fw_back here (a stack that
+ *                               runs through the library); prints "pid P
+ *                               dlcall N sum S"
  *   follow-app serve K N        a running process: prints "ready pid P",
  *                               then for each line on stdin starts K
  *                               children as spawn does, and one more by
@@ -186,6 +190,30 @@ static int with_dlopen(const char *lib, long n)
 	return 0;
 }
 
+/* What the library's fl_call calls back: x + 2. */
+__attribute__((noinline)) int fw_back(int x);
+__attribute__((noinline)) int fw_back(int x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x + 2;
+}
+
+static int with_dlcall(const char *lib, long n)
+{
+	int (*fl_call)(int (*)(int), int);
+	unsigned long sum = 0;
+	void *h = dlopen(lib, RTLD_NOW);
+
+	if (!h || !(fl_call = (int (*)(int (*)(int), int))dlsym(h, "fl_call"))) {
+		fprintf(stderr, "follow-app: %s\n", dlerror());
+		return 1;
+	}
+	for (long i = 0; i < n; i++)
+		sum += (unsigned)fl_call(fw_back, (int)i);
+	printf("pid %d dlcall %ld sum %lu\n", (int)getpid(), n, sum);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -204,7 +232,9 @@ int main(int argc, char **argv)
 		return serve(number(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "dlopen"))
 		return with_dlopen(argv[2], number(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "dlcall"))
+		return with_dlcall(argv[2], number(argv[3]));
 	fprintf(stderr, "usage: follow-app work N | exec-clear N | spawn K N | serve K N | "
-		"dlopen LIB N\n");
+		"dlopen LIB N | dlcall LIB N\n");
 	return 2;
 }

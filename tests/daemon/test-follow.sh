@@ -196,6 +196,42 @@ trace_children trplain
 [ "$st" = 0 ] && [ "$children" = "$K" ] && [ "$zero" = "$K" ]
 tap_ok $? "lttng trace without --follow-exec: children executed with an environment of their own are not probed ($zero of $children without events)"
 
+# ---- a stack through a library dlopen'ed after the probe was defined ----
+# fw_back is probed with a backtrace (the CFI walker) before main; the
+# program then dlopens the library, whose fl_call (no frame pointer) calls
+# fw_back: the agent compiles the library's unwind tables when dlopen
+# returns, so the walk goes through fl_call's frame to main.
+read -r main_lo main_size < <(nm -S "$APP" | awk '$4 == "main" { print $1, $2 }')
+back=$(nm "$APP" | awk '$3 == "fw_back" { print $1 }')
+dp_lttng create s6 --output="$DP_TMP/trace-s6" >/dev/null &&
+	"$LTTNG" --no-sessiond enable-event -u -s s6 --path "$APP" --function fw_back b \
+		>>"$DP_TMP/lttng.log" 2>&1 &&
+	"$LTTNG" --no-sessiond add-context -u -s s6 -e b -t backtrace >>"$DP_TMP/lttng.log" 2>&1 &&
+	dp_lttng start s6 >/dev/null
+tap_ok $? "session s6: --path follow-app --function fw_back, with backtrace (CFI)"
+run dlcall -- dlcall "$LIB" 3
+read -r _ pid _ n _ _ <"$DP_TMP/dlcall.out"
+tap_ok $st "dlcall: pid $pid called fl_call $n times, which called fw_back"
+dp_lttng stop s6 >/dev/null
+bt_text "$DP_TMP/trace-s6" | grep '^dynprobe:b_entry: ' >"$DP_TMP/s6.ev"
+# Each event: fw_back, then fl_call in the library, then main reached.
+good=0
+while read -r ev; do
+	f0=$(sed -nE 's/.*\[0\] = (0x[0-9A-Fa-f]+).*/\1/p' <<<"$ev")
+	[ -n "$f0" ] || continue
+	bias=$((f0 - 0x$back))
+	for f in $(grep -oE '\[[0-9]+\] = 0x[0-9A-Fa-f]+' <<<"$ev" | awk '{ print $3 }'); do
+		a=$((f - bias))
+		if [ "$a" -ge $((0x$main_lo)) ] && [ "$a" -lt $((0x$main_lo + 0x$main_size)) ]; then
+			good=$((good + 1))
+			break
+		fi
+	done
+done <"$DP_TMP/s6.ev"
+[ "$n" = 3 ] && [ "$(wc -l <"$DP_TMP/s6.ev")" = 3 ] && [ "$good" = 3 ]
+tap_ok $? "each of the 3 stacks goes through the library to main ($good of $(wc -l <"$DP_TMP/s6.ev"): lengths $(grep -oE '_backtrace_length = [0-9]+' "$DP_TMP/s6.ev" | awk '{ print $3 }' | tr '\n' ' '))"
+dp_lttng destroy s6 >/dev/null
+
 # ---- a dlopen with no daemon holds nothing ----
 stop_dynprobed
 tap_ok $? "the daemon exits"

@@ -181,14 +181,17 @@ static int count_changes(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-int dpa_cfi_refresh(void)
+/* A walk by CFI was prepared: dlopen's callers refresh too. */
+static atomic_bool used;
+
+/* dpa_cfi_refresh, with refresh_lock held (and let go). */
+static int refresh_locked(void)
 {
 	struct gather g = { 0 };
 	struct dpa_cfi_set *set;
 	bool changed = true;
 	int ret = 0;
 
-	pthread_mutex_lock(&refresh_lock);
 	g.old = dpa_cfi_current();
 	dl_iterate_phdr(count_changes, &changed);
 	if (g.old && !changed)
@@ -211,4 +214,20 @@ out:
 	free(g.v);
 	pthread_mutex_unlock(&refresh_lock);
 	return ret;
+}
+
+int dpa_cfi_refresh(void)
+{
+	atomic_store(&used, true);
+	pthread_mutex_lock(&refresh_lock);
+	return refresh_locked();
+}
+
+void dpa_cfi_after_dlopen(void)
+{
+	/* Never waits for the lock: this thread may still hold the loader's
+	 * (a constructor's dlopen), which a refresh holding refresh_lock may
+	 * be waiting for. */
+	if (atomic_load(&used) && !pthread_mutex_trylock(&refresh_lock))
+		refresh_locked();
 }

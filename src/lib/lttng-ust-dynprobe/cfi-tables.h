@@ -32,4 +32,11 @@ const struct dpa_cfi_set *dpa_cfi_current(void);
  */
 int dpa_cfi_refresh(void);
 
+/*
+ * The same after the program's dlopen returned, once a walk by CFI was
+ * prepared (nothing before): objects it loaded get their tables.  Skipped
+ * when another refresh runs.  Off the hit path.
+ */
+void dpa_cfi_after_dlopen(void);
+
 #endif /* DPA_CFI_TABLES_H */

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cfi-tables.h"
 #include "control.h"
 #include "follow.h"
 
@@ -520,6 +521,7 @@ static void *dlopen_waited(const char *file, int mode)
 		int e = errno;
 
 		dpa_control_mapped_wait();
+		dpa_cfi_after_dlopen();
 		errno = e;
 	}
 	return h;

@@ -17,8 +17,9 @@
  * saved it).  No lock, no allocation, no signal masking.  It is right
  * without frame pointers, through PLT entries and through signal frames
  * (their row says the interrupted registers are in the ucontext the kernel
- * pushed); it stops where a table has no rule, at code loaded after the
- * last definition, and when a frame is not above the one before.
+ * pushed); it stops where a table has no rule, at code loaded since the
+ * last refresh of the tables (a probe's definition, or a dlopen through the
+ * agent), and when a frame is not above the one before.
  *
  * The libunwind walk starts libunwind's local unwinder from a ucontext built
  * from the saved registers and flagged as a signal frame: rip is the exact
