@@ -3,7 +3,8 @@
 # into every image it executes (even after the program cleared or rebuilt
 # its environment), so that each one connects, has its path-wide probes
 # installed before main (GO) and records every call; and into a library it
-# dlopens, probed before dlopen returns.  Counts come from the programs'
+# dlopens, probed before dlopen returns, whose unwind tables it compiles
+# then (a backtrace through it).  Counts come from the programs'
 # own counters; the runs without following (or without the wait) show that
 # the checks can fail.
 . "$top_srcdir/tests/utils/tap.sh"
