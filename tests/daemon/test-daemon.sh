@@ -205,18 +205,18 @@ for ev in wpie_entry wpie_return wnopie_entry zdef_entry zdef_return mid early_e
 done
 grep "^dynprobe:wpie_entry:" "$DP_TMP/events" | grep -q "rbx = "
 tap_ok $? "after ADD_CONTEXT, wpie_entry records rbx: $(grep "^dynprobe:wpie_entry:" "$DP_TMP/events" | tail -n1)"
-grep -q "^ready $late entry-byte e9" "$DP_TMP/late.out"
-tap_ok $? "its main found dp_work patched already: $(head -n1 "$DP_TMP/late.out")"
-# The session daemon enables a newly registered event class in the process
-# asynchronously: the very first calls may run the probe before recording
-# is on (a few unloaded, 11 once at load 6-8: the bound is 100; a probe put
-# in after main began would miss thousands).  The non-PIE target records
-# early_entry too (it shares wnopie's patch there), with seqs in the
-# thousands by then: the smallest seq is the late process's.
+# The probe was in place before main: dp_work's first byte as main read it.
+# When recording begins is the session daemon's: it enables a newly
+# registered event class in the process asynchronously, so the first calls
+# (one a millisecond here) may run the probe before recording is on: 11 of
+# them once at load 6-8, 112 once beside a CPU hog with a sanitized daemon.
+# Said, not checked: a timing.  The non-PIE target records early_entry too
+# (it shares wnopie's patch there), with seqs in the thousands by then: the
+# smallest seq is the late process's.
 first=$(grep "^dynprobe:early_entry:" "$DP_TMP/events" | sed -nE 's/.*rsi = 0x([0-9A-Fa-f]+) .*/\1/p' |
 	gawk '{ v = strtonum("0x" $0); if (NR == 1 || v < m) m = v } END { print m }')
-[ -n "$first" ] && [ "$first" -le 100 ]
-tap_ok $? "its events start with its first calls (seq $first)"
+grep -q "^ready $late entry-byte e9" "$DP_TMP/late.out"
+tap_ok $? "its main found dp_work patched already: $(head -n1 "$DP_TMP/late.out") (first call recorded: seq $first)"
 
 # ---- SIGTERM restores every site ----
 dpctl list
