@@ -19,9 +19,9 @@
  *                               times right away; prints "pid P dlopen N
  *                               sum S"
  *   follow-app dlcall LIB N     dlopen(LIB), then calls its fl_call N times,
- *                               which calls back fw_back here (a stack that
- *                               runs through the library); prints "pid P
- *                               dlcall N sum S"
+ *                               a millisecond apart, which calls back
+ *                               fw_back here (a stack that runs through the
+ *                               library); prints "pid P dlcall N sum S"
  *   follow-app serve K N        a running process: prints "ready pid P",
  *                               then for each line on stdin starts K
  *                               children as spawn does, and one more by
@@ -208,8 +208,10 @@ static int with_dlcall(const char *lib, long n)
 		fprintf(stderr, "follow-app: %s\n", dlerror());
 		return 1;
 	}
-	for (long i = 0; i < n; i++)
+	for (long i = 0; i < n; i++) {
 		sum += (unsigned)fl_call(fw_back, (int)i);
+		usleep(1000);
+	}
 	printf("pid %d dlcall %ld sum %lu\n", (int)getpid(), n, sum);
 	return 0;
 }

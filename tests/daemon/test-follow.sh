@@ -210,7 +210,9 @@ dp_lttng create s6 --output="$DP_TMP/trace-s6" >/dev/null &&
 	"$LTTNG" --no-sessiond add-context -u -s s6 -e b -t backtrace >>"$DP_TMP/lttng.log" 2>&1 &&
 	dp_lttng start s6 >/dev/null
 tap_ok $? "session s6: --path follow-app --function fw_back, with backtrace (CFI)"
-run dlcall -- dlcall "$LIB" 3
+# 1,000 calls a millisecond apart: the session daemon enables a new event
+# class asynchronously, and the first calls may come before it did.
+run dlcall -- dlcall "$LIB" 1000
 read -r _ pid _ n _ _ <"$DP_TMP/dlcall.out"
 tap_ok $st "dlcall: pid $pid called fl_call $n times, which called fw_back"
 dp_lttng stop s6 >/dev/null
@@ -229,8 +231,9 @@ while read -r ev; do
 		fi
 	done
 done <"$DP_TMP/s6.ev"
-[ "$n" = 3 ] && [ "$(wc -l <"$DP_TMP/s6.ev")" = 3 ] && [ "$good" = 3 ]
-tap_ok $? "each of the 3 stacks goes through the library to main ($good of $(wc -l <"$DP_TMP/s6.ev"): lengths $(grep -oE '_backtrace_length = [0-9]+' "$DP_TMP/s6.ev" | awk '{ print $3 }' | tr '\n' ' '))"
+recorded=$(wc -l <"$DP_TMP/s6.ev")
+[ "$n" = 1000 ] && [ "$recorded" -ge 1 ] && [ "$good" = "$recorded" ]
+tap_ok $? "each stack recorded goes through the library to main ($good of $recorded; lengths $(grep -oE '_backtrace_length = [0-9]+' "$DP_TMP/s6.ev" | awk '{ print $3 }' | sort | uniq -c | tr -s ' \n' ' '))"
 dp_lttng destroy s6 >/dev/null
 
 # ---- a dlopen with no daemon holds nothing ----
