@@ -206,11 +206,10 @@ done
 grep "^dynprobe:wpie_entry:" "$DP_TMP/events" | grep -q "rbx = "
 tap_ok $? "after ADD_CONTEXT, wpie_entry records rbx: $(grep "^dynprobe:wpie_entry:" "$DP_TMP/events" | tail -n1)"
 # The probe was in place before main: dp_work's first byte as main read it.
-# When recording begins is the session daemon's: it enables a newly
-# registered event class in the process asynchronously, so the first calls
-# (one a millisecond here) may run the probe before recording is on: 11 of
-# them once at load 6-8, 112 once beside a CPU hog with a sanitized daemon.
-# Said, not checked: a timing.  The non-PIE target records early_entry too
+# The first calls (one a millisecond here) may still go unrecorded: 11 of
+# them once at load 6-8, 112 once beside a CPU hog, 78 once with no event
+# discarded and the event, its channel and its session all enabled when GO
+# came (the cause is not found yet).  Said, not checked: a timing.  The non-PIE target records early_entry too
 # (it shares wnopie's patch there), with seqs in the thousands by then: the
 # smallest seq is the late process's.
 first=$(grep "^dynprobe:early_entry:" "$DP_TMP/events" | sed -nE 's/.*rsi = 0x([0-9A-Fa-f]+) .*/\1/p' |
