@@ -193,7 +193,10 @@ bt_run() {
 	local out=$1 err=$2 i
 	shift 2
 	for i in $(seq 20); do
-		babeltrace2 "$@" >"$out" 2>"$err" && return 0
+		if babeltrace2 "$@" >"$out" 2>"$err"; then
+			[ "$i" -gt 1 ] && echo "# babeltrace2 read the trace $i times: its metadata was behind" >&2
+			return 0
+		fi
 		grep -q "No event class with ID" "$err" || return 1
 		sleep 0.5
 	done
