@@ -183,33 +183,12 @@ dp_lttng() {
 	return "$status"
 }
 
-# bt_run OUT ERR ARGS...: babeltrace2 ARGS, its output in OUT, its messages
-# in ERR; read again, every half second for 10 s at most, while it stops at
-# an event whose class the metadata does not have ("No event class with ID
-# N"): right after `lttng stop` the session daemon may not have written the
-# metadata of a class registered last, and babeltrace2 then ends the whole
-# trace there (a test once saw a process's first 156 calls "missing").
-bt_run() {
-	local out=$1 err=$2 i
-	shift 2
-	for i in $(seq 20); do
-		if babeltrace2 "$@" >"$out" 2>"$err"; then
-			[ "$i" -gt 1 ] && echo "# babeltrace2 read the trace $i times: its metadata was behind" >&2
-			return 0
-		fi
-		grep -q "No event class with ID" "$err" || return 1
-		sleep 0.5
-	done
-	return 1
-}
-
 # bt_text TRACE...: the events as babeltrace2 prints them, without the
 # timestamp and delta columns, nor the hostname: "name: { ctx }, { payload }".
 # Warnings (discarded events) go to $DP_TMP/bt-warnings.
 bt_text() {
-	bt_run "$DP_TMP/bt-out" "$DP_TMP/bt-warnings" "$@" --no-delta --clock-seconds
-	sed -E 's/^\[[0-9.]+\] [^ ]+ //' "$DP_TMP/bt-out"
-	rm -f "$DP_TMP/bt-out"
+	babeltrace2 "$@" --no-delta --clock-seconds 2>"$DP_TMP/bt-warnings" |
+		sed -E 's/^\[[0-9.]+\] [^ ]+ //'
 }
 
 # bt_count TRACE...: "EVENTS DISCARDED_MESSAGES": the number of event
@@ -217,11 +196,9 @@ bt_text() {
 # events the tracer could not record), as sink.utils.counter counts them.
 # Fast: nothing is formatted.
 bt_count() {
-	bt_run "$DP_TMP/bt-count" "$DP_TMP/bt-count.err" "$@" --component=sink.utils.counter \
-		--params=step=+0
-	awk '/ Event messages$/ { e = $1 } / Discarded event messages$/ { d = $1 }
-		END { printf "%.0f %.0f\n", e, d }' "$DP_TMP/bt-count"
-	rm -f "$DP_TMP/bt-count" "$DP_TMP/bt-count.err"
+	babeltrace2 "$@" --component=sink.utils.counter --params=step=+0 2>/dev/null |
+		awk '/ Event messages$/ { e = $1 } / Discarded event messages$/ { d = $1 }
+			END { printf "%.0f %.0f\n", e, d }'
 }
 
 # bt_discarded TRACE...: the number of events the tracer discarded: the sum
@@ -234,11 +211,10 @@ bt_count() {
 # Formats every event: about 3 s per million here.
 bt_discarded() {
 	local n sum=0
-	bt_run /dev/null "$DP_TMP/bt-discarded" "$@"
-	for n in $(sed -nE 's/.*Tracer discarded ([0-9]+) events?( |$).*/\1/p' "$DP_TMP/bt-discarded"); do
+	for n in $(babeltrace2 "$@" 2>&1 >/dev/null |
+		sed -nE 's/.*Tracer discarded ([0-9]+) events?( |$).*/\1/p'); do
 		sum=$((sum + n))
 	done
-	rm -f "$DP_TMP/bt-discarded"
 	echo "$sum"
 }
 
