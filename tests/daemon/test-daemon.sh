@@ -206,10 +206,13 @@ done
 grep "^dynprobe:wpie_entry:" "$DP_TMP/events" | grep -q "rbx = "
 tap_ok $? "after ADD_CONTEXT, wpie_entry records rbx: $(grep "^dynprobe:wpie_entry:" "$DP_TMP/events" | tail -n1)"
 # The probe was in place before main: dp_work's first byte as main read it.
-# The first calls (one a millisecond here) may still go unrecorded: 11 of
-# them once at load 6-8, 112 once beside a CPU hog, 78 once with no event
-# discarded and the event, its channel and its session all enabled when GO
-# came (the cause is not found yet).  Said, not checked: a timing.  The non-PIE target records early_entry too
+# Its first recorded call is said, not checked: babeltrace2 stops reading
+# this stopped session's trace at the first event of a class whose
+# metadata the trace does not hold yet (dynprobe:m1, which the batch case
+# below also records here; the metadata arrives when the session is
+# destroyed), so the late process's first events are missing from what is
+# read whenever they come after that point (seq 2 to 157 in 6 of 20 runs),
+# although the agent wrote every one.  The non-PIE target records early_entry too
 # (it shares wnopie's patch there), with seqs in the thousands by then: the
 # smallest seq is the late process's.
 first=$(grep "^dynprobe:early_entry:" "$DP_TMP/events" | sed -nE 's/.*rsi = 0x([0-9A-Fa-f]+) .*/\1/p' |
