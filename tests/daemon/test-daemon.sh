@@ -209,7 +209,7 @@ tap_ok $? "after ADD_CONTEXT, wpie_entry records rbx: $(grep "^dynprobe:wpie_ent
 # Its first recorded call is said, not checked: babeltrace2 stops reading
 # this stopped session's trace at the first event of a class whose
 # metadata the trace does not hold yet (dynprobe:m1, which the batch case
-# below also records here; the metadata arrives when the session is
+# above also records here; the metadata arrives when the session is
 # destroyed), so the late process's first events are missing from what is
 # read whenever they come after that point (seq 2 to 157 in 6 of 20 runs),
 # although the agent wrote every one.  The non-PIE target records early_entry too
