@@ -212,9 +212,9 @@ tap_ok $? "after ADD_CONTEXT, wpie_entry records rbx: $(grep "^dynprobe:wpie_ent
 # above also records here; the metadata arrives when the session is
 # destroyed), so the late process's first events are missing from what is
 # read whenever they come after that point (seq 2 to 157 in 6 of 20 runs),
-# although the agent wrote every one.  The non-PIE target records early_entry too
-# (it shares wnopie's patch there), with seqs in the thousands by then: the
-# smallest seq is the late process's.
+# although the agent wrote every one.  The non-PIE target records
+# early_entry too (it shares wnopie's patch there), with seqs in the
+# thousands by then: the smallest seq is the late process's.
 first=$(grep "^dynprobe:early_entry:" "$DP_TMP/events" | sed -nE 's/.*rsi = 0x([0-9A-Fa-f]+) .*/\1/p' |
 	gawk '{ v = strtonum("0x" $0); if (NR == 1 || v < m) m = v } END { print m }')
 grep -q "^ready $late entry-byte e9" "$DP_TMP/late.out"
