@@ -33,6 +33,9 @@ start_args() {
 	local name=$1 bin=$2
 	shift 2
 	mkfifo "$DP_TMP/$name.in"
+	# There before the program opens it (after the fifo's other end):
+	# cmd counts its lines at once.
+	: >"$DP_TMP/$name.out"
 	env "$@" "$bin" <"$DP_TMP/$name.in" >"$DP_TMP/$name.out" 2>"$DP_TMP/$name.err" &
 	eval "${name}_pid=$!"
 	exec {fd}>"$DP_TMP/$name.in"

@@ -128,6 +128,9 @@ start_prog() {
 	local name=$1 fd
 	shift
 	mkfifo "$DP_TMP/$name.in"
+	# There before the program opens it (after the fifo's other end):
+	# cmd counts its lines at once.
+	: >"$DP_TMP/$name.out"
 	env LD_PRELOAD="$LTTNG_DYNPROBE_AGENT" "$@" <"$DP_TMP/$name.in" \
 		>"$DP_TMP/$name.out" 2>"$DP_TMP/$name.err" &
 	eval "${name}_pid=$!"
