@@ -35,10 +35,6 @@ struct dpa_thread {
 	 * value recipes that read xmm (a trampoline's are next to its regs). */
 	const struct dp_regs *trap_regs;
 	const void *trap_xmm;
-	/* The object the last CFI walk began in, and the set of tables it
-	 * is from (unwind.c): the next walk, most often from the same probe,
-	 * tries it before searching. */
-	const void *cfi_set, *cfi_first;
 };
 
 extern __thread struct dpa_thread dpa_self __attribute__((tls_model("initial-exec")));

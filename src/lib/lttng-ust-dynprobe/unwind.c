@@ -12,9 +12,10 @@
  *
  * The CFI walk (the default) reads the tables cfi-tables.c compiled from
  * each object's .eh_frame when the probe was defined: per frame, the row
- * from the thread's cache, else one search for the object and one for its
- * row, and fault-safe reads of the return address (and rbp when the frame
- * saved it).  No lock, no allocation, no signal masking.  It is right
+ * from the thread's cache, else one search for the object (the previous
+ * frame's, most often) and one for its row, and fault-safe reads of the
+ * return address (and rbp when the frame saved it).  No lock, no
+ * allocation, no signal masking.  It is right
  * without frame pointers, through PLT entries and through signal frames
  * (their row says the interrupted registers are in the ucontext the kernel
  * pushed); it stops where a table has no rule, at code loaded since the
@@ -318,11 +319,8 @@ static bool no_table_rule(const struct dp_regs *regs, const struct stack_span *s
 static unsigned bt_cfi(const struct dp_regs *regs, bool at_entry, uint64_t *out, unsigned depth)
 {
 	const struct dpa_cfi_set *set = dpa_cfi_current();
-	struct dpa_thread *t = &dpa_self;
-	/* Only from the current set: an object unloaded since may have left
-	 * its addresses to another one. */
-	const struct dpa_cfi_obj *hint = t->cfi_set == set ? t->cfi_first : NULL;
-	struct cfi_cache *cache = set ? cache_for(t, set) : NULL;
+	const struct dpa_cfi_obj *hint = NULL;
+	struct cfi_cache *cache = set ? cache_for(&dpa_self, set) : NULL;
 	uint64_t pc = regs->rip, sp = regs->rsp, bp = regs->rbp;
 	bool exact = true, bp_known = true;
 	struct stack_span span;
@@ -337,11 +335,6 @@ static unsigned bt_cfi(const struct dp_regs *regs, bool at_entry, uint64_t *out,
 		uint64_t at = exact ? pc : pc - 1, cfa, ra;
 		const struct dp_cfi_row *row = set ? cached_row(cache, set, at, &hint) : NULL;
 
-		if (n == 1 && row) {
-			t->cfi_set = set;
-			t->cfi_first = hint;
-		}
-
 		if (!row) {
 			if (!no_table_rule(regs, &span, exact && at_entry, sp, &bp, &bp_known, &cfa,
 					   &ra) ||
@@ -353,10 +346,10 @@ static unsigned bt_cfi(const struct dp_regs *regs, bool at_entry, uint64_t *out,
 			exact = false;
 			continue;
 		}
-		/* Most rows of code built without frame pointers. */
-		if (__builtin_expect(row->kind == DP_CFI_RSP, 1))
+		switch (row->kind) {
+		case DP_CFI_RSP:
 			cfa = sp + (int64_t)row->cfa_off;
-		else switch (row->kind) {
+			break;
 		case DP_CFI_PLT:
 			cfa = sp + (int64_t)row->cfa_off + ((at & 15) >= row->arg ? 8 : 0);
 			break;
