@@ -754,6 +754,7 @@ static void run_pending(struct dpd_proc *p, bool go)
 	for (size_t e = 0; e < nevs; e++) {
 		struct dpd_event *ev = evs[e];
 		struct dp_client_proc rp;
+		bool installed;
 
 		/* By path: the owner's own processes, root's included (root
 		 * names other users' processes by pid).  By pid: those
@@ -767,10 +768,10 @@ static void run_pending(struct dpd_proc *p, bool go)
 		/* An event installed here is installed again only where a
 		 * restored patch had its probe: the sites it lacks are put in
 		 * (those it has are kept as they are). */
-		if ((installed_in(p, ev) && !lost_by(&lost, ev)) ||
-		    !dpd_object_mapped(ev->obj, pid))
+		installed = installed_in(p, ev);
+		if ((installed && !lost_by(&lost, ev)) || !dpd_object_mapped(ev->obj, pid))
 			continue;
-		if (installed_in(p, ev))
+		if (installed)
 			dpd_info("process %d: %s had a probe in a patch restored as no event's "
 				 "(planned with an event that is gone): its missing sites are put "
 				 "in", (int)pid, ev->names[0]);
