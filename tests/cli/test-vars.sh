@@ -19,14 +19,18 @@ site() {
 }
 
 # trace NAME BIN ARGS...: lttng trace with the options in TRACE_OPTS; the
-# events in $DP_TMP/NAME.ev, the program's output in $DP_TMP/NAME.out.
+# events in $DP_TMP/NAME.ev (none when it refused the options and wrote no
+# trace), the program's output in $DP_TMP/NAME.out.
 trace() {
 	local name=$1 bin=$2
 	shift 2
+	rm -rf "${DP_TMP:?}/$name"
 	"$LTTNG" trace --no-view -o "$DP_TMP/$name" "${TRACE_OPTS[@]}" -- "$bin" "$@" \
 		>"$DP_TMP/$name.out" 2>"$DP_TMP/$name.err"
 	export DP_DAEMON_RUNS=1
-	bt_text "$DP_TMP/$name" >"$DP_TMP/$name.ev" 2>/dev/null
+	: >"$DP_TMP/$name.ev"
+	[ -d "$DP_TMP/$name" ] && bt_text "$DP_TMP/$name" >"$DP_TMP/$name.ev"
+	return 0
 }
 
 # printed NAME KEY: the value the program printed as KEY=VALUE.

@@ -19,6 +19,8 @@
 #   bt_text TRACE...           events as text, one a line, no timestamps
 #   bt_count TRACE...          "EVENTS DISCARDED_EVENTS_MESSAGES", fast
 #   bt_discarded TRACE...      events the tracer reported as discarded
+#                              (each read noted: tap_done fails the test if
+#                              the last read of a trace failed)
 #   dp_test_user               the unprivileged user `dptest` (root makes it)
 #   dp_run_as_test_user SCRIPT ARGS...   re-runs SCRIPT as that user
 #
@@ -183,12 +185,38 @@ dp_lttng() {
 	return "$status"
 }
 
+# Every read of a trace is noted in $DP_TMP/bt-reads: babeltrace2's exit
+# status, its arguments, its first error.  A trace babeltrace2 cannot read to
+# its end (metadata without the class of an event, a cut stream) ends the
+# read early, which looks like lost events; so tap_done fails the test when
+# the last read of any trace failed.  Only the last read of each counts:
+# loops that wait for events may read a trace before it is whole.
+bt_note() {
+	local status=$1 err=$2
+	shift 2
+	printf '%s\t%s\t%s\n' "$status" "$*" \
+		"$(grep -m1 -E '^[0-9-]+ [0-9:.]+ +[0-9]+ +[0-9]+ [EF] ' "$err" | cut -c1-400)" >>"$DP_TMP/bt-reads"
+}
+
+# bt_reads_check: a failed TAP check for each trace whose last read failed
+# (tap_done runs it).
+bt_reads_check() {
+	local args st err
+	[ -s "$DP_TMP/bt-reads" ] || return 0
+	while IFS=$'\t' read -r args st err; do
+		tap_ok 1 "babeltrace2 reads $args to its end (exit $st)"
+		tap_diag "$err"
+	done < <(gawk -F '\t' '{ st[$2] = $1; err[$2] = $3 }
+		END { for (t in st) if (st[t] != 0) print t "\t" st[t] "\t" err[t] }' "$DP_TMP/bt-reads")
+}
+
 # bt_text TRACE...: the events as babeltrace2 prints them, without the
 # timestamp and delta columns, nor the hostname: "name: { ctx }, { payload }".
 # Warnings (discarded events) go to $DP_TMP/bt-warnings.
 bt_text() {
 	babeltrace2 "$@" --no-delta --clock-seconds 2>"$DP_TMP/bt-warnings" |
 		sed -E 's/^\[[0-9.]+\] [^ ]+ //'
+	bt_note "${PIPESTATUS[0]}" "$DP_TMP/bt-warnings" "$@"
 }
 
 # bt_count TRACE...: "EVENTS DISCARDED_MESSAGES": the number of event
@@ -196,9 +224,12 @@ bt_text() {
 # events the tracer could not record), as sink.utils.counter counts them.
 # Fast: nothing is formatted.
 bt_count() {
-	babeltrace2 "$@" --component=sink.utils.counter --params=step=+0 2>/dev/null |
+	local err=$DP_TMP/bt-count.$BASHPID
+	babeltrace2 "$@" --component=sink.utils.counter --params=step=+0 2>"$err" |
 		awk '/ Event messages$/ { e = $1 } / Discarded event messages$/ { d = $1 }
 			END { printf "%.0f %.0f\n", e, d }'
+	bt_note "${PIPESTATUS[0]}" "$err" "$@"
+	rm -f "$err"
 }
 
 # bt_discarded TRACE...: the number of events the tracer discarded: the sum
@@ -210,11 +241,13 @@ bt_count() {
 # telescope, so their sum modulo 2^64 (bash's own arithmetic) is exact.
 # Formats every event: about 3 s per million here.
 bt_discarded() {
-	local n sum=0
-	for n in $(babeltrace2 "$@" 2>&1 >/dev/null |
-		sed -nE 's/.*Tracer discarded ([0-9]+) events?( |$).*/\1/p'); do
+	local n sum=0 err=$DP_TMP/bt-discarded.$BASHPID
+	babeltrace2 "$@" 2>"$err" >/dev/null
+	bt_note $? "$err" "$@"
+	for n in $(sed -nE 's/.*Tracer discarded ([0-9]+) events?( |$).*/\1/p' "$err"); do
 		sum=$((sum + n))
 	done
+	rm -f "$err"
 	echo "$sum"
 }
 

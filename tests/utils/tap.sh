@@ -7,6 +7,8 @@
 #   tap_diag LINE...             comment lines; tap_diag_file FILE: a file's
 #   tap_bail REASON              "Bail out!" and exit
 #   tap_done                     prints the plan; exits 1 if anything failed
+#                                (first, if sessiond.sh is sourced: a check
+#                                of every trace's last read, bt_reads_check)
 
 tap_count=0
 tap_failed=0
@@ -46,6 +48,8 @@ tap_bail() {
 }
 
 tap_done() {
+	# Checks the test's helpers make at its end (sessiond.sh: trace reads).
+	declare -F bt_reads_check >/dev/null && bt_reads_check
 	echo "1..$tap_count"
 	[ "$tap_failed" -eq 0 ]
 	exit $?
