@@ -252,6 +252,8 @@ static int hold(const struct sockaddr_un *sa, int n, int timeout_ms, unsigned lo
 		/* at least one byte, never the whole frame */
 		write_all(fds[i], g->bytes, 1 + below(g->len - 1));
 	}
+	printf("dpfuzz: holding %d connections\n", n);
+	fflush(stdout);
 	for (i = 0; i < n; i++) {
 		if (drain(fds[i], timeout_ms, &rbytes) < 0)
 			hung++;
