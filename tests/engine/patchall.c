@@ -90,6 +90,8 @@ struct pa_point {
 	bool hop;			/* a jump through a hop (a jmp rel8 first) */
 	bool redirect;			/* served by a redirect's trampoline */
 	bool led;			/* in a jump window that branches are led into */
+	bool inner;			/* in a jump window holding a branch to its own
+					   instructions (tramp.h) */
 	bool self_jump;			/* entry: its function jumps to it (tail recursion) */
 	bool open_end;			/* entry: its code runs on past its known end */
 	const struct dp_insn *jump;	/* jump-out sites: the instruction */
@@ -112,6 +114,7 @@ struct pa_object {
 	unsigned hops;			/* jump patches through a hop */
 	unsigned redirects;		/* redirect patches */
 	unsigned led_windows;		/* jump patches with branches led into their window */
+	unsigned inner_windows;		/* jump patches with branches inside to their own insns */
 	unsigned redirect_branches;	/* the branches they lead to trampolines */
 	unsigned plt_skipped;		/* PLT stubs: not functions */
 	int error;			/* -errno when it could not be patched at all */
@@ -714,6 +717,7 @@ static int object_plan(struct pa_object *o)
 			pt->hop = p->method == DP_SITE_JUMP && p->hop.len;
 			pt->redirect = p->method == DP_SITE_REDIRECT;
 			pt->led = p->method == DP_SITE_JUMP && p->led;
+			pt->inner = p->method == DP_SITE_JUMP && dp_window_inner_branches(&p->win);
 			pt->reason = p->reason;
 		}
 		if (p->method == DP_SITE_INT3)
@@ -841,6 +845,8 @@ static void patch_install(struct pa_object *o, size_t i, struct dp_code_pool *po
 	}
 	if (!ret && site.method == DP_SITE_JUMP && site.hop.len)
 		o->hops++;
+	if (!ret && site.method == DP_SITE_JUMP && dp_window_inner_branches(&site.win))
+		o->inner_windows++;
 	if (!ret && leads_branches(p)) {
 		o->redirects += site.method == DP_SITE_REDIRECT;
 		o->led_windows += site.method == DP_SITE_JUMP;
@@ -1096,7 +1102,8 @@ static void report_named(const struct pa_object *o)
 static void report_object(const struct pa_object *o, uint64_t *total_hits, unsigned *bad_fns)
 {
 	static const char *role_name[2] = { "entries", "returns" };
-	uint64_t hits = 0, int3_hits = 0, hop_hits = 0, redirect_hits = 0, led_hits = 0;
+	uint64_t hits = 0, int3_hits = 0, hop_hits = 0, redirect_hits = 0, led_hits = 0,
+		 inner_hits = 0;
 	uint64_t entries = 0, returns = 0, tails = 0;
 	uint64_t unwound = 0;
 	uint64_t lost = 0, unmatched = 0, parts = 0, active = 0, foreign = 0;
@@ -1138,6 +1145,8 @@ static void report_object(const struct pa_object *o, uint64_t *total_hits, unsig
 			redirect_hits += h;
 		if (o->points[i].led)
 			led_hits += h;
+		if (o->points[i].inner)
+			inner_hits += h;
 	}
 	*total_hits += hits;
 	for (size_t i = 0; i < o->nfns; i++) {
@@ -1159,6 +1168,8 @@ static void report_object(const struct pa_object *o, uint64_t *total_hits, unsig
 	       o->redirects, o->redirect_branches, (unsigned long)redirect_hits);
 	report("  led windows %u (jumps whose window holds targets, their branches led to the"
 	       " trampoline), hits %lu\n", o->led_windows, (unsigned long)led_hits);
+	report("  inner windows %u (jumps whose window holds a branch to its own instructions,"
+	       " led to their copies), hits %lu\n", o->inner_windows, (unsigned long)inner_hits);
 	report("  hits %lu (int3 %lu), sites hit %zu of %zu\n", (unsigned long)hits,
 	       (unsigned long)int3_hits, hit_sites, o->npoints);
 	report("  calls %lu = returns %lu + tail returns %lu + unwound %lu + active at exit %lu"

@@ -137,6 +137,9 @@ check_report "$tmp/python.report" "python" 1
 ok $(awk '/^  led windows / && $3 > 0 && $NF > 0 { found = 1 } END { exit !found }' \
 	"$tmp/python.report"; echo $?) \
 	"python: jumps whose window holds targets, their branches led in, installed and hit"
+ok $(awk '/^  inner windows / && $3 > 0 && $NF > 0 { found = 1 } END { exit !found }' \
+	"$tmp/python.report"; echo $?) \
+	"python: jumps whose window holds a branch to its own instructions, installed and hit"
 
 # The harness's own hard cases: threads, tail calls, longjmp out of deep
 # recursion, callbacks from qsort, exit() from three functions deep.

@@ -610,9 +610,13 @@ void dp_plan_refuse_unsafe_traps(struct dp_object *obj, struct dp_patch *p, size
 
 const char *dp_plan_led_str(const struct dp_patch *p, char *buf, size_t size)
 {
-	unsigned rel8 = 0;
+	unsigned rel8 = 0, inner = p->method == DP_SITE_JUMP ? dp_window_inner_branches(&p->win) : 0;
+	char in[96] = "";
 
 	buf[0] = '\0';
+	if (inner)
+		snprintf(in, sizeof(in), "%s%u branch%s inside the jump to its own instructions, led to "
+			 "their copies", p->led ? "; " : "", inner, inner == 1 ? "" : "es");
 	for (unsigned i = 0; i < p->nredirects; i++)
 		rel8 += p->redirects[i].disp_len == 1;
 	if (p->method == DP_SITE_REDIRECT)
@@ -621,7 +625,9 @@ const char *dp_plan_led_str(const struct dp_patch *p, char *buf, size_t size)
 			 p->win.len < 5 ? ", its window too short for a jump" : "");
 	else if (p->method == DP_SITE_JUMP && p->led)
 		snprintf(buf, size, "led window: branch targets inside the jump, %u branches led "
-			 "to their instructions in the trampoline%s", p->nredirects,
-			 rel8 ? " (rel8s through a hop)" : "");
+			 "to their instructions in the trampoline%s%s", p->nredirects,
+			 rel8 ? " (rel8s through a hop)" : "", in);
+	else if (inner)
+		snprintf(buf, size, "%s", in);
 	return buf;
 }

@@ -160,10 +160,13 @@ int dp_plan_sites(struct dp_object *obj, const uint64_t *points, size_t n,
  *     jump) is displaced into a trampoline as usual, and its branches are
  *     led to the trampoline's entry;
  *   - else a jump whose window (ending with the point's instruction,
- *     starting up to 7 before, at least 5 bytes) holds targets after its
- *     first byte, each of which only direct branches reach: `led`, its
- *     branches are led to the displaced instruction they go to, in the
- *     trampoline.
+ *     starting up to 7 instructions before, at least 5 bytes) holds
+ *     targets after its first byte, each of which only direct branches
+ *     reach: `led`, its branches are led to the displaced instruction they
+ *     go to, in the trampoline.  A jmp or jcc inside the window itself
+ *     needs no leading: the trampoline's copy goes to its target's copy
+ *     (tramp.h); a window whose targets only such branches reach is a
+ *     plain jump, not `led`.
  * Leading a branch: a rel32's displacement is rewritten to reach the
  * trampoline; a rel8's reaches the patch's hop (fill within reach of every
  * rel8, as a hop's; one per patch, so all its rel8s go to one
@@ -209,8 +212,9 @@ int dp_plan_site_flags(struct dp_object *obj, uint64_t point, unsigned flags,
 		       struct dp_patch *out);
 
 /* How a patch planned with DP_PLAN_REDIRECT leads branches, in words for
- * people ("redirect: 2 branches led to its trampoline", "led window: ..."),
- * into buf; "" for a patch that leads none.  buf. */
+ * people ("redirect: 2 branches led to its trampoline", "led window: ...",
+ * "1 branch inside the jump to its own instructions, ..."), into buf; ""
+ * for a patch that leads none.  buf. */
 const char *dp_plan_led_str(const struct dp_patch *p, char *buf, size_t size);
 
 /*

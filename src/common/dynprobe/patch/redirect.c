@@ -3,7 +3,8 @@
  * only direct branches reach gets none of its own bytes written; the
  * branches are pointed at its trampoline instead.  Led windows: a jump
  * window may hold a target past its first byte when its branches are
- * pointed at the matching instruction of the trampoline.  This gives a
+ * pointed at the matching instruction of the trampoline, or lie inside the
+ * window (`je 1f; add rax, rdi; 1: ret`: the je's copy goes to the ret's).  This gives a
  * jump to sites with no room for one: a one-byte ret between two branch
  * targets, a ret that is both fallen into and branched to, or a .cold part
  * packed against the next function with no fill to hop through, which the
@@ -50,6 +51,8 @@ struct rd_src {
 	uint64_t addr;
 	uint8_t len, disp_off, disp_len;
 	bool movable;		/* a jmp, jcc, loop or jrcxz with a rel8 or rel32 */
+	bool inner;		/* a movable jmp or jcc: inside the window it leads
+				   to, its copy goes to its target's (tramp.c) */
 };
 
 /* A point of the plan, and whether its patch is an int3 (a redirect may
@@ -249,6 +252,7 @@ static int sources_find(struct rd_state *st)
 				      in.flow == DP_FLOW_LOOP) &&
 				     (in.imm_size == 1 || in.imm_size == 4) &&
 				     in.imm_off + in.imm_size == in.len;
+			s->inner = s->movable && in.flow != DP_FLOW_LOOP;
 		}
 	}
 	if (st->nsrcs > 1)
@@ -408,9 +412,11 @@ static void lead_init(struct rd_lead *l)
 
 /*
  * Adds the branches to `target`, instruction m of w, to l: each movable,
- * none in w, none another redirect's; one in a window of the plan is led
- * through that window's relocated copy; rel8s all lead to one instruction,
- * through one hop.  False if one cannot be led, or there is none.
+ * none another redirect's; one in w itself (a jmp or jcc) needs nothing:
+ * its relocated copy goes to the target's (tramp.c); one in another window
+ * of the plan is led through that window's relocated copy; rel8s all lead
+ * to one instruction, through one hop.  False if one cannot be led, or
+ * there is none.
  */
 static bool lead_add(struct rd_state *st, uint64_t target, unsigned m, const struct dp_window *w,
 		     struct rd_lead *l)
@@ -420,8 +426,14 @@ static bool lead_add(struct rd_state *st, uint64_t target, unsigned m, const str
 	for (; k < st->nsrcs && st->srcs[k].target == target; k++) {
 		const struct rd_src *s = &st->srcs[k];
 
-		if (!s->movable || pl_ranges_overlap(&st->branches, s->addr, s->addr + s->len) ||
-		    (s->addr < w->addr + w->len && s->addr + s->len > w->addr))
+		if (!s->movable || pl_ranges_overlap(&st->branches, s->addr, s->addr + s->len))
+			return false;
+		if (s->addr >= w->addr && s->addr + s->len <= w->addr + w->len) {
+			if (!s->inner)
+				return false;
+			continue;
+		}
+		if (s->addr < w->addr + w->len && s->addr + s->len > w->addr)
 			return false;
 		/* In a window, only its relocated copy runs: that one is led. */
 		if (pl_ranges_overlap(&st->copied, s->addr, s->addr + s->len)) {
@@ -475,7 +487,8 @@ static bool lead_commit(struct rd_state *st, size_t i, const struct dp_window *w
 	if (!points_absorb(st, i, w))
 		return false;	/* a hop stays taken: harmless */
 	p->reason = DP_REASON_NONE;
-	p->led = true;
+	/* Branches inside the window alone lead nothing: a plain jump. */
+	p->led = l->nwritten || l->nvia;
 	p->win = *w;
 	p->hop = *hop;
 	p->hop_to = (uint8_t)(l->rel8_to > 0 ? l->rel8_to : 0);
@@ -579,10 +592,12 @@ static bool window_span(struct rd_state *st, const struct dp_function *fn, long 
  * Gives the int3 patch i a jump whose window holds targets after its first
  * byte, when every way to each is a direct branch that can be led to the
  * matching instruction of the trampoline (rel32s written, rel8s through
- * the patch's hop, those in other windows through their relocated copy).
- * The window ends with the point's instruction and starts up to 7 before;
- * the branches are led before the window is written (plan.h).  0 or
- * -ENOMEM.
+ * the patch's hop, those in other windows through their relocated copy),
+ * or is a jmp or jcc inside the window itself (its copy goes to the
+ * target's copy: tramp.c).  The window ends with the point's instruction
+ * and starts up to 7 instructions before (further back when the branches
+ * a shorter one would lead have no hop in reach: they may be inside); the
+ * branches are led before the window is written (plan.h).  0 or -ENOMEM.
  */
 static int interior_try(struct rd_state *st, size_t i, struct pl_taken *t)
 {
@@ -621,8 +636,10 @@ static int interior_try(struct rd_state *st, size_t i, struct pl_taken *t)
 		if (!ok)
 			continue;
 		err = lead_hop(st, &l, t, &hop, &ok);
-		if (err || !ok)
+		if (err)
 			return err;
+		if (!ok)
+			continue;	/* further back, the rel8s may be inside */
 		if (lead_commit(st, i, &w, &l, &hop, &err) && !err) {
 			p->method = DP_SITE_JUMP;
 			err = pl_ranges_add(&st->written, w.addr, w.addr + w.len);

@@ -188,16 +188,55 @@ static bool is_nop(const struct dp_insn *insn, const uint8_t *bytes)
 	       !(insn->prefixes & ~(unsigned)(DP_PFX_OPSIZE | DP_PFX_ADSIZE | DP_PFX_SEG));
 }
 
+/*
+ * The instruction of w that window instruction i, a jmp or jcc, goes to
+ * when that is one of w's own past the first (a branch inside a window the
+ * planner made around it, patch/redirect.c), else -1.  Its relocated copy
+ * goes to that instruction's copy, hooks included: the original is
+ * overwritten.  A branch to the first instruction keeps its target: the
+ * patch leads there, to the same place.
+ */
+static int inner_target(const struct dp_window *w, unsigned i)
+{
+	const struct dp_insn *in = &w->insns[i];
+	uint64_t t;
+
+	if (!(in->attr & DP_ATTR_REL) || (in->flow != DP_FLOW_JMP && in->flow != DP_FLOW_JCC))
+		return -1;
+	t = dp_insn_target(in, w->addr + w->off[i]);
+	for (unsigned m = 1; m < w->ninsns; m++)
+		if (t == w->addr + w->off[m])
+			return (int)m;
+	return -1;
+}
+
+unsigned dp_window_inner_branches(const struct dp_window *w)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < w->ninsns; i++)
+		n += inner_target(w, i) >= 0;
+	return n;
+}
+
 int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
 		   const struct dp_tramp_hook *hooks, size_t nhooks, dp_handler_fn handler,
 		   enum dp_vec_save vec, struct dp_tramp *out, enum dp_reason *why)
 {
 	bool sahf = have_sahf();
+	int inner[DP_WINDOW_MAX_INSNS], label[DP_WINDOW_MAX_INSNS];
 	size_t placed = 0;
 	int ret;
 
 	*why = DP_REASON_NONE;
 	out->entry = dp_emit_pc(e);
+	for (unsigned i = 0; i < w->ninsns; i++)
+		label[i] = -1;
+	for (unsigned i = 0; i < w->ninsns; i++) {
+		inner[i] = inner_target(w, i);
+		if (inner[i] >= 0 && label[inner[i]] < 0)
+			label[inner[i]] = dp_emit_label(e);
+	}
 	for (unsigned i = 0; i < w->ninsns; i++) {
 		uint64_t at = w->addr + w->off[i];
 		/* The lead's nops ran in place: their hooks come first. */
@@ -205,6 +244,8 @@ int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
 
 		/* A thread moved here still runs the hooks of this instruction. */
 		out->insn_at[i] = dp_emit_pc(e);
+		if (label[i] >= 0)
+			dp_emit_bind(e, label[i]);
 		for (size_t h = 0; h < nhooks; h++) {
 			if (hooks[h].addr >= from && hooks[h].addr <= at) {
 				emit_hook(e, &hooks[h], handler, vec, sahf);
@@ -213,7 +254,10 @@ int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
 		}
 		if (is_nop(&w->insns[i], w->bytes + w->off[i]))
 			continue;
-		ret = dp_reloc_insn(e, &w->insns[i], w->bytes + w->off[i], at, why);
+		if (inner[i] >= 0)
+			ret = dp_reloc_branch_label(e, &w->insns[i], label[inner[i]]);
+		else
+			ret = dp_reloc_insn(e, &w->insns[i], w->bytes + w->off[i], at, why);
 		if (ret)
 			return ret;
 	}

@@ -126,6 +126,10 @@ struct dp_tramp {
 	size_t len;				/* bytes of code */
 };
 
+/* How many of w's jmps and jccs go to one of its own instructions past the
+ * first (dp_tramp_build leads their copies to that instruction's copy). */
+unsigned dp_window_inner_branches(const struct dp_window *w);
+
 /* Bytes a trampoline can take at most, for sizing buffers. */
 size_t dp_tramp_max_len(size_t nhooks, enum dp_vec_save vec);
 
@@ -133,9 +137,12 @@ size_t dp_tramp_max_len(size_t nhooks, enum dp_vec_save vec);
  * Emits the trampoline of window w at the emitter's address.  Hooks must lie
  * on instruction starts of the window, or in its lead (they run first, at
  * the entry, and see rip = their own address: a nop changes nothing else).
- * Nops among the window's instructions are not copied.  Returns 0, -ENOTSUP with *why when an
- * instruction cannot move, -EINVAL for a hook off the instructions, or the
- * emitter's error.  Calls dp_emit_finish().
+ * Nops among the window's instructions are not copied.  A jmp or jcc to
+ * one of the window's own instructions past the first goes to that
+ * instruction's copy, its hooks included (the original is overwritten).
+ * Returns 0, -ENOTSUP with *why when an instruction cannot move, -EINVAL
+ * for a hook off the instructions, or the emitter's error.  Calls
+ * dp_emit_finish().
  */
 int dp_tramp_build(struct dp_emit *e, const struct dp_window *w,
 		   const struct dp_tramp_hook *hooks, size_t nhooks, dp_handler_fn handler,

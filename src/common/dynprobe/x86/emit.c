@@ -232,6 +232,14 @@ void dp_emit_jcc(struct dp_emit *e, enum dp_cc cc, uint64_t target)
 	dp_emit_jmp_abs(e, target);
 }
 
+void dp_emit_jcc_label(struct dp_emit *e, enum dp_cc cc, int label)
+{
+	struct ibuf ib = { .b = { 0x0f, 0x80 | (cc & 15), 0, 0, 0, 0 }, .n = 6 };
+
+	if (put(e, &ib))
+		fixup(e, label, 4);
+}
+
 void dp_emit_jcc8_label(struct dp_emit *e, enum dp_cc cc, int label)
 {
 	struct ibuf ib = { .b = { 0x70 | (cc & 15), 0 }, .n = 2 };

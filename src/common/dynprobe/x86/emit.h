@@ -68,6 +68,7 @@ void dp_emit_jmp(struct dp_emit *e, uint64_t target);		/* rel32 when in reach, e
 void dp_emit_jmp_label(struct dp_emit *e, int label);		/* rel32 */
 void dp_emit_jcc_rel32(struct dp_emit *e, enum dp_cc cc, uint64_t target);
 void dp_emit_jcc(struct dp_emit *e, enum dp_cc cc, uint64_t target); /* or j!cc over a jmp abs */
+void dp_emit_jcc_label(struct dp_emit *e, enum dp_cc cc, int label);	/* rel32 */
 void dp_emit_jcc8_label(struct dp_emit *e, enum dp_cc cc, int label);
 void dp_emit_jmp8_label(struct dp_emit *e, int label);
 /* loop, loope, loopne, jrcxz (opcode e0-e3), ecx-sized with addr32. */

@@ -217,3 +217,16 @@ int dp_reloc_insn(struct dp_emit *e, const struct dp_insn *insn, const uint8_t *
 	dp_emit_bytes(e, bytes, insn->len);
 	return e->err;
 }
+
+int dp_reloc_branch_label(struct dp_emit *e, const struct dp_insn *insn, int label)
+{
+	if (!(insn->attr & DP_ATTR_REL))
+		return -ENOTSUP;
+	if (insn->flow == DP_FLOW_JMP)
+		dp_emit_jmp_label(e, label);
+	else if (insn->flow == DP_FLOW_JCC)
+		dp_emit_jcc_label(e, insn_cc(insn), label);
+	else
+		return -ENOTSUP;
+	return e->err;
+}

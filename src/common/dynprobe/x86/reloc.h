@@ -36,4 +36,11 @@ enum dp_reason dp_reloc_check(const struct dp_insn *insn, bool *last_only);
 int dp_reloc_insn(struct dp_emit *e, const struct dp_insn *insn, const uint8_t *bytes,
 		  uint64_t orig, enum dp_reason *why);
 
+/*
+ * A jmp or jcc (rel8 or rel32) whose target is moved too, into code the
+ * emitter binds to `label`: the same branch, with a rel32, to the label.
+ * -ENOTSUP for any other instruction.
+ */
+int dp_reloc_branch_label(struct dp_emit *e, const struct dp_insn *insn, int label);
+
 #endif /* DP_X86_RELOC_H */
