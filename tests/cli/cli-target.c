@@ -22,8 +22,12 @@
  *         +0x2  85 ff         test edi, edi
  *         +0x4  74 02         je +0x8
  *         +0x6  ff c0         inc eax
- *         +0x8  c3            ret                (a branch target: no jump
- *                                                 fits over +0x6)
+ *         +0x8  c3            ret                (a branch target: a jump
+ *                                                 over +0x4 holds the je)
+ *
+ *   baz:  +0x0  e8 ...        call bar
+ *         +0x5  c3            ret                (a call returns there and
+ *                                                 foo follows: no jump fits)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +35,19 @@
 
 int foo(int x);
 int bar(int x);
+int baz(int x);
 
 /* Data for memory contexts: how many numbers were read, and a label. */
 volatile int hits;
 char label[16] = "cli-target";
 
 __asm__(".text\n"
+	".globl baz\n"
+	".type baz, @function\n"
+	"baz:\n"
+	"call bar\n"
+	".byte 0xc3\n"
+	".size baz, . - baz\n"
 	".globl foo\n"
 	".type foo, @function\n"
 	"foo:\n"

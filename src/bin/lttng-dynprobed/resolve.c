@@ -496,9 +496,7 @@ static void set_method(const struct dp_patch *pl, uint8_t *method, char *reason,
 		break;
 	case DP_SITE_JUMP:
 		*method = DP_CLIENT_METHOD_JUMP;
-		if (pl->led)
-			dp_plan_led_str(pl, text, tsize);
-		else if (pl->hop.len)
+		if (!dp_plan_led_str(pl, text, tsize)[0] && pl->hop.len)
 			snprintf(text, tsize, "jmp rel8 to a hop at 0x%" PRIx64, pl->hop.addr);
 		break;
 	case DP_SITE_INT3:
