@@ -2,3 +2,4 @@
 #include "../engine/corpus/redirect-ret.S"
 #include "../engine/corpus/led-ret.S"
 #include "../engine/corpus/redirect-cold.S"
+#include "../engine/corpus/inner-ret.S"

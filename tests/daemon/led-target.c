@@ -1,8 +1,9 @@
 /*
  * The target of test-led.sh: the engine's corpus functions whose sites
- * only a redirect or a led window gives a jump (tests/engine/corpus:
- * redirect-ret.S, led-ret.S, redirect-cold.S), called with inputs that take
- * every path, each result checked against a model in C.
+ * only a redirect, a led window or a branch inside the window gives a jump
+ * (tests/engine/corpus: redirect-ret.S, led-ret.S, redirect-cold.S,
+ * inner-ret.S), called with inputs that take every path, each result
+ * checked against a model in C.
  *
  *   led-target count GOFILE N   prints "ready", waits for GOFILE, makes N
  *                               rounds, prints what it counted ("counts
@@ -23,6 +24,7 @@ long dp_c_redirect_ret(long x);
 long dp_c_led_ret(long x);
 long dp_c_redirect_cold(long x);
 long dp_c_redirect_next(long x);
+long dp_c_inner_ret(long x);
 
 static atomic_long calls, errors;
 static volatile sig_atomic_t stop;
@@ -30,7 +32,7 @@ static volatile sig_atomic_t stop;
 /* What each path counts: the calls of each function, and those that leave
  * by the site a redirect or a led window serves. */
 struct counts {
-	long rr, rr_neg, lr, lr_odd, lr_sum, rc, rc_neg;
+	long rr, rr_neg, lr, lr_odd, lr_sum, rc, rc_neg, ir, ir_even, ir_sum;
 };
 
 static void check(long got, long want)
@@ -61,7 +63,14 @@ static void round_of(long i, struct counts *c)
 	c->rc_neg += x < 0;
 
 	check(dp_c_redirect_next(x), x + 24 * 0x1234);
-	atomic_fetch_add(&calls, 4);
+
+	/* The je inside the window leads to the first ret: x even, < 100. */
+	r = dp_c_inner_ret(x);
+	check(r, (unsigned long)x >= 100 ? 180 : x & 1 ? 2 * x + 108 : x + 108);
+	c->ir++;
+	c->ir_even += (unsigned long)x < 100 && !(x & 1);
+	c->ir_sum += r;
+	atomic_fetch_add(&calls, 5);
 }
 
 static void *spin(void *arg)
@@ -100,8 +109,9 @@ int main(int argc, char **argv)
 			usleep(10000);
 		for (long i = 0; i < rounds && !stop; i++)
 			round_of(i, &c);
-		printf("counts rr=%ld rr_neg=%ld lr=%ld lr_odd=%ld lr_sum=%ld rc=%ld rc_neg=%ld\n",
-		       c.rr, c.rr_neg, c.lr, c.lr_odd, c.lr_sum, c.rc, c.rc_neg);
+		printf("counts rr=%ld rr_neg=%ld lr=%ld lr_odd=%ld lr_sum=%ld rc=%ld rc_neg=%ld "
+		       "ir=%ld ir_even=%ld ir_sum=%ld\n", c.rr, c.rr_neg, c.lr, c.lr_odd, c.lr_sum,
+		       c.rc, c.rc_neg, c.ir, c.ir_even, c.ir_sum);
 		fflush(stdout);
 		while (!stop)
 			pause();

@@ -72,6 +72,9 @@ tap_ok $? "--function dp_c_led_ret: every site a jump: $(grep '^proc' "$DP_TMP/o
 dpctl enable s channel0 rc probe "$cold" "$T" -p "$pid" &&
 	out_has "^proc pid=$pid status=0 jump=1 int3=0"
 tap_ok $? "--probe at the .cold part's ret: a jump: $(grep '^proc' "$DP_TMP/out")"
+dpctl enable s channel0 ir function dp_c_inner_ret "$T" -p "$pid" &&
+	out_has "^proc pid=$pid status=0 jump=3 int3=0"
+tap_ok $? "--function dp_c_inner_ret (its first ret only a window holding the je reaches): every site a jump: $(grep '^proc' "$DP_TMP/out")"
 rr_ret=$(objdump -d --no-show-raw-insn "$T" |
 	awk '/<dp_c_redirect_ret>:/ { f = 1; next } f && /^$/ { exit } f && /\tret/ { n++; if (n == 2) { sub(":", "", $1); print $1; exit } }')
 [ -n "$rr_ret" ] && [ "$(site_bytes "$pid" $((0x$rr_ret)) 1)" = c3 ] &&
@@ -84,11 +87,13 @@ for i in $(seq 200); do
 	grep -q '^counts' "$DP_TMP/count.out" && break
 	sleep 0.1
 done
-read -r rr rr_neg lr lr_odd lr_sum rc rc_neg < <(sed -nE 's/^counts rr=([0-9]+) rr_neg=([0-9]+) lr=([0-9]+) lr_odd=([0-9]+) lr_sum=([0-9]+) rc=([0-9]+) rc_neg=([0-9]+)$/\1 \2 \3 \4 \5 \6 \7/p' "$DP_TMP/count.out")
-[ -n "$rc_neg" ] && [ "$rc_neg" -gt 0 ] && [ "$lr_odd" -gt 0 ]
+read -r rr rr_neg lr lr_odd lr_sum rc rc_neg ir ir_even ir_sum < <(awk '/^counts / {
+	for (i = 2; i <= NF; i++) { sub(/^[a-z_]+=/, "", $i); printf "%s ", $i } print "" }' "$DP_TMP/count.out")
+[ -n "$ir_sum" ] && [ "$rc_neg" -gt 0 ] && [ "$lr_odd" -gt 0 ] && [ "$ir_even" -gt 0 ]
 tap_ok $? "the target made its rounds: $(grep '^counts' "$DP_TMP/count.out")"
 seen s "dynprobe:rr_entry>$((rr - 1))" "dynprobe:rr_return>$((rr - 1))" \
-	"dynprobe:lr_entry>$((lr - 1))" "dynprobe:lr_return>$((lr - 1))" "dynprobe:rc>$((rc_neg - 1))"
+	"dynprobe:lr_entry>$((lr - 1))" "dynprobe:lr_return>$((lr - 1))" "dynprobe:rc>$((rc_neg - 1))" \
+	"dynprobe:ir_entry>$((ir - 1))" "dynprobe:ir_return>$((ir - 1))"
 [ "$(count dynprobe:rr_entry)" -eq "$rr" ] && [ "$(count dynprobe:rr_return)" -eq "$rr" ]
 tap_ok $? "dp_c_redirect_ret: $(count dynprobe:rr_entry) entries, $(count dynprobe:rr_return) returns for $rr calls"
 [ "$(count dynprobe:lr_entry)" -eq "$lr" ] && [ "$(count dynprobe:lr_return)" -eq "$lr" ]
@@ -101,9 +106,16 @@ sum=$(sed -nE 's/^dynprobe:lr_return: .*ret = (-?[0-9]+).*/\1/p' "$DP_TMP/events
 [ "$sum" -eq "$lr_sum" ]
 tap_ok $? "dp_c_led_ret's return events record what it returned (sum $sum, the program's $lr_sum)"
 
+[ "$(count dynprobe:ir_entry)" -eq "$ir" ] && [ "$(count dynprobe:ir_return)" -eq "$ir" ]
+tap_ok $? "dp_c_inner_ret: $(count dynprobe:ir_entry) entries, $(count dynprobe:ir_return) returns for $ir calls ($ir_even through the je inside the window)"
+sum=$(sed -nE 's/^dynprobe:ir_return: .*ret = (-?[0-9]+).*/\1/p' "$DP_TMP/events" |
+	awk '{ s += $1 } END { print s + 0 }')
+[ "$sum" -eq "$ir_sum" ]
+tap_ok $? "dp_c_inner_ret's return events record what it returned (sum $sum, the program's $ir_sum)"
+
 dpctl disable s channel0 rr && dpctl disable s channel0 lr && dpctl disable s channel0 rc &&
-	text_same "$pid"
-tap_ok $? "all three out: every byte of the target's code is the file's"
+	dpctl disable s channel0 ir && text_same "$pid"
+tap_ok $? "all four out: every byte of the target's code is the file's"
 kill -TERM "$pid"
 wait "$pid"
 tap_ok $? "every result it computed was right: $(tail -n1 "$DP_TMP/count.out")"
