@@ -225,7 +225,7 @@ events "$DP_TMP/t8" >"$DP_TMP/e8"
 	[ "$(grep -c '^dynprobe:bf_return: ' "$DP_TMP/e8")" -eq 4 ] &&
 	grep -q '^dynprobe:bf_return: .*ret = 6' "$DP_TMP/e8" &&
 	grep -q '^dynprobe:bf_return: .*ret = 1' "$DP_TMP/e8"
-tap_ok $? "--function '[bf]??': foo's and bar's entries and returns as bf_entry/bf_return ($(grep -c '^dynprobe:bf_' "$DP_TMP/e8") events)"
+tap_ok $? "--function '[bf]??': foo's and bar's entries and returns as bf_entry/bf_return (baz matches too, never called) ($(grep -c '^dynprobe:bf_' "$DP_TMP/e8") events)"
 
 # A non-PIE executable: by symbol and by absolute address.
 NOPIE=$top_builddir/tests/cli/cli-target-nopie

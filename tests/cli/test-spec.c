@@ -382,12 +382,12 @@ int main(int argc, char **argv)
 		size_t n = 0;
 		int ret;
 
-		dp_spec_location_parse("[bf]??", &loc, &err);
+		dp_spec_location_parse("[bf]?[or]", &loc, &err);
 		ret = dp_spec_functions_match(obj, argv[1], &loc, &fns, &n, &err);
 		tap_ok(!ret && n == 2 && fns[0]->start < fns[1]->start &&
 		       ((!strcmp(fns[0]->name, "foo") && !strcmp(fns[1]->name, "bar")) ||
 			(!strcmp(fns[0]->name, "bar") && !strcmp(fns[1]->name, "foo"))),
-		       "'[bf]??' matches foo and bar, once each, by address (%d, %zu)", ret, n);
+		       "'[bf]?[or]' matches foo and bar, once each, by address (%d, %zu)", ret, n);
 		free(fns);
 		dp_spec_location_parse("nothing_*", &loc, &err);
 		ret = dp_spec_functions_match(obj, argv[1], &loc, &fns, &n, &err);
