@@ -90,6 +90,23 @@ pg_backends() {
 	done
 }
 
+# Waits (300 s: a hang bound) until no backend of a pgbench run is left,
+# not even one exiting (its cmdline already empty, or a zombie): what runs
+# then is the postmaster's own.
+pg_backends_gone() {
+	local i pid exiting
+	for i in $(seq 3000); do
+		exiting=
+		for pid in $(pg_children); do
+			# /proc files have no size: read one.
+			[ -n "$({ tr -d '\0' <"/proc/$pid/cmdline"; } 2>/dev/null)" ] || exiting=$pid
+		done
+		[ -z "$(pg_backends)" ] && [ -z "$exiting" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 pg_children() {
 	cat /proc/"$SERVER_PID"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . | sort -n
 }
@@ -103,11 +120,7 @@ soak_postgres() {
 		return 1
 	pgbench_run -i -s 2 >"$d/pgbench-init" 2>&1
 	tap_ok $? "postgres: pgbench -i" || tap_diag_file "$d/pgbench-init"
-	# pgbench -i's backend gone, what runs is the postmaster's own.
-	for i in $(seq 3000); do
-		[ -z "$(pg_backends)" ] && break
-		sleep 0.1
-	done
+	pg_backends_gone
 	pids_before=$(server_pids | sort -n | tr '\n' ' ')
 	snapshot pre
 
@@ -121,7 +134,10 @@ soak_postgres() {
 
 	# Probes on postgres in the postmaster and its children now (by pid:
 	# path-wide probes are for the processes of the user, root here), and
-	# so in every backend forked later (patches and agent inherited).
+	# so in every backend forked later (patches and agent inherited).  Not
+	# in a backend of the run above that is still exiting: it would be
+	# gone by the time it is named (S23-3: "no process 3075 (--pid)").
+	pg_backends_gone
 	pgl=$(server_pids | sort -n | tr '\n' ',' | sed 's/,$//')
 	off=$(first_site "$POSTGRES" LWLockAcquire)
 	[ -n "$off" ] || tap_bail "no jump site in LWLockAcquire"
