@@ -4,11 +4,11 @@
  * branches are pointed at its trampoline instead.  Led windows: a jump
  * window may hold a target past its first byte when its branches are
  * pointed at the matching instruction of the trampoline, or lie inside the
- * window (`je 1f; add rax, rdi; 1: ret`: the je's copy goes to the ret's).  This gives a
- * jump to sites with no room for one: a one-byte ret between two branch
- * targets, a ret that is both fallen into and branched to, or a .cold part
- * packed against the next function with no fill to hop through, which the
- * hot part enters by jmp and jcc rel32.
+ * window (`je 1f; add rax, rdi; 1: ret`: the je's copy goes to the ret's).
+ * This gives a jump to sites with no room for one: a one-byte ret between
+ * two branch targets, a ret that is both fallen into and branched to, or a
+ * .cold part packed against the next function with no fill to hop through,
+ * which the hot part enters by jmp and jcc rel32.
  *
  * The window starts where the point's block does: at the point when a
  * branch leads there, or at the nearest target before it that the point is
