@@ -39,7 +39,9 @@ restart() {
 	local from i
 	from=$(($(wc -l <"$DP_TMP/dynprobed.log") + 1))
 	start_dynprobed || return 1
-	for i in $(seq 200); do
+	# 30 s: a hang bound (S23-6: a HELLO waited 10.5 s for a worker while
+	# the machine stalled).
+	for i in $(seq 600); do
 		tail -n +"$from" "$DP_TMP/dynprobed.log" | grep -q "agent of process $pid connected" &&
 			return 0
 		sleep 0.05

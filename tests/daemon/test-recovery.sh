@@ -24,8 +24,9 @@ tap_ok $? "event a installed: $(grep '^proc' "$DP_TMP/out")"
 
 "$DPCTL" enable s channel0 b probe dp_work+20 "$PIE" -p "$pid" >"$DP_TMP/b-enable" 2>&1 &
 client=$!
-# Event a paused once; event b's pause is the second.
-for i in $(seq 100); do
+# Event a paused once; event b's pause is the second.  60 s: a hang bound
+# (S23-6: not logged within 5 s, on a machine that stalled for seconds).
+for i in $(seq 1200); do
 	[ "$(grep -c "test pause: .* process $pid" "$DP_TMP/dynprobed.log")" -ge 2 ] && break
 	sleep 0.05
 done
@@ -45,7 +46,7 @@ tap_ok $? "event a's patch is still in place"
 
 start_dynprobed
 tap_ok $? "a new daemon starts (pid $DPD_PID; the old one was $old)"
-for i in $(seq 100); do
+for i in $(seq 300); do
 	dpctl list s
 	grep -q "event=a .*procs=$pid:2:1" "$DP_TMP/out" && break
 	sleep 0.1
