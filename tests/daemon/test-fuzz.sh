@@ -110,11 +110,7 @@ for proto in client app; do
 		tries=$((tries + 1))
 		"$FUZZ" "$GOLDEN" $proto "$RUN/dynprobe-$proto.sock" "$SEED" 0 30000 8 >"$DP_TMP/hold-$proto" 2>&1 &
 		holder=$!
-		for i in $(seq 200); do
-			grep -q '^dpfuzz: holding' "$DP_TMP/hold-$proto" && break
-			kill -0 "$holder" 2>/dev/null || break
-			sleep 0.05
-		done
+		wait_line "$DP_TMP/hold-$proto" '^dpfuzz: holding' 10
 		t0=$(date +%s%N)
 		timeout 20 "$DPCTL" ping >"$DP_TMP/out" 2>&1 && out_has "pid=$DPD_PID "
 		tap_ok $? "$proto socket: while 8 connections stall mid-frame, the daemon answers PING (in $((($(date +%s%N) - t0) / 1000000)) ms)"
