@@ -94,14 +94,15 @@ pg_backends() {
 # not even one exiting (its cmdline already empty, or a zombie): what runs
 # then is the postmaster's own.
 pg_backends_gone() {
-	local i pid exiting
+	local i pid left
 	for i in $(seq 3000); do
-		exiting=
+		left=
 		for pid in $(pg_children); do
-			# /proc files have no size: read one.
-			[ -n "$({ tr -d '\0' <"/proc/$pid/cmdline"; } 2>/dev/null)" ] || exiting=$pid
+			case $({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null) in
+			'' | *'127.0.0.1('*) left=$pid ;;
+			esac
 		done
-		[ -z "$(pg_backends)" ] && [ -z "$exiting" ] && return 0
+		[ -z "$left" ] && return 0
 		sleep 0.1
 	done
 	return 1
