@@ -709,6 +709,7 @@ static int object_plan(struct pa_object *o)
 	}
 	for (size_t i = 0; i < o->nplan; i++) {
 		const struct dp_patch *p = &o->plan[i];
+		bool inner = p->method == DP_SITE_JUMP && dp_window_inner_branches(&p->win);
 
 		for (unsigned k = 0; k < p->npoints; k++) {
 			struct pa_point *pt = &o->points[p->point_ids[k]];
@@ -717,7 +718,7 @@ static int object_plan(struct pa_object *o)
 			pt->hop = p->method == DP_SITE_JUMP && p->hop.len;
 			pt->redirect = p->method == DP_SITE_REDIRECT;
 			pt->led = p->method == DP_SITE_JUMP && p->led;
-			pt->inner = p->method == DP_SITE_JUMP && dp_window_inner_branches(&p->win);
+			pt->inner = inner;
 			pt->reason = p->reason;
 		}
 		if (p->method == DP_SITE_INT3)
