@@ -274,13 +274,18 @@ static bool has_tail_indirect(const struct dp_function *fn)
  * (there the words of its data and its instructions' immediates are read
  * too); a computed goto and a jmp through an argument with the frame still
  * up stay flagged, and the computed goto's labels are targets, its table
- * being relocated in one and plain words in the other.  A window right
- * before such a tail call is then a jump.
+ * being relocated in one and plain words in the other.  A function and
+ * its .cold part are walked as one: a tail call after the part came back,
+ * or in the part, is known as one; a part that does arithmetic on the
+ * pointer, or that something else calls, leaves the jmp flagged.  A window
+ * right before such a tail call is then a jump.
  */
 static void check_tail_calls(struct dp_object *obj, const char *path)
 {
-	static const char *const tails[] = { "tail_through_pointer", "tail_after_call", "tail_arg" };
-	static const char *const flagged[] = { "threaded", "tail_arg_framed", "rets_known" };
+	static const char *const tails[] = { "tail_through_pointer", "tail_after_call", "tail_arg",
+					     "parted_back", "parted_tail.cold" };
+	static const char *const flagged[] = { "threaded", "tail_arg_framed", "rets_known",
+					       "parted_sum", "parted_called" };
 	const struct dp_function *fn;
 
 	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {

@@ -31,6 +31,11 @@ struct an_keys {
 	size_t n, cap;
 };
 
+/* A direct jmp, jcc or loop from one function into another. */
+struct an_jump {
+	uint64_t target, src;
+};
+
 /* A GOT slot a dynamic relocation binds to an imported function. */
 struct an_slot {
 	uint64_t addr;
@@ -68,8 +73,12 @@ struct dp_object {
 					   code addresses are collected */
 	size_t ntables, tables_cap;
 	struct an_keys entered;		/* addresses other functions' direct branches,
-					   calls and tables lead to, until the tail
-					   calls are classified */
+					   calls and tables lead to, once per way in,
+					   until the tail calls are classified */
+	struct an_jump *jumped;		/* the jmp, jcc and loop among those ways in,
+					   with their sources: how a function's
+					   .cold parts and it enter each other */
+	size_t njumped, jumped_cap;
 	uint64_t *tgt_addr;		/* merged targets, ascending */
 	uint8_t *tgt_kind;
 	size_t ntgt;
@@ -179,12 +188,13 @@ int an_keys_sort_unique(struct an_keys *k);
 /*
  * tailcall.c: a branch, call or table jmp at `src` that leads to `target`
  * (the sweep and the jump-table resolver push each; only those from outside
- * the function holding the target are kept), 0 or -ENOMEM; and, once every
+ * the function holding the target are kept; `jump`: a direct jmp, jcc or
+ * loop), 0 or -ENOMEM; and, once every
  * target is known, DP_FN_INDIRECT on each function with an indirect jmp no
  * table explains (a DP_RET_TAIL_INDIRECT site), unless all of them are tail
  * calls through pointers.  0 or -ENOMEM.
  */
-int an_entered_push(struct dp_object *obj, uint64_t src, uint64_t target);
+int an_entered_push(struct dp_object *obj, uint64_t src, uint64_t target, bool jump);
 int an_tail_calls_settle(struct dp_object *obj);
 
 /*

@@ -184,6 +184,9 @@ static void analysis_release(struct dp_object *obj)
 	free(obj->refs.v);
 	free(obj->code_refs.v);
 	free(obj->entered.v);
+	free(obj->jumped);
+	obj->jumped = NULL;
+	obj->njumped = obj->jumped_cap = 0;
 	free(obj->tables);
 	obj->tables = NULL;
 	obj->ntables = obj->tables_cap = 0;
@@ -233,6 +236,9 @@ static int object_analyze(struct dp_object *obj)
 		err = an_tail_calls_settle(obj);
 	free(obj->code_refs.v);
 	free(obj->entered.v);
+	free(obj->jumped);
+	obj->jumped = NULL;
+	obj->njumped = obj->jumped_cap = 0;
 	free(obj->tables);
 	obj->tables = NULL;
 	obj->ntables = obj->tables_cap = 0;

@@ -85,7 +85,9 @@ unsigned an_preds_of(struct an_walk *w, uint32_t i)
 	size_t lo;
 	struct dp_insn prev;
 
-	if (i > 0 && an_insn_at(ctx, i - 1, &prev) && falls_through(&prev) &&
+	/* Not across a gap: instruction i - 1 may be another part's last. */
+	if (i > 0 && an_insn_at(ctx, i - 1, &prev) && ctx->off[i - 1] + prev.len == off &&
+	    falls_through(&prev) &&
 	    !an_call_noreturn(ctx->obj, &prev, ctx->start + ctx->off[i - 1])) {
 		if (n == max)
 			return max + 1;
@@ -612,7 +614,7 @@ static int dest_push(const struct an_func_ctx *ctx, uint32_t i, uint64_t target)
 {
 	int err = an_keys_push(&ctx->obj->keys, target, DP_TGT_JUMP_TABLE);
 
-	return err ? err : an_entered_push(ctx->obj, ctx->start + ctx->off[i], target);
+	return err ? err : an_entered_push(ctx->obj, ctx->start + ctx->off[i], target, false);
 }
 
 /* Checks every destination of the jmp at i, then pushes them all: 0, 1, 2 or -errno. */

@@ -193,7 +193,9 @@ static int insn_note(struct dp_object *obj, struct sweep *sw, size_t fi,
 
 		err = an_keys_push(&obj->keys, t, DP_TGT_DIRECT);
 		if (!err)
-			err = an_entered_push(obj, addr, t);
+			err = an_entered_push(obj, addr, t,
+					      in->flow == DP_FLOW_JMP || in->flow == DP_FLOW_JCC ||
+						      in->flow == DP_FLOW_LOOP);
 		if (!err && inside && in->flow != DP_FLOW_CALL)
 			err = edge_push(&sw->edges, (uint32_t)(t - fn->start), i);
 		if (!err && !inside && in->flow == DP_FLOW_JMP)

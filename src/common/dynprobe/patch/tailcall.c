@@ -30,6 +30,14 @@
  * code without symbols or unwind entries could name a label that no
  * reference shows.
  *
+ * A function and its .cold parts are one function here.  A part is a
+ * range no symbol names (but gcc's local `fn.cold`) that no pointer, call,
+ * table or fall-through enters, only jmps and jccs of the function or of
+ * the part itself.  Their code is walked as one, from the function's entry
+ * (or entries: a part two functions share joins them): the value a tail
+ * call in a part jumps to, and the blocks of the function a part comes
+ * back into, are known as well as the function's own.
+ *
  * Each function with such jmps is classified once every branch target is
  * known.  The walks back from a jmp follow the function's own control flow,
  * its jump tables included (a case block is entered from every table jmp of
@@ -49,10 +57,11 @@
 #define TC_DEPTH 4		/* nested register copies followed */
 #define TC_EXTRA_PREDS 64	/* table jmps of one function taken as predecessors */
 #define TC_DEFS 32		/* definitions of one register merged */
+#define TC_PARTS 8		/* a function and its parts walked as one */
 
 /* ---- one function ----------------------------------------------------- */
 
-int an_entered_push(struct dp_object *obj, uint64_t src, uint64_t target)
+int an_entered_push(struct dp_object *obj, uint64_t src, uint64_t target, bool jump)
 {
 	const struct dp_function *fn = an_function_at(obj, target);
 	struct an_keys *k = &obj->entered;
@@ -63,6 +72,11 @@ int an_entered_push(struct dp_object *obj, uint64_t src, uint64_t target)
 	if (DP_ARRAY_RESERVE(k->v, k->cap, k->n, 64))
 		return -ENOMEM;
 	k->v[k->n++] = target;
+	if (!jump)
+		return 0;
+	if (DP_ARRAY_RESERVE(obj->jumped, obj->jumped_cap, obj->njumped, 64))
+		return -ENOMEM;
+	obj->jumped[obj->njumped++] = (struct an_jump){ target, src };
 	return 0;
 }
 
@@ -73,9 +87,29 @@ static bool keys_has(const struct an_keys *k, uint64_t addr)
 	return lo < k->n && k->v[lo] == addr;
 }
 
+/* How many ways in from other functions `entered` holds for addr. */
+static size_t keys_count(const struct an_keys *k, uint64_t addr)
+{
+	return DP_BOUND_KEYS(k->v, k->n, addr, DP_BOUND_UPPER) -
+	       DP_BOUND_KEYS(k->v, k->n, addr, DP_BOUND_LOWER);
+}
+
+static int jump_cmp(const void *a, const void *b)
+{
+	const struct an_jump *x = a, *y = b;
+
+	if (x->target != y->target)
+		return x->target < y->target ? -1 : 1;
+	return x->src < y->src ? -1 : x->src > y->src;
+}
+
 /* A function being classified: its control flow beyond direct branches. */
 struct tc_fn {
 	struct an_func_ctx ctx;
+	const struct dp_function *parts[TC_PARTS];	/* the function and its
+							   parts, ascending */
+	unsigned nparts;
+	uint32_t *off;			/* owned: ctx.off, for more than one part */
 	struct an_edge *edges;		/* owned: ctx.edges */
 	uint32_t tables[TC_EXTRA_PREDS];	/* its jump-table jmps */
 	unsigned ntables;
@@ -89,6 +123,7 @@ struct tc_fn {
 enum tc_entry {
 	TC_CASE = 1u << 0,	/* a jump-table target: entered from the table jmps */
 	TC_FOREIGN = 1u << 1,	/* entered from elsewhere: other functions, the unwinder */
+	TC_ENTRY = 1u << 2,	/* a function's entry */
 };
 
 static int edge_cmp(const void *a, const void *b)
@@ -108,29 +143,236 @@ static bool is_unexplained(const struct dp_function *fn, uint64_t addr)
 	return false;
 }
 
+/* ---- a function and its parts ------------------------------------------ */
+
+/* The part holding addr, or NULL. */
+static const struct dp_function *part_at(const struct tc_fn *tf, uint64_t addr)
+{
+	for (unsigned k = 0; k < tf->nparts; k++)
+		if (addr - tf->parts[k]->start < tf->parts[k]->size)
+			return tf->parts[k];
+	return NULL;
+}
+
+/* The jmps, jccs and loops from other functions to addr: [*lo, return). */
+static size_t jumps_to(const struct dp_object *obj, uint64_t addr, size_t *lo)
+{
+	*lo = DP_BOUND(obj->jumped, obj->njumped, target, addr, DP_BOUND_LOWER);
+	return DP_BOUND(obj->jumped, obj->njumped, target, addr, DP_BOUND_UPPER);
+}
+
+/* Whether code before g runs on into its start. */
+static bool fallen_into(const struct dp_object *obj, const struct dp_function *g)
+{
+	const struct dp_function *h = an_function_at(obj, g->start - 1);
+	struct dp_insn in;
+	const uint8_t *code;
+	uint32_t off;
+
+	if (!h || h == g || !h->ninsns)
+		return false;
+	off = h->insn_off[h->ninsns - 1];
+	code = dp_elf_code(obj->elf, h->start + off, h->size - off);
+	if (!code || dp_insn_decode(code, h->size - off, &in))
+		return true;
+	if (h->start + off + in.len != g->start)
+		return false;
+	return in.flow != DP_FLOW_JMP && in.flow != DP_FLOW_JMP_IND && in.flow != DP_FLOW_RET &&
+	       !an_call_noreturn(obj, &in, h->start + off);
+}
+
+/* gcc's name for the part of fn it moves out: `fn.cold`, or `fn.cold.N`. */
+static bool cold_name(const char *name)
+{
+	const char *c = strstr(name, ".cold");
+
+	if (!c || c == name)
+		return false;
+	c += strlen(".cold");
+	if (*c == '.' && c[1])
+		for (c++; *c >= '0' && *c <= '9'; c++)
+			;
+	return !*c;
+}
+
+/* Whether g is a part: unnamed, entered from other functions by direct
+ * jmps, jccs and loops alone, and by nothing else. */
+static bool is_part(const struct dp_object *obj, const struct dp_function *g)
+{
+	size_t lo, hi = jumps_to(obj, g->start, &lo);
+
+	return (!g->name || cold_name(g->name)) && !keys_has(&obj->code_refs, g->start) &&
+	       !(an_target_kind(obj, g->start) & ~(DP_TGT_DIRECT | DP_TGT_FUNCTION)) &&
+	       keys_count(&obj->entered, g->start) == hi - lo && !fallen_into(obj, g);
+}
+
+static bool part_add(struct tc_fn *tf, const struct dp_function *g)
+{
+	if (!g || part_at(tf, g->start))
+		return true;
+	if (tf->nparts == TC_PARTS)
+		return false;
+	tf->parts[tf->nparts++] = g;
+	return true;
+}
+
+/*
+ * Gathers fn's parts and the functions they belong to (fn itself, or those
+ * that jump into fn when fn is a part): the parts any of them jumps into,
+ * and whoever jumps into a part.  False when there are too many, or no
+ * function but parts.
+ */
+static bool parts_find(struct tc_fn *tf, const struct dp_object *obj, const struct dp_function *fn)
+{
+	unsigned whole = 0;
+
+	tf->parts[0] = fn;
+	tf->nparts = 1;
+	for (unsigned m = 0; m < tf->nparts; m++) {
+		const struct dp_function *g = tf->parts[m];
+		const uint8_t *code = dp_elf_code(obj->elf, g->start, g->size);
+		size_t lo, hi;
+
+		if (!code || (g->flags & DP_FN_UNDECODED))
+			return false;
+		for (uint32_t i = 0; i < g->ninsns; i++) {
+			const struct dp_function *h;
+			struct dp_insn in;
+			uint64_t t;
+
+			if (dp_insn_decode(code + g->insn_off[i], g->size - g->insn_off[i], &in) ||
+			    !(in.attr & DP_ATTR_REL) ||
+			    (in.flow != DP_FLOW_JMP && in.flow != DP_FLOW_JCC && in.flow != DP_FLOW_LOOP))
+				continue;
+			t = dp_insn_target(&in, g->start + g->insn_off[i]);
+			h = an_function_at(obj, t);
+			if (h && h->start == t && h != g && is_part(obj, h) && !part_add(tf, h))
+				return false;
+		}
+		if (!is_part(obj, g))
+			continue;
+		for (jumps_to(obj, g->start, &lo), hi = lo; hi < obj->njumped; hi++) {
+			if (obj->jumped[hi].target - g->start >= g->size)
+				break;
+			if (!part_add(tf, an_function_at(obj, obj->jumped[hi].src)))
+				return false;
+		}
+	}
+	for (unsigned m = 0; m < tf->nparts; m++)
+		whole += !is_part(obj, tf->parts[m]);
+	return whole > 0;
+}
+
+static int part_cmp(const void *a, const void *b)
+{
+	const struct dp_function *x = *(const struct dp_function *const *)a;
+	const struct dp_function *y = *(const struct dp_function *const *)b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * Sets up the walk over fn, and over its parts with it when it has any
+ * (their instructions as one list, offsets from the first part's start).
+ * 0 or -ENOMEM.
+ */
+static int tc_fn_parts(struct tc_fn *tf, const struct dp_object *obj, const struct dp_function *fn)
+{
+	struct an_func_ctx *ctx = &tf->ctx;
+	const struct dp_function *last;
+	uint32_t n = 0;
+
+	tf->parts[0] = fn;
+	tf->nparts = 1;
+	ctx->start = fn->start;
+	ctx->size = fn->size;
+	ctx->off = fn->insn_off;
+	ctx->n = fn->ninsns;
+	ctx->code = dp_elf_code(obj->elf, fn->start, fn->size);
+	if (!parts_find(tf, obj, fn) || tf->nparts == 1) {
+		tf->nparts = 1;
+		return 0;
+	}
+	qsort(tf->parts, tf->nparts, sizeof(tf->parts[0]), part_cmp);
+	last = tf->parts[tf->nparts - 1];
+	for (unsigned m = 0; m + 1 < tf->nparts; m++)
+		if (tf->parts[m]->start + tf->parts[m]->size > tf->parts[m + 1]->start ||
+		    n > UINT32_MAX - tf->parts[m]->ninsns)
+			goto alone;
+		else
+			n += tf->parts[m]->ninsns;
+	if (last->start + last->size - tf->parts[0]->start > UINT32_MAX ||
+	    !dp_elf_code(obj->elf, tf->parts[0]->start, last->start + last->size - tf->parts[0]->start))
+		goto alone;
+	n += last->ninsns;
+	tf->off = malloc((n ? n : 1) * sizeof(*tf->off));
+	if (!tf->off)
+		return -ENOMEM;
+	ctx->start = tf->parts[0]->start;
+	ctx->size = last->start + last->size - ctx->start;
+	ctx->code = dp_elf_code(obj->elf, ctx->start, ctx->size);
+	ctx->off = tf->off;
+	ctx->n = 0;
+	for (unsigned m = 0; m < tf->nparts; m++) {
+		const struct dp_function *g = tf->parts[m];
+
+		for (uint32_t i = 0; i < g->ninsns; i++)
+			tf->off[ctx->n++] = (uint32_t)(g->start - ctx->start) + g->insn_off[i];
+	}
+	return 0;
+alone:
+	tf->parts[0] = fn;
+	tf->nparts = 1;
+	return 0;
+}
+
+/*
+ * How instruction i, at addr, is entered: TC_ENTRY at the start of fn (or
+ * of a function a part of fn's belongs to), TC_FOREIGN from outside the
+ * walk.
+ */
+static unsigned entered_how(const struct tc_fn *tf, const struct dp_object *obj, uint32_t i,
+			    uint64_t addr)
+{
+	unsigned kind = an_target_kind(obj, addr);
+	const struct dp_function *g = part_at(tf, addr);
+	size_t lo, hi, own = 0;
+
+	if (tf->nparts == 1 ? i == 0 : g->start == addr && !is_part(obj, g))
+		return TC_ENTRY;
+	if (kind & (DP_TGT_LANDING_PAD | DP_TGT_ADDRESS))
+		return TC_FOREIGN;
+	if ((tf->nparts == 1 || g->start != addr) && (kind & DP_TGT_FUNCTION))
+		return TC_FOREIGN;
+	/* Every way in from another function, but those from the parts. */
+	for (hi = jumps_to(obj, addr, &lo); tf->nparts > 1 && lo < hi; lo++)
+		own += part_at(tf, obj->jumped[lo].src) != NULL;
+	return keys_count(&obj->entered, addr) > own ? TC_FOREIGN : 0;
+}
+
 /* The local direct branches (by target), the table jmps, how each
  * instruction may be entered.  0 or -ENOMEM. */
 static int tc_fn_init(struct tc_fn *tf, const struct dp_object *obj, const struct dp_function *fn)
 {
 	struct an_func_ctx *ctx = &tf->ctx;
 	size_t n = 0, cap = 0;
+	int err = tc_fn_parts(tf, obj, fn);
 
+	if (err)
+		return err;
 	tf->entry = calloc(ctx->n ? ctx->n : 1, 1);
 	if (!tf->entry)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < ctx->n; i++) {
 		uint64_t addr = ctx->start + ctx->off[i], t;
-		unsigned kind = an_target_kind(obj, addr);
 		struct dp_insn in;
 
-		if (kind & DP_TGT_JUMP_TABLE)
+		if (an_target_kind(obj, addr) & DP_TGT_JUMP_TABLE)
 			tf->entry[i] |= TC_CASE;
-		if ((kind & (DP_TGT_LANDING_PAD | DP_TGT_ADDRESS)) || (i && (kind & DP_TGT_FUNCTION)) ||
-		    (i && keys_has(&obj->entered, addr)))
-			tf->entry[i] |= TC_FOREIGN;
+		tf->entry[i] |= (uint8_t)entered_how(tf, obj, i, addr);
 		if (!an_insn_at(ctx, i, &in))
 			continue;
-		if (in.flow == DP_FLOW_JMP_IND && !is_unexplained(fn, addr)) {
+		if (in.flow == DP_FLOW_JMP_IND && !is_unexplained(part_at(tf, addr), addr)) {
 			if (tf->ntables < TC_EXTRA_PREDS)
 				tf->tables[tf->ntables++] = i;
 			else
@@ -139,7 +381,7 @@ static int tc_fn_init(struct tc_fn *tf, const struct dp_object *obj, const struc
 		if (!(in.attr & DP_ATTR_REL) || in.flow == DP_FLOW_CALL)
 			continue;
 		t = dp_insn_target(&in, addr);
-		if (t - ctx->start >= ctx->size)
+		if (t - ctx->start >= ctx->size || an_insn_index(ctx->off, ctx->n, t - ctx->start) < 0)
 			continue;
 		if (DP_ARRAY_RESERVE(tf->edges, cap, n, 64))
 			return -ENOMEM;
@@ -155,6 +397,7 @@ static int tc_fn_init(struct tc_fn *tf, const struct dp_object *obj, const struc
 
 static void tc_fn_release(struct tc_fn *tf)
 {
+	free(tf->off);
 	free(tf->edges);
 	free(tf->entry);
 	free(tf->rsp);
@@ -172,8 +415,8 @@ static int tc_preds(struct tc_fn *tf, uint32_t at, bool *entry)
 	unsigned np = an_preds_of(w, at);
 	struct an_pred *p = an_walk_top(w);
 
-	*entry = at == 0;
-	if (at && (tf->entry[at] & TC_FOREIGN))
+	*entry = tf->entry[at] & TC_ENTRY;
+	if (tf->entry[at] & TC_FOREIGN)
 		return -1;
 	if (tf->entry[at] & TC_CASE) {
 		if (!tf->ntables || tf->tables_overflow || !an_preds_fit(w, np + tf->ntables))
@@ -427,8 +670,9 @@ static unsigned sh_succs(const struct tc_fn *tf, uint32_t i, const struct dp_ins
 		if (k >= 0)
 			succ[n++] = (uint32_t)k;
 	}
-	if (i + 1 < ctx->n && in->flow != DP_FLOW_JMP && in->flow != DP_FLOW_JMP_IND &&
-	    in->flow != DP_FLOW_RET && in->flow != DP_FLOW_FAR && in->flow != DP_FLOW_UD &&
+	/* Not across a gap: instruction i + 1 may be another part's first. */
+	if (i + 1 < ctx->n && ctx->off[i] + in->len == ctx->off[i + 1] &&
+	    in->flow != DP_FLOW_JMP && in->flow != DP_FLOW_JMP_IND && in->flow != DP_FLOW_RET && in->flow != DP_FLOW_FAR && in->flow != DP_FLOW_UD &&
 	    in->flow != DP_FLOW_INT && in->flow != DP_FLOW_TRAP &&
 	    !an_call_noreturn(ctx->obj, in, ctx->start + ctx->off[i]))
 		succ[n++] = i + 1;
@@ -469,9 +713,11 @@ static void stack_heights(struct tc_fn *tf)
 		if (tf->entry[i] & TC_CASE)
 			cases[ncases++] = i;
 	}
-	sh_flow(st, work, &nwork, queued, 0, (struct sh_state){ 0, SH_UNKNOWN });
+	for (uint32_t i = 0; i < ctx->n; i++)
+		if (tf->entry[i] & TC_ENTRY)
+			sh_flow(st, work, &nwork, queued, i, (struct sh_state){ 0, SH_UNKNOWN });
 	/* Entered from elsewhere: with a stack this pass does not see. */
-	for (uint32_t i = 1; i < ctx->n; i++)
+	for (uint32_t i = 0; i < ctx->n; i++)
 		if (tf->entry[i] & TC_FOREIGN)
 			sh_flow(st, work, &nwork, queued, i, unknown);
 	/* Each value only goes from unset to known to unknown, and an
@@ -532,28 +778,31 @@ static bool tail_call(struct tc_fn *tf, uint32_t i)
 	return !(org & ORG_HANDED) || frame_torn_down(tf, i);
 }
 
-/* Whether every indirect jmp of fn that no table explains is a tail call. */
+/*
+ * Whether every indirect jmp of fn that no table explains is a tail call,
+ * and no label inside fn or its parts is held anywhere (a jmp in a part
+ * may go back into the function).
+ */
 static int all_tail_calls(struct dp_object *obj, struct an_walk *walk,
 			  const struct dp_function *fn, bool *all)
 {
-	struct tc_fn tf = {
-		.ctx = { .obj = obj, .walk = walk, .start = fn->start, .size = fn->size,
-			 .off = fn->insn_off, .n = fn->ninsns },
-	};
+	struct tc_fn tf = { .ctx = { .obj = obj, .walk = walk } };
 	int err;
 
 	*all = false;
-	tf.ctx.code = dp_elf_code(obj->elf, fn->start, fn->size);
-	if (!tf.ctx.code || !fn->ninsns || (fn->flags & DP_FN_UNDECODED))
+	if (!dp_elf_code(obj->elf, fn->start, fn->size) || !fn->ninsns ||
+	    (fn->flags & DP_FN_UNDECODED))
 		return 0;
 	err = tc_fn_init(&tf, obj, fn);
 	*all = !err;
+	for (unsigned m = 0; m < tf.nparts && *all; m++)
+		*all = !an_code_named_inside(obj, tf.parts[m]);
 	for (uint32_t r = 0; r < fn->nrets && *all; r++) {
 		long i;
 
 		if (fn->rets[r].kind != DP_RET_TAIL_INDIRECT)
 			continue;
-		i = dp_function_insn_index(fn, fn->rets[r].addr);
+		i = an_insn_index(tf.ctx.off, tf.ctx.n, fn->rets[r].addr - tf.ctx.start);
 		*all = i >= 0 && tail_call(&tf, (uint32_t)i);
 	}
 	tc_fn_release(&tf);
@@ -581,8 +830,10 @@ int an_tail_calls_settle(struct dp_object *obj)
 	}
 	if (!any)
 		return 0;
-	/* Who enters where, once for the object. */
-	err = an_keys_sort_unique(&obj->entered);
+	/* Who enters where, once for the object: each way in counts. */
+	err = an_u64_sort(obj->entered.v, obj->entered.n);
+	if (!err && obj->njumped > 1)
+		qsort(obj->jumped, obj->njumped, sizeof(*obj->jumped), jump_cmp);
 	if (!err && obj->code_refs_known && !(walk = calloc(1, sizeof(*walk))))
 		err = -ENOMEM;
 	if (err)
@@ -598,7 +849,7 @@ int an_tail_calls_settle(struct dp_object *obj)
 			continue;
 		if (walk)
 			err = all_tail_calls(obj, walk, fn, &all);
-		if (!all || an_code_named_inside(obj, fn))
+		if (!all)
 			fn->flags |= DP_FN_INDIRECT;
 	}
 	free(walk);
