@@ -67,6 +67,7 @@ long dp_c_redirect_cold(long x);
 long dp_c_redirect_next(long x);
 long dp_c_led_ret(long x);
 long dp_c_inner_ret(long x);
+long dp_c_fwd_entry(long x);
 long dp_c_sdt_nop(long x);
 long dp_c_sdt_nop_tgt(long n);
 long dp_c_sdt_nop5(long n);
@@ -123,6 +124,7 @@ DRIVER(drive_led_ret)
 	return dp_c_led_ret(x % 5 == 0 ? -5 : x % 5 == 1 ? x + 100 : x % 5 == 2 ? x & 62 : x | 1);
 }
 DRIVER(drive_inner_ret) { return dp_c_inner_ret(x % 3 == 0 ? x + 100 : x % 100); }
+DRIVER(drive_fwd_entry) { return dp_c_fwd_entry(x % 64); }
 DRIVER(drive_redirect_cold)
 {
 	return dp_c_redirect_cold(x % 3 == 0 ? -x : x) * 3 + dp_c_redirect_next(x);
@@ -297,6 +299,10 @@ static const struct ccase cases[] = {
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, HOP_NONE,
 	  "ret fallen into and the target of a je rel8 before it, no fill in reach: the je in the window",
 	  DP_PLAN_REDIRECT | DP_PLAN_ALONE, 0, false, false },
+	{ "dp_c_fwd_entry", drive_fwd_entry, NEED_NONE, NULL,
+	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
+	  "entry packed before a loop's head, no fill in reach: the window runs on over the loop's jg",
+	  DP_PLAN_REDIRECT | DP_PLAN_ALONE, -1, false, false },
 	{ "dp_c_endbr", drive_endbr, NEED_NONE, NULL,
 	  DP_SITE_JUMP, ANY, DP_SITE_JUMP, ANY, ANY, ANY, HOP_NONE,
 	  "endbr64 prologue", 0, -1, false, false },
@@ -721,6 +727,16 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 			       dp_window_inner_branches(&q->win) == 1,
 		       "%s: the site's window holds the branch to it, nothing else led: %s", cc->name,
 		       q ? dp_plan_led_str(q, how, sizeof(how)) : "no patch");
+	}
+	if (!strcmp(cc->name, "dp_c_fwd_entry")) {
+		const struct dp_patch *q = patch_of(patches, npatches, 0);
+		char how[160];
+
+		tap_ok(q && q->method == DP_SITE_JUMP && !q->led && !q->nredirects && !q->hop.len &&
+			       q->win.addr == fn->start && q->win.ninsns == 4 &&
+			       dp_window_inner_branches(&q->win) == 1,
+		       "%s: the entry's window runs on over the loop, its jg inside, nothing led: %s",
+		       cc->name, q ? dp_plan_led_str(q, how, sizeof(how)) : "no patch");
 	}
 	if (cc->hop != HOP_NONE) {
 		hop = patch_of(patches, npatches, cc->hop == HOP_ENTRY ? 0 : npoints - 1);

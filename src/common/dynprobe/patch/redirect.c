@@ -557,18 +557,17 @@ static int redirect_try(struct rd_state *st, size_t i, uint64_t start, struct pl
 }
 
 /*
- * The window [k, idx] of fn's instructions, ending with the point's: whole
- * instructions that can move (a call only last), no target inside one.
- * False when there is none from k on.
+ * The window [k, j] of fn's instructions: whole instructions that can move
+ * (a call only last), no target inside one.  False when there is none.
  */
-static bool window_span(struct rd_state *st, const struct dp_function *fn, long k, long idx,
+static bool window_span(struct rd_state *st, const struct dp_function *fn, long k, long j,
 			struct dp_window *w)
 {
 	bool last_only = false;
 
 	memset(w, 0, sizeof(*w));
 	w->addr = fn->start + fn->insn_off[k];
-	for (long m = k; m <= idx; m++) {
+	for (long m = k; m <= j; m++) {
 		uint64_t va = fn->start + fn->insn_off[m];
 		struct dp_insn insn;
 		const uint8_t *bytes;
@@ -589,15 +588,62 @@ static bool window_span(struct rd_state *st, const struct dp_function *fn, long 
 }
 
 /*
+ * Tries the window [k, j] for the int3 patch i: every target in it past
+ * its first byte led (lead_add), their rel8s through one hop.  *taken
+ * when the patch got it.  0 or -ENOMEM.
+ */
+static int interior_window(struct rd_state *st, size_t i, const struct dp_window *w,
+			   struct pl_taken *t, bool *taken)
+{
+	struct dp_hop hop;
+	struct rd_lead l;
+	bool ok = true;
+	int err;
+
+	*taken = false;
+	if (w->len < PL_JMP_LEN || pl_ranges_overlap(&st->written, w->addr, w->addr + w->len) ||
+	    pl_ranges_overlap(&st->branches, w->addr, w->addr + w->len) ||
+	    pl_ranges_overlap(&st->redirected, w->addr, w->addr + w->len) ||
+	    pl_ranges_overlap(&t->hops, w->addr, w->addr + w->len))
+		return 0;
+	lead_init(&l);
+	for (unsigned m = 0; m < w->ninsns && ok; m++) {
+		uint64_t va = w->addr + w->off[m];
+		unsigned kind = dp_object_target_kind(st->obj, va);
+		long pp = point_patch(st, va);
+
+		/* Another jump's hooks would be passed by. */
+		if (pp >= 0 && (size_t)pp != i && st->p[pp].method != DP_SITE_INT3)
+			ok = false;
+		else if (m && kind)
+			ok = kind == DP_TGT_DIRECT && lead_add(st, va, m, w, &l);
+	}
+	if (!ok)
+		return 0;
+	err = lead_hop(st, &l, t, &hop, &ok);
+	if (err || !ok)
+		return err;	/* no hop: a wider window may hold the rel8s */
+	if (lead_commit(st, i, w, &l, &hop, &err) && !err) {
+		st->p[i].method = DP_SITE_JUMP;
+		*taken = true;
+		err = pl_ranges_add(&st->written, w->addr, w->addr + w->len);
+	}
+	return err;
+}
+
+/*
  * Gives the int3 patch i a jump whose window holds targets after its first
  * byte, when every way to each is a direct branch that can be led to the
  * matching instruction of the trampoline (rel32s written, rel8s through
  * the patch's hop, those in other windows through their relocated copy),
  * or is a jmp or jcc inside the window itself (its copy goes to the
- * target's copy: tramp.c).  The window ends with the point's instruction
- * and starts up to 7 instructions before (further back when the branches
- * a shorter one would lead have no hop in reach: they may be inside); the
- * branches are led before the window is written (plan.h).  0 or -ENOMEM.
+ * target's copy: tramp.c).  Windows that end with the point's instruction
+ * come first, starting up to 7 instructions before it (further back when
+ * the branches a shorter one would lead have no hop in reach: they may be
+ * inside); then windows that run on past it (a short .cold part whose
+ * next instruction a loop comes back to, a ret packed against the next
+ * block).  The branches are led before the window is written (plan.h).
+ * 0 or -ENOMEM.
  */
 static int interior_try(struct rd_state *st, size_t i, struct pl_taken *t)
 {
@@ -607,44 +653,18 @@ static int interior_try(struct rd_state *st, size_t i, struct pl_taken *t)
 
 	if (idx < 0 || (fn->flags & (DP_FN_INDIRECT | DP_FN_UNDECODED)))
 		return 0;
-	for (long k = idx; k >= 0 && idx - k < DP_WINDOW_MAX_INSNS; k--) {
-		struct dp_window w;
-		struct dp_hop hop;
-		struct rd_lead l;
-		bool ok = true;
-		int err;
+	for (long j = idx; j < (long)fn->ninsns && j - idx < DP_WINDOW_MAX_INSNS; j++) {
+		for (long k = idx; k >= 0 && j - k < DP_WINDOW_MAX_INSNS; k--) {
+			struct dp_window w;
+			bool taken;
+			int err;
 
-		if (!window_span(st, fn, k, idx, &w))
-			return 0;	/* no better from further back */
-		if (w.len < PL_JMP_LEN || pl_ranges_overlap(&st->written, w.addr, w.addr + w.len) ||
-		    pl_ranges_overlap(&st->branches, w.addr, w.addr + w.len) ||
-		    pl_ranges_overlap(&st->redirected, w.addr, w.addr + w.len) ||
-		    pl_ranges_overlap(&t->hops, w.addr, w.addr + w.len))
-			continue;
-		lead_init(&l);
-		for (unsigned m = 0; m < w.ninsns && ok; m++) {
-			uint64_t va = w.addr + w.off[m];
-			unsigned kind = dp_object_target_kind(st->obj, va);
-			long pp = point_patch(st, va);
-
-			/* Another jump's hooks would be passed by. */
-			if (pp >= 0 && (size_t)pp != i && st->p[pp].method != DP_SITE_INT3)
-				ok = false;
-			else if (m && kind)
-				ok = kind == DP_TGT_DIRECT && lead_add(st, va, m, &w, &l);
+			if (!window_span(st, fn, k, j, &w))
+				break;	/* no better from further back */
+			err = interior_window(st, i, &w, t, &taken);
+			if (err || taken)
+				return err;
 		}
-		if (!ok)
-			continue;
-		err = lead_hop(st, &l, t, &hop, &ok);
-		if (err)
-			return err;
-		if (!ok)
-			continue;	/* further back, the rel8s may be inside */
-		if (lead_commit(st, i, &w, &l, &hop, &err) && !err) {
-			p->method = DP_SITE_JUMP;
-			err = pl_ranges_add(&st->written, w.addr, w.addr + w.len);
-		}
-		return err;
 	}
 	return 0;
 }
@@ -659,14 +679,17 @@ static int cand_push(struct rd_state *st, uint64_t addr)
 	return 0;
 }
 
-/* The direct targets a window ending with q's point could hold. */
+/* The direct targets a window holding q's point could hold. */
 static int interior_cands(struct rd_state *st, const struct dp_patch *q)
 {
 	const struct dp_function *fn = q->fn;
 	long idx = fn ? dp_function_insn_index(fn, q->win.addr) : -1;
 	int err = 0;
 
-	for (long k = idx; k > 0 && idx - k < DP_WINDOW_MAX_INSNS && !err; k--) {
+	if (idx < 0)
+		return 0;
+	for (long k = idx > DP_WINDOW_MAX_INSNS ? idx - DP_WINDOW_MAX_INSNS + 1 : 1;
+	     k < (long)fn->ninsns && k - idx < DP_WINDOW_MAX_INSNS && !err; k++) {
 		uint64_t va = fn->start + fn->insn_off[k];
 
 		if (dp_object_target_kind(st->obj, va) == DP_TGT_DIRECT)
