@@ -36,9 +36,9 @@ dp_lttng create c --output="$DP_TMP/trace-c" >/dev/null &&
 	dp_lttng enable-event -u -s c "dynprobe:c*" >/dev/null &&
 	dp_lttng start c >/dev/null || tap_bail "cannot create session c"
 
-start_target a "$PIE" "$DP_TMP/shm-a" 2 5 1000 || tap_bail "target a does not start"
+start_target a "$PIE" "$DP_SHM/shm-a" 2 5 1000 || tap_bail "target a does not start"
 a=$TARGET_PID
-start_target b "$PIE" "$DP_TMP/shm-b" 2 5 1000 || tap_bail "target b does not start"
+start_target b "$PIE" "$DP_SHM/shm-b" 2 5 1000 || tap_bail "target b does not start"
 b=$TARGET_PID
 
 # ---- a request held in the middle of process A -------------------------

@@ -20,7 +20,7 @@ for kind in pie nopie; do
 	exe=$builddir/target-$kind
 	off=$(( 0x$(nm "$exe" | awk '$3 == "dp_work_mid" { print $1 }') - \
 		0x$(nm "$exe" | awk '$3 == "dp_work" { print $1 }') ))
-	start_target "t-$kind" env LD_PRELOAD="$AGENT" "$exe" "$DP_TMP/shm-$kind" 8 10 500
+	start_target "t-$kind" env LD_PRELOAD="$AGENT" "$exe" "$DP_SHM/shm-$kind" 8 10 500
 	tap_ok $? "$kind target with 8 threads started" || continue
 	tpid=$TARGET_PID
 
@@ -32,7 +32,7 @@ for kind in pie nopie; do
 	tap_ok $? "$kind: session with the dynamic events enabled"
 
 	start=$(date +%s.%N)
-	dpctl cycles "$CYCLES" "c$kind" big "$tpid" "$exe" dp_work "$off" "$DP_TMP/shm-$kind" \
+	dpctl cycles "$CYCLES" "c$kind" big "$tpid" "$exe" dp_work "$off" "$DP_SHM/shm-$kind" \
 		"$DP_TMP/windows-$kind"
 	tap_ok $? "$kind: $CYCLES install/remove cycles of entry, return and +$off probes: $(tail -n2 "$DP_TMP/out" | tr "\n" " ")"
 	tap_diag "$kind: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f s", e - s }')"

@@ -21,7 +21,7 @@ start_sessiond || tap_bail "no session daemon"
 
 # ---- the agent asked to wait for GO, with no daemon to say it ----
 t0=$(date +%s%N)
-env LD_PRELOAD="$AGENT" LTTNG_DYNPROBE_WAIT=5000 "$PIE" "$DP_TMP/shm-nodaemon" 1 1 1000 \
+env LD_PRELOAD="$AGENT" LTTNG_DYNPROBE_WAIT=5000 "$PIE" "$DP_SHM/shm-nodaemon" 1 1 1000 \
 	>"$DP_TMP/nodaemon.out" 2>&1 &
 nd=$!
 DP_TARGETS="$DP_TARGETS $nd"
@@ -59,7 +59,7 @@ tap_ok $? "a session recording every dynamic event"
 # ---- PIE and non-PIE executables ----
 for kind in pie nopie; do
 	exe=$builddir/target-$kind
-	start_target "$kind" env LD_PRELOAD="$AGENT" "$exe" "$DP_TMP/shm-$kind" 2 5 2000
+	start_target "$kind" env LD_PRELOAD="$AGENT" "$exe" "$DP_SHM/shm-$kind" 2 5 2000
 	pid=$TARGET_PID
 	dpctl enable s channel0 "w$kind" function dp_work "$exe" -p "$pid" -c reg:rdi
 	tap_ok $? "$kind: --function dp_work in pid $pid: $(head -n1 "$DP_TMP/out")"
@@ -124,7 +124,7 @@ st=$?
 tap_ok $? "ENABLE of the same name with another spec is refused: $(head -n1 "$DP_TMP/out")"
 
 # ---- every process of a path, and processes that start later ----
-start_target pie2 env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-pie2" 2 5 2000
+start_target pie2 env LD_PRELOAD="$AGENT" "$PIE" "$DP_SHM/shm-pie2" 2 5 2000
 pid2=$TARGET_PID
 dpctl enable s channel0 mid probe dp_work+20 "$PIE"
 tap_ok $? "--probe dp_work+20 without a pid: $(head -n1 "$DP_TMP/out")"
@@ -133,7 +133,7 @@ out_has "^proc pid=$pid_pie status=0 jump=1" && out_has "^proc pid=$pid2 status=
 tap_ok $? "installed in both processes that map $PIE, and only there"
 
 dpctl enable s channel0 early function dp_work "$NOPIE" -c reg:rsi
-env LD_PRELOAD="$AGENT" LTTNG_DYNPROBE_WAIT=5000 "$NOPIE" "$DP_TMP/shm-late" 1 1 1000 \
+env LD_PRELOAD="$AGENT" LTTNG_DYNPROBE_WAIT=5000 "$NOPIE" "$DP_SHM/shm-late" 1 1 1000 \
 	>"$DP_TMP/late.out" 2>&1 &
 late=$!
 DP_TARGETS="$DP_TARGETS $late"
@@ -152,7 +152,7 @@ tap_ok $? "that process ran right: $(cat "$DP_TMP/late.out" | tr '\n' ' ')"
 dp_lttng create batch --output="$DP_TMP/trace-batch" >/dev/null &&
 	dp_lttng enable-event -u -s batch 'dynprobe:m*' >/dev/null &&
 	dp_lttng start batch >/dev/null
-start_target many env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-many" 2 1 5000
+start_target many env LD_PRELOAD="$AGENT" "$PIE" "$DP_SHM/shm-many" 2 1 5000
 pid_many=$TARGET_PID
 from=$(($(wc -l <"$DP_TMP/dynprobed.log") + 1))
 dpctl enable-many batch channel0 "$pid_many" "$PIE" m1=dp_work m2=dp_work+29 m3=dp_never
@@ -243,7 +243,7 @@ tap_ok $? "and computed right throughout"
 
 # ---- injection into a process without the agent ----
 start_dynprobed
-start_target plain "$PIE" "$DP_TMP/shm-plain" 2 5 2000
+start_target plain "$PIE" "$DP_SHM/shm-plain" 2 5 2000
 dpctl enable s channel0 inj function dp_work "$PIE" -p "$TARGET_PID"
 tap_ok $? "the agent is injected into a process that did not have it: $(head -n1 "$DP_TMP/out")"
 grep -q liblttng-ust-dynprobe /proc/"$TARGET_PID"/maps

@@ -18,7 +18,7 @@ start_sessiond || tap_bail "no session daemon"
 # and kill a target inside it, however loaded the machine.
 start_dynprobed --test-pause-ms 5000 || tap_bail "lttng-dynprobed does not start"
 dp_lttng create s --output="$DP_TMP/trace" >/dev/null
-start_target t env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm" 2 5 2000
+start_target t env LD_PRELOAD="$AGENT" "$PIE" "$DP_SHM/shm" 2 5 2000
 pid=$TARGET_PID
 start_target z "$builddir/zlib-user"
 zpid=$TARGET_PID
@@ -73,7 +73,7 @@ refused "a thread's id" -22 "is a thread of process $pid: give the process id $p
 
 # A site only an int3 can take, in a process whose threads block SIGTRAP:
 # the kernel would kill it at the first hit.
-start_target tb env LD_PRELOAD="$AGENT" DP_TARGET_BLOCK_SIGTRAP=1 "$PIE" "$DP_TMP/shm-tb" 2 5 2000
+start_target tb env LD_PRELOAD="$AGENT" DP_TARGET_BLOCK_SIGTRAP=1 "$PIE" "$DP_SHM/shm-tb" 2 5 2000
 tbpid=$TARGET_PID
 dpctl enable s channel0 e probe dp_work+0x38 "$PIE" -p "$tbpid"
 st=$?
@@ -129,12 +129,12 @@ kill_during_install() {
 	if [ "$keep" = 1 ]; then
 		# A parent that stops itself once it started the victim.
 		start_target "$name" bash -c 'env LD_PRELOAD="$1" "$2" "$3" 2 5 2000 &
-			echo $! >"$4"; kill -STOP $$; wait' - "$AGENT" "$PIE" "$DP_TMP/shm-$name" \
+			echo $! >"$4"; kill -STOP $$; wait' - "$AGENT" "$PIE" "$DP_SHM/shm-$name" \
 			"$DP_TMP/$name.pid" || tap_bail "$name does not start"
 		parent=$TARGET_PID
 		victim=$(cat "$DP_TMP/$name.pid")
 	else
-		start_target "$name" env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-$name" 2 5 2000 ||
+		start_target "$name" env LD_PRELOAD="$AGENT" "$PIE" "$DP_SHM/shm-$name" 2 5 2000 ||
 			tap_bail "$name does not start"
 		victim=$TARGET_PID
 	fi

@@ -26,7 +26,7 @@ for s in one two; do
 done
 
 calls() {
-	"$DPCTL" calls "$DP_TMP/shm-$1"
+	"$DPCTL" calls "$DP_SHM/shm-$1"
 }
 
 # enable SESSION EVENT KIND LOCATION: in the case's target.
@@ -66,9 +66,9 @@ fault() {
 	action=("$@")
 
 	if [ "${name%-inj}" != "$name" ]; then
-		start_target "$name" "$PIE" "$DP_TMP/shm-$name" 4 5 1000
+		start_target "$name" "$PIE" "$DP_SHM/shm-$name" 4 5 1000
 	else
-		start_target "$name" env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-$name" 4 5 1000
+		start_target "$name" env LD_PRELOAD="$AGENT" "$PIE" "$DP_SHM/shm-$name" 4 5 1000
 	fi || tap_bail "$name: the target does not start"
 	pid=$TARGET_PID
 	start_dynprobed --test-fault "$spec" || tap_bail "$name: lttng-dynprobed does not start"
@@ -154,7 +154,7 @@ target_at() {
 	local setup=()
 	while [ "$1" != -- ]; do setup+=("$1"); shift; done
 	shift
-	start_target "$name" env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-$name" 4 5 1000 ||
+	start_target "$name" env LD_PRELOAD="$AGENT" "$PIE" "$DP_SHM/shm-$name" 4 5 1000 ||
 		tap_bail "$name: the target does not start"
 	pid=$TARGET_PID
 	start_dynprobed --test-fault "$spec:stop" || tap_bail "$name: lttng-dynprobed does not start"
@@ -206,7 +206,7 @@ served() {
 # start) takes its report when it connects in the middle of the install:
 # what it reports must be checked against the code before the install
 # relies on it.
-start_target stale env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-stale" 4 5 1000 ||
+start_target stale env LD_PRELOAD="$AGENT" "$PIE" "$DP_SHM/shm-stale" 4 5 1000 ||
 	tap_bail "stale: the target does not start"
 pid=$TARGET_PID
 start_dynprobed --test-fault restored || tap_bail "stale: lttng-dynprobed does not start"
@@ -294,7 +294,7 @@ mkdir -p "$DP_TMP/full" && mount -t tmpfs -o size=256k dp-full "$DP_TMP/full" ||
 dp_lttng create full --output="$DP_TMP/full/trace" >/dev/null &&
 	dp_lttng enable-event -u -s full 'dynprobe:full*' >/dev/null &&
 	dp_lttng start full >/dev/null || tap_bail "cannot create session full"
-start_target full env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-full" 4 5 200 ||
+start_target full env LD_PRELOAD="$AGENT" "$PIE" "$DP_SHM/shm-full" 4 5 200 ||
 	tap_bail "full: the target does not start"
 pid=$TARGET_PID
 start_dynprobed || tap_bail "full: lttng-dynprobed does not start"
@@ -323,7 +323,7 @@ dp_lttng destroy full >/dev/null
 umount "$DP_TMP/full"
 
 # ---- the session daemon killed ----
-start_target sk env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm-sk" 4 5 1000 ||
+start_target sk env LD_PRELOAD="$AGENT" "$PIE" "$DP_SHM/shm-sk" 4 5 1000 ||
 	tap_bail "sk: the target does not start"
 pid=$TARGET_PID
 start_dynprobed || tap_bail "sk: lttng-dynprobed does not start"

@@ -39,9 +39,9 @@ pid_before=$DPD_PID
 dp_lttng create watched-fuzz --output="$DP_TMP/trace" >/dev/null &&
 	dp_lttng enable-event -s watched-fuzz -u 'dynprobe:*' >/dev/null &&
 	dp_lttng start watched-fuzz >/dev/null || tap_bail "no session"
-start_target probed "$PIE" "$DP_TMP/shm-probed" 2 1 2000 || tap_bail "the target does not start"
+start_target probed "$PIE" "$DP_SHM/shm-probed" 2 1 2000 || tap_bail "the target does not start"
 probed=$TARGET_PID
-start_target idle "$PIE" "$DP_TMP/shm-idle" 2 1 2000 || tap_bail "the idle target does not start"
+start_target idle "$PIE" "$DP_SHM/shm-idle" 2 1 2000 || tap_bail "the idle target does not start"
 idle=$TARGET_PID
 dpctl enable watched-fuzz channel0 watch function dp_work "$PIE" -p "$probed" &&
 	out_has "^proc pid=$probed status=0"

@@ -13,7 +13,7 @@ trap dpd_cleanup EXIT
 # The agent and the target where any user may read them: the build tree
 # may be private.
 pub=$DP_TMP/pub
-mkdir -p "$pub/shm" && chmod 0755 "$pub" && chmod 1777 "$pub/shm" &&
+mkdir -p "$pub" && chmod 0755 "$pub" &&
 	cp "$(realpath "$AGENT")" "$pub/liblttng-ust-dynprobe.so" &&
 	cp "$builddir/target-pie" "$pub/target-pie" && chmod a+rx "$pub"/* ||
 	tap_bail "cannot copy the agent and the target to $pub"
@@ -30,7 +30,7 @@ dp_lttng create s --output="$DP_TMP/trace" >/dev/null &&
 # ---- lttng-ust's registration timeout is left alone ----
 # The target has no LTTNG_UST_REGISTER_TIMEOUT of its own: lttng-ust then
 # waits up to 3 s for each reply of the session daemon.
-start_target plain env -u LTTNG_UST_REGISTER_TIMEOUT "$EXE" "$pub/shm/plain" 2 1 5000 ||
+start_target plain env -u LTTNG_UST_REGISTER_TIMEOUT "$EXE" "$DP_SHM/plain" 2 1 5000 ||
 	tap_bail "the target does not start"
 pid=$TARGET_PID
 dpctl enable s channel0 first function dp_work "$EXE" -p "$pid" &&
@@ -72,7 +72,7 @@ else
 		[ "$(stat -c %a "$RUN/dynprobe-client.sock")" = 600 ]
 	tap_ok $? "root's app socket is 0666 (every user's agent may connect), its client socket 0600"
 
-	start_target other "${asuser[@]}" env -u LTTNG_UST_REGISTER_TIMEOUT "$EXE" "$pub/shm/other" 2 1 5000 ||
+	start_target other "${asuser[@]}" env -u LTTNG_UST_REGISTER_TIMEOUT "$EXE" "$DP_SHM/other" 2 1 5000 ||
 		tap_bail "the target does not start as $DP_TEST_USER"
 	opid=$TARGET_PID
 	[ "$(stat -c %U "/proc/$opid")" = "$DP_TEST_USER" ]
@@ -89,7 +89,7 @@ else
 	tap_ok $? "DISABLE restores its code"
 
 	# With the agent preloaded, it talks to its own user's daemon.
-	start_target preloaded "${asuser[@]}" env LD_PRELOAD="$AGENT" "$EXE" "$pub/shm/pre" 1 1 5000 ||
+	start_target preloaded "${asuser[@]}" env LD_PRELOAD="$AGENT" "$EXE" "$DP_SHM/pre" 1 1 5000 ||
 		tap_bail "the preloaded target does not start as $DP_TEST_USER"
 	ppid=$TARGET_PID
 	dpctl enable s channel0 pre function dp_work "$EXE" -p "$ppid"

@@ -59,7 +59,7 @@ lines() {
 midway() {
 	local name=$1 spec=$3 setup=$4 action=$6
 	prog=$2
-	start_target "$name" env LD_PRELOAD="$AGENT" "$prog" "$DP_TMP/shm-$name" 4 5 1000 ||
+	start_target "$name" env LD_PRELOAD="$AGENT" "$prog" "$DP_SHM/shm-$name" 4 5 1000 ||
 		tap_bail "$name: the target does not start"
 	pid=$TARGET_PID
 	mark=$(wc -l <"$DP_TMP/dynprobed.log" 2>/dev/null || echo 0)
@@ -146,7 +146,7 @@ tap_ok $? "fork-staged: the install in the parent went on: $(grep -m1 '^proc' "$
 logged "process $child: the patch at 0x[0-9a-f]+ its agent reports is not in its code: forgotten" &&
 	logged "process $child started with the agent: [^ ]*onef[^ ]*: installed"
 tap_ok $? "fork-staged: the child's report of the noted patches was checked against its code, then the event installed in it"
-r=$(runs_on fork-staged "$DP_TMP/shm-fork-staged.child")
+r=$(runs_on fork-staged "$DP_SHM/shm-fork-staged.child")
 tap_ok $? "fork-staged: the child runs on ($r)"
 dpctl disable one channel0 onef && same_as_file "$pid" "$prog" dp_work "$LEN" &&
 	same_as_file "$child" "$prog" dp_work "$LEN"
@@ -167,7 +167,7 @@ tap_ok $? "fork-restored: the removal went on: $(head -n1 "$DP_TMP/act")"
 logged "process $child: the patch at 0x[0-9a-f]+ its agent reports is not in its code: forgotten" &&
 	same_as_file "$child" "$prog" dp_work "$LEN"
 tap_ok $? "fork-restored: the child's report was checked against its code and forgotten; its dp_work is the file's"
-r=$(runs_on fork-restored "$DP_TMP/shm-fork-restored.child")
+r=$(runs_on fork-restored "$DP_SHM/shm-fork-restored.child")
 tap_ok $? "fork-restored: the child runs on ($r)"
 child_done fork-restored
 tap_ok $? "fork-restored: the child computed right: $(grep '^child calls' "$DP_TMP/fork-restored.out")"
@@ -189,7 +189,7 @@ ok=$?
 [ "$ok" -eq 0 ] || daemon_about "$pid"
 (exit "$ok")
 tap_ok $? "exec-staged: the install fails: $(grep -m1 '^proc' "$DP_TMP/act")"
-r=$(runs_on exec-staged "$DP_TMP/shm-exec-staged") && same_as_file "$pid" "$prog" dp_work "$LEN"
+r=$(runs_on exec-staged "$DP_SHM/shm-exec-staged") && same_as_file "$pid" "$prog" dp_work "$LEN"
 tap_ok $? "exec-staged: the new program runs on ($r), its dp_work is the file's"
 later exec-staged
 
@@ -202,7 +202,7 @@ tap_ok $? "exec-remove: the target executed itself again"
 resume
 [ "$st" -eq 0 ] && logged "$msg" && ! grep -q "cannot restore" "$DP_TMP/dynprobed.log"
 tap_ok $? "exec-remove: the removal succeeds, nothing is written: $(head -n1 "$DP_TMP/act")"
-r=$(runs_on exec-remove "$DP_TMP/shm-exec-remove") && same_as_file "$pid" "$prog" dp_work "$LEN"
+r=$(runs_on exec-remove "$DP_SHM/shm-exec-remove") && same_as_file "$pid" "$prog" dp_work "$LEN"
 tap_ok $? "exec-remove: the new program runs on ($r), its dp_work is the file's"
 later exec-remove
 
@@ -213,7 +213,7 @@ later exec-remove
 # whole program's install.)
 prog=$PIE
 start_target pool env LD_PRELOAD="$AGENT" LTTNG_DYNPROBE_TEST_CODE_FAIL=1 "$prog" \
-	"$DP_TMP/shm-pool" 4 5 1000 || tap_bail "pool: the target does not start"
+	"$DP_SHM/shm-pool" 4 5 1000 || tap_bail "pool: the target does not start"
 pid=$TARGET_PID
 start_dynprobed || tap_bail "pool: lttng-dynprobed does not start"
 ! enable onef &&
@@ -225,7 +225,7 @@ st=$?
 [ "$st" -eq 0 ] || daemon_about "$pid"
 (exit "$st")
 tap_ok $? "pool: the install fails, saying why: $(grep -m1 '^proc' "$DP_TMP/out")"
-r=$(runs_on pool "$DP_TMP/shm-pool") && same_as_file "$pid" "$prog" dp_work "$LEN"
+r=$(runs_on pool "$DP_SHM/shm-pool") && same_as_file "$pid" "$prog" dp_work "$LEN"
 tap_ok $? "pool: the target runs on ($r), unpatched: its dp_work is the file's"
 dpctl list one
 ! grep -q "event=onef " "$DP_TMP/out"
@@ -235,7 +235,7 @@ later pool
 # ---- the same with the kernel refusing the memory: RLIMIT_AS ----
 # The target's address space limited to what it maps now and 128 KiB: a
 # chunk of code memory (256 KiB) cannot be mapped any more.
-start_target rlimit env LD_PRELOAD="$AGENT" "$prog" "$DP_TMP/shm-rlimit" 4 5 1000 ||
+start_target rlimit env LD_PRELOAD="$AGENT" "$prog" "$DP_SHM/shm-rlimit" 4 5 1000 ||
 	tap_bail "rlimit: the target does not start"
 pid=$TARGET_PID
 start_dynprobed || tap_bail "rlimit: lttng-dynprobed does not start"
@@ -245,7 +245,7 @@ prlimit --pid "$pid" --as=$(((vm + 128) * 1024)): || tap_bail "rlimit: prlimit f
 	grep -qE "^proc pid=$pid status=-12 .*message=process $pid: no code memory of [0-9]+ bytes within 2 GiB of 0x[0-9a-f]+: Cannot allocate memory" \
 		"$DP_TMP/out"
 tap_ok $? "rlimit: the install fails, saying why: $(grep -m1 '^proc' "$DP_TMP/out")"
-r=$(runs_on rlimit "$DP_TMP/shm-rlimit") && same_as_file "$pid" "$prog" dp_work "$LEN"
+r=$(runs_on rlimit "$DP_SHM/shm-rlimit") && same_as_file "$pid" "$prog" dp_work "$LEN"
 tap_ok $? "rlimit: the target runs on ($r), unpatched: its dp_work is the file's"
 prlimit --pid "$pid" --as=unlimited: || tap_bail "rlimit: prlimit failed"
 later rlimit

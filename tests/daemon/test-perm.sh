@@ -73,7 +73,7 @@ urefused() {
 	tap_ok $? "$name: process $pid was left alone (no agent in it)"
 }
 
-start_target root-target "$pub/target-pie" "$DP_TMP/shm-root" 2 5 1000 ||
+start_target root-target "$pub/target-pie" "$DP_SHM/shm-root" 2 5 1000 ||
 	tap_bail "the root target does not start"
 urefused other-user "$TARGET_PID" \
 	"process $TARGET_PID belongs to root (uid 0), not to you ($DP_TEST_USER (uid $USER_ID)): only its owner or root may probe it"
@@ -98,13 +98,13 @@ done
 urefused setgid "$gp" \
 	"process $gp runs as gids $GROUP_ID/0/0 (real/effective/saved), not as gid $GROUP_ID alone: it runs a set-group-ID program, which only root may probe"
 
-start_target nodump bgasuser env DP_TARGET_NODUMP=1 "$pub/target-pie" "$uhome/shm-nodump" 2 5 1000 ||
+start_target nodump bgasuser env DP_TARGET_NODUMP=1 "$pub/target-pie" "$DP_SHM/u-nodump" 2 5 1000 ||
 	tap_bail "the non-dumpable target does not start"
 nd=$(sed -n 's/^ready \([0-9]*\) .*/\1/p' "$DP_TMP/nodump.out")
 urefused nodump "$nd" \
 	"process $nd is not dumpable (prctl(PR_SET_DUMPABLE, 0), or it changed credentials): only root may probe it"
 
-start_target own bgasuser "$pub/target-pie" "$uhome/shm-own" 2 5 1000 ||
+start_target own bgasuser "$pub/target-pie" "$DP_SHM/u-own" 2 5 1000 ||
 	tap_bail "the test user's target does not start"
 own=$(sed -n 's/^ready \([0-9]*\) .*/\1/p' "$DP_TMP/own.out")
 if [ -e "$YAMA" ] && yama_was=$(cat "$YAMA") && echo 1 >"$YAMA" 2>/dev/null; then
@@ -134,7 +134,7 @@ dp_lttng create one --output="$DP_TMP/trace-one" >/dev/null || tap_bail "cannot 
 ctr=$DP_TMP/ctr
 mkdir -p "$ctr" && cp "$builddir/target-nopie" "$ctr/target" || tap_bail "cannot make $ctr"
 start_target ctr unshare -pmf --mount-proc --propagation private sh -c \
-	"mount -t tmpfs dp-ctr '$ctr' && cp '$PIE' '$ctr/target' && ln '$ctr/target' '$ctr/alias' && '$ctr/target' '$DP_TMP/shm-ctr' 4 5 1000 & wait" ||
+	"mount -t tmpfs dp-ctr '$ctr' && cp '$PIE' '$ctr/target' && ln '$ctr/target' '$ctr/alias' && '$ctr/target' '$DP_SHM/shm-ctr' 4 5 1000 & wait" ||
 	tap_bail "the container's target does not start: $(cat "$DP_TMP/ctr.out")"
 cp=
 for i in $(seq 100); do
@@ -165,8 +165,8 @@ tap_ok $? "its program is not the host's file of the same name"
 dpctl enable one channel0 inner function dp_work "$ctr/target" -p "$cp" &&
 	out_has "^proc pid=$cp status=0 jump=2 " && [ "$(cbytes)" != "$fbytes" ]
 tap_ok $? "--path as the container sees it: probed through /proc/$cp/root: $(grep -m1 '^proc' "$DP_TMP/out") $(grep -m1 'method=refused' "$DP_TMP/out")"
-grep -q liblttng-ust-dynprobe /proc/"$cp"/maps && c1=$("$DPCTL" calls "$DP_TMP/shm-ctr") && sleep 0.3 &&
-	[ "$("$DPCTL" calls "$DP_TMP/shm-ctr")" -gt "$c1" ]
+grep -q liblttng-ust-dynprobe /proc/"$cp"/maps && c1=$("$DPCTL" calls "$DP_SHM/shm-ctr") && sleep 0.3 &&
+	[ "$("$DPCTL" calls "$DP_SHM/shm-ctr")" -gt "$c1" ]
 tap_ok $? "the agent was injected into it, and it runs on"
 dpctl disable one channel0 inner && [ "$(cbytes)" = "$fbytes" ]
 tap_ok $? "DISABLE restores its file's bytes"

@@ -16,7 +16,7 @@ start_sessiond || tap_bail "no session daemon"
 dp_lttng create s --output="$DP_TMP/trace" >/dev/null &&
 	dp_lttng enable-event -u 'dynprobe:*' >/dev/null && dp_lttng start >/dev/null
 start_dynprobed --test-pause-ms 3000 || tap_bail "lttng-dynprobed does not start"
-start_target t env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm" 8 10 500
+start_target t env LD_PRELOAD="$AGENT" "$PIE" "$DP_SHM/shm" 8 10 500
 pid=$TARGET_PID
 
 dpctl enable s channel0 a function dp_work "$PIE" -p "$pid" -c reg:rdi
@@ -36,9 +36,9 @@ wait "$client"
 [ $? -eq 2 ]
 tap_ok $? "the daemon killed in the middle of installing event b (its client saw: $(head -n1 "$DP_TMP/b-enable"))"
 
-calls1=$("$DPCTL" calls "$DP_TMP/shm")
+calls1=$("$DPCTL" calls "$DP_SHM/shm")
 sleep 0.5
-calls2=$("$DPCTL" calls "$DP_TMP/shm")
+calls2=$("$DPCTL" calls "$DP_SHM/shm")
 kill -0 "$pid" && [ "$calls2" -gt "$calls1" ]
 tap_ok $? "the target keeps running ($calls1 -> $calls2 calls)"
 ! same_as_file "$pid" "$PIE" dp_work

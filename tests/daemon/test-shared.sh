@@ -45,7 +45,7 @@ proc_counts() {
 
 start_sessiond || tap_bail "no session daemon"
 start_dynprobed || tap_bail "lttng-dynprobed does not start: $(cat "$DP_TMP/dynprobed.start")"
-start_target t env LD_PRELOAD="$AGENT" "$PIE" "$DP_TMP/shm" 4 5 1000 ||
+start_target t env LD_PRELOAD="$AGENT" "$PIE" "$DP_SHM/shm" 4 5 1000 ||
 	tap_bail "the target does not start"
 pid=$TARGET_PID
 

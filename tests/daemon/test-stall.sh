@@ -70,7 +70,7 @@ start_sessiond || tap_bail "no session daemon"
 dp_lttng create s --output="$DP_TMP/trace-s" >/dev/null &&
 	dp_lttng enable-event -u -s s "dynprobe:*" >/dev/null &&
 	dp_lttng start s >/dev/null || tap_bail "cannot create session s"
-start_target b "$PIE" "$DP_TMP/shm-b" 2 5 1000 || tap_bail "the target does not start"
+start_target b "$PIE" "$DP_SHM/shm-b" 2 5 1000 || tap_bail "the target does not start"
 b=$TARGET_PID
 start_dynprobed || tap_bail "lttng-dynprobed does not start: $(cat "$DP_TMP/dynprobed.start")"
 
@@ -117,7 +117,7 @@ kill_stallers
 # executes the target, its connection open across exec: the daemon must
 # not take the old program's connection for the new one's agent.
 start_dynprobed || tap_bail "lttng-dynprobed does not start again"
-"$builddir/dpforge" "$RUN/dynprobe-app.sock" exec "$PIE" "$DP_TMP/shm-x" 2 5 1000 \
+"$builddir/dpforge" "$RUN/dynprobe-app.sock" exec "$PIE" "$DP_SHM/shm-x" 2 5 1000 \
 	>"$DP_TMP/x.out" 2>&1 &
 x=$!
 DP_TARGETS="$DP_TARGETS $x"
@@ -224,7 +224,7 @@ tap_ok $? "SIGTERM: the daemon exits"
 # process it writes into sleeps 3 s there, as a stop that a loaded machine
 # makes slow: it does so without the state lock, so a request on another
 # process goes through meanwhile.
-start_target c "$PIE" "$DP_TMP/shm-c" 2 5 1000 || tap_bail "the second target does not start"
+start_target c "$PIE" "$DP_SHM/shm-c" 2 5 1000 || tap_bail "the second target does not start"
 c=$TARGET_PID
 slow_enable stopping
 mark=$MARK slow=$SLOW
@@ -261,7 +261,7 @@ cp "$PIE" "$LATE" || tap_bail "cannot copy $PIE"
 dpctl enable s channel0 late probe dp_work "$LATE"
 tap_ok $? "an event by path, no process maps it yet: $(grep -m1 . "$DP_TMP/out")"
 # Not start_target: the program waits for its install (GO) to be ready.
-env LD_PRELOAD="$AGENT" "$LATE" "$DP_TMP/shm-d" 2 5 1000 >"$DP_TMP/d.out" 2>&1 &
+env LD_PRELOAD="$AGENT" "$LATE" "$DP_SHM/shm-d" 2 5 1000 >"$DP_TMP/d.out" 2>&1 &
 d=$!
 DP_TARGETS="$DP_TARGETS $d"
 logged_since "$mark" "test fault: sleeping 3 s at step stopping" 60

@@ -99,7 +99,7 @@ dp_lttng destroy s3 >/dev/null
 
 # ---- an injected agent does not wait in its constructor ----
 session s4
-start_target inj env LTTNG_DYNPROBE_DEBUG=1 "$builddir/target-pie" "$DP_TMP/shm-inj" 1 1 5000 ||
+start_target inj env LTTNG_DYNPROBE_DEBUG=1 "$builddir/target-pie" "$DP_SHM/shm-inj" 1 1 5000 ||
 	tap_bail "no target"
 tpid=$TARGET_PID
 "$LTTNG" --no-sessiond enable-event -u -s s4 -c big --path "$builddir/target-pie" \

@@ -66,7 +66,7 @@ wait "$pinger"
 rm -f "$DP_TMP/stop"
 
 for i in $(seq "$INJECTIONS"); do
-	start_target "t$i" "$PIE" "$DP_TMP/shm-$i" 2 5 1000 || { echo "no target" >&2; exit 1; }
+	start_target "t$i" "$PIE" "$DP_SHM/shm-$i" 2 5 1000 || { echo "no target" >&2; exit 1; }
 	targets="$targets $TARGET_PID"
 done
 pings "$DP_TMP/busy" &

@@ -38,8 +38,9 @@
 # and applications meet under $LTTNG_HOME/.lttng.
 #
 # Variables: DP_TMP (the test's temp dir, removed at exit; set by
-# dp_isolate), LTTNG_HOME and HOME (in it), LTTNG (the lttng CLI to run,
-# default `lttng`), DP_SESSIOND_PID.  Set DP_KEEP=1 to keep DP_TMP.
+# dp_isolate), DP_SHM (the same on tmpfs, for the test programs' shared
+# counters), LTTNG_HOME and HOME (in DP_TMP), LTTNG (the lttng CLI to run,
+# default `lttng`), DP_SESSIOND_PID.  Set DP_KEEP=1 to keep both.
 #
 # Running as an unprivileged user: dp_test_user makes (as root) the system
 # user `dptest` if missing, and dp_run_as_test_user re-runs the script as
@@ -50,6 +51,7 @@
 DP_TEST_USER=dptest
 DP_SESSIOND_PID=
 DP_TMP=
+DP_SHM=
 
 # dp_isolate SCRIPT ARGS...: call first, with "$0" "$@".
 dp_isolate() {
@@ -73,6 +75,12 @@ dp_isolate() {
 	fi
 	DP_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dp-test.XXXXXX") || tap_bail "mktemp failed"
 	chmod 0755 "$DP_TMP"
+	# The test programs' shared counters: on tmpfs, never written back to a
+	# disk (a thread that writes to a file-backed page while the disk is
+	# busy may sleep, uninterruptibly, for seconds in the kernel's writeback
+	# throttling, and a thread that cannot stop makes an install refuse).
+	DP_SHM=$(mktemp -d /dev/shm/dp-test.XXXXXX) || tap_bail "mktemp in /dev/shm failed"
+	chmod 1777 "$DP_SHM"
 	export LTTNG_HOME=$DP_TMP/home
 	mkdir -p "$LTTNG_HOME"
 	# Nothing of the caller's home: an unprivileged user may not even read it.
@@ -164,9 +172,9 @@ dp_cleanup() {
 		stop_sessiond
 	fi
 	if [ -n "$DP_TMP" ] && [ -z "${DP_KEEP:-}" ]; then
-		rm -rf "$DP_TMP"
+		rm -rf "$DP_TMP" "$DP_SHM"
 	elif [ -n "$DP_TMP" ]; then
-		echo "# kept $DP_TMP"
+		echo "# kept $DP_TMP and $DP_SHM"
 	fi
 	exit "$status"
 }
