@@ -113,7 +113,7 @@ pg_children() {
 }
 
 soak_postgres() {
-	local d=$DP_TMP/postgres s_ e_ args_ e backends bl i off t0 t1 tps0 tps1 load n sums pids_before pgl
+	local d=$DP_TMP/postgres s_ e_ args_ e backends bl i off t0 t1 tps0 tps1 load n sums pids_before pgl nfuncs
 
 	[ -x "$POSTGRES" ] || tap_bail "$POSTGRES is missing (postgresql-15, tools/deps.sh)"
 	start_postgres
@@ -201,6 +201,11 @@ B b_lock -t backtrace"
 		ours disable-event -u -s "soak${e%%:*}" -c chan "${e#*:}"
 	done
 
+	# How many functions the events cover, counted before pgbench runs: the
+	# time until its end is the soak's.
+	nfuncs="$(for p in 'Exec*' 'heap_*' 'LWLock*'; do
+		"$LTTNG" -n list -u --path "$POSTGRES" --functions "$p" | tail -n +2; done | wc -l) postgres functions and $(for p in '*write*' 'recv*' '*time*' 'str*' 'epoll_*'; do
+		"$LTTNG" -n list -u --path "$LIBC" --functions "$p" | tail -n +2; done | sort -u | wc -l) libc functions"
 	# The soak's pgbench, paced; its backends (new: forked probed) get
 	# libc probes by pid, once the last run's are gone.
 	for i in $(seq 3000); do
@@ -244,9 +249,7 @@ $more"
 		ours add-context -u -s "soak$s" -c chan -e "$e" $ctx
 		tap_ok $? "postgres: add-context -s soak$s -e $e $ctx" || tap_diag "$out"
 	done
-	tap_diag "postgres: $(grep -c . <<<"$EVENTS") events over $(for p in 'Exec*' 'heap_*' 'LWLock*'; do
-		"$LTTNG" -n list -u --path "$POSTGRES" --functions "$p" | tail -n +2; done | wc -l) postgres functions and $(for p in '*write*' 'recv*' '*time*' 'str*' 'epoll_*'; do
-		"$LTTNG" -n list -u --path "$LIBC" --functions "$p" | tail -n +2; done | sort -u | wc -l) libc functions"
+	tap_diag "postgres: $(grep -c . <<<"$EVENTS") events over $nfuncs"
 
 	disable_all
 	tap_ok $? "postgres: every event disabled" || tap_diag "$out"
