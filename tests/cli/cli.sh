@@ -13,6 +13,13 @@
 #   wait_sites SESSION PID [EVENT]   waits (up to 10 s) until `lttng list
 #                       SESSION` shows sites in PID (of EVENT, as given to
 #                       enable-event); fails if it never does
+#   fifo_start NAME CMD...   runs CMD in the background, reading the lines
+#                       the test sends through a fifo: its pid in ${NAME}_pid,
+#                       its output in $DP_TMP/NAME.out and NAME.err
+#   cmd NAME C          sends the line C to NAME's program and waits for one
+#                       more "ok" line in its output (60 s at most: a process
+#                       started under a path-wide event waits for its probes
+#                       first, which took 10 s once on a loaded machine)
 
 : "${top_builddir:=../..}"
 LTTNG=$top_builddir/src/bin/lttng/lttng
@@ -78,4 +85,28 @@ cli_setup() {
 	export LTTNG_DYNPROBE_AGENT=$top_builddir/src/lib/lttng-ust-dynprobe/.libs/liblttng-ust-dynprobe.so.0
 	export LTTNG_DYNPROBE_DAEMON=$top_builddir/src/bin/lttng-dynprobed/lttng-dynprobed
 	[ -x "$LTTNG_DYNPROBE_DAEMON" ] || tap_bail "no lttng-dynprobed in the build tree"
+}
+
+fifo_start() {
+	local name=$1 fd
+	shift
+	mkfifo "$DP_TMP/$name.in"
+	# There before the program opens it (after the fifo's other end): cmd
+	# counts its lines at once.
+	: >"$DP_TMP/$name.out"
+	"$@" <"$DP_TMP/$name.in" >"$DP_TMP/$name.out" 2>"$DP_TMP/$name.err" &
+	eval "${name}_pid=$!"
+	exec {fd}>"$DP_TMP/$name.in"
+	eval "${name}_fd=$fd"
+}
+
+cmd() {
+	local fdv="${1}_fd" before i
+	before=$(grep -c '^ok$' "$DP_TMP/$1.out")
+	echo "$2" >&"${!fdv}"
+	for i in $(seq 600); do
+		[ "$(grep -c '^ok$' "$DP_TMP/$1.out")" -gt "$before" ] && return 0
+		sleep 0.1
+	done
+	return 1
 }

@@ -27,31 +27,12 @@ run_lt() {
 	err=$(cat "$DP_TMP/err")
 }
 
-# sdt-args driven through a fifo: start_args NAME [ENV...] starts one,
-# `cmd NAME C` sends command C and waits for its "ok" (10 s at most).
+# sdt-args driven through a fifo: start_args NAME BIN [ENV...] starts BIN,
+# `cmd NAME C` (cli.sh) sends it command C and waits for its "ok".
 start_args() {
 	local name=$1 bin=$2
 	shift 2
-	mkfifo "$DP_TMP/$name.in"
-	# There before the program opens it (after the fifo's other end):
-	# cmd counts its lines at once.
-	: >"$DP_TMP/$name.out"
-	env "$@" "$bin" <"$DP_TMP/$name.in" >"$DP_TMP/$name.out" 2>"$DP_TMP/$name.err" &
-	eval "${name}_pid=$!"
-	exec {fd}>"$DP_TMP/$name.in"
-	eval "${name}_fd=$fd"
-}
-# cmd NAME CMD: NAME's program runs CMD and says ok, within 60 s (a bound
-# for a program that never answers: its start under load took 10 s once).
-cmd() {
-	local fdv="${1}_fd" before i
-	before=$(grep -c '^ok$' "$DP_TMP/$1.out")
-	echo "$2" >&"${!fdv}"
-	for i in $(seq 600); do
-		[ "$(grep -c '^ok$' "$DP_TMP/$1.out")" -gt "$before" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	fifo_start "$name" env "$@" "$bin"
 }
 # NAME's semaphores, fresh: "WORK DONE RUNS_WORK RUNS_DONE" of pid PID.
 sems() {

@@ -121,31 +121,12 @@ run_lt() {
 	err=$(cat "$DP_TMP/err")
 }
 # ---- programs driven through a fifo --------------------------------------
-# start_prog NAME CMD... starts one (the agent preloaded), `cmd NAME C`
-# sends command C and waits for its "ok" (60 s at most: a process started
-# under a path-wide event waits for its probes first, on a loaded machine).
+# start_prog NAME CMD... starts one, the agent preloaded; `cmd NAME C`
+# (cli.sh) sends it command C and waits for its "ok".
 start_prog() {
-	local name=$1 fd
+	local name=$1
 	shift
-	mkfifo "$DP_TMP/$name.in"
-	# There before the program opens it (after the fifo's other end):
-	# cmd counts its lines at once.
-	: >"$DP_TMP/$name.out"
-	env LD_PRELOAD="$LTTNG_DYNPROBE_AGENT" "$@" <"$DP_TMP/$name.in" \
-		>"$DP_TMP/$name.out" 2>"$DP_TMP/$name.err" &
-	eval "${name}_pid=$!"
-	exec {fd}>"$DP_TMP/$name.in"
-	eval "${name}_fd=$fd"
-}
-cmd() {
-	local fdv="${1}_fd" before i
-	before=$(grep -c '^ok$' "$DP_TMP/$1.out")
-	echo "$2" >&"${!fdv}"
-	for i in $(seq 600); do
-		[ "$(grep -c '^ok$' "$DP_TMP/$1.out")" -gt "$before" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	fifo_start "$name" env LD_PRELOAD="$LTTNG_DYNPROBE_AGENT" "$@"
 }
 # The events of trace DIR for vpid PID, "EVENT { fields }" a line, in
 # order, without the _NAME_error fields (0 when a read worked: errors()).
