@@ -179,10 +179,11 @@ resume() {
 }
 
 # released: the killed target's zombie is no longer traced, so that its
-# parent (this script) may collect it; then collected.
+# parent (this script) may collect it; then collected.  30 s only bound a
+# daemon that never lets go (a loaded machine took more than 5 s once).
 released() {
 	local i
-	for i in $(seq 100); do
+	for i in $(seq 600); do
 		# Collected already (bash reaps on SIGCHLD), or no longer traced.
 		[ -e /proc/"$pid" ] || break
 		grep -q '^TracerPid:[[:space:]]*0$' /proc/"$pid"/status 2>/dev/null && break
