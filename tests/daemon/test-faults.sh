@@ -281,11 +281,25 @@ kill -TERM "$pid"
 wait "$pid"
 tap_ok $? "stop-held: every result the target computed was right: $(tail -n1 "$DP_TMP/stop-held.out")"
 
+# The nice values of the daemon's threads, lowest first.
+nices() {
+	awk '{ print $19 }' /proc/"$DPD_PID"/task/*/stat 2>/dev/null | sort -n | tr '\n' ' '
+}
+
 target_at term-held held:2 "one onef function dp_work" -- disable one onef
+held_nices=$(nices)
 kill -TERM "$pid"
 resume
 wait "$pid"
 tap_ok $? "term-held: SIGTERM while every thread is held for a removal: the target's handler ran once it was let go, and it exits with every result right: $(tail -n1 "$DP_TMP/term-held.out")"
+after_nices=$(nices)
+# Root may raise the holding thread's priority; another user may not.
+if [ "$(id -u)" -eq 0 ]; then
+	[ "$(grep -o -- '-10 ' <<<"$held_nices" | wc -l)" -eq 1 ] && [[ $after_nices != *-10* ]]
+else
+	[[ "$held_nices $after_nices" != *-10* ]]
+fi
+tap_ok $? "term-held: the thread that holds the target runs at nice -10 while it does (uid $(id -u); nice values held: $held_nices, after: $after_nices)"
 served
 tap_ok $? "term-held: the daemon serves on and exits on SIGTERM ($(head -n1 "$DP_TMP/act"))"
 

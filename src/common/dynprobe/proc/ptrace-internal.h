@@ -35,6 +35,9 @@ struct dp_proc {
 	uint64_t syscall_insn;	/* a 0f 05 in an executable mapping, 0: not found yet */
 	int seccomp;		/* /proc/PID/status Seccomp, -1: not read yet */
 	uint64_t hold_start;	/* when we began stopping every thread, 0: not held */
+	pid_t hold_tid;		/* the thread that holds them, and its nice value */
+	int hold_nice;
+	bool hold_reniced;	/* ... which it left for HOLD_NICE meanwhile */
 	uint64_t max_held_ns;	/* the longest stop of every thread so far */
 	uint64_t total_held_ns;	/* every such stop added up */
 	uint32_t nholds;	/* how many such stops there were */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -385,14 +386,32 @@ static int interrupt_all(struct dp_proc *p)
 	return 0;
 }
 
+/*
+ * While every thread of the target is held, the thread holding them runs at
+ * this nice value when it may (root, or an RLIMIT_NICE that allows it): on
+ * a machine so busy that it waits for a CPU, that wait would stretch the
+ * target's stop.  The value it had comes back when the hold ends.
+ */
+#define HOLD_NICE (-10)
+
 static void hold_begins(struct dp_proc *p)
 {
-	if (!p->hold_start)
-		p->hold_start = dp__now_ns();
+	if (p->hold_start)
+		return;
+	p->hold_start = dp__now_ns();
+	p->hold_tid = (pid_t)syscall(SYS_gettid);
+	errno = 0;
+	p->hold_nice = getpriority(PRIO_PROCESS, (id_t)p->hold_tid);
+	p->hold_reniced = !errno && p->hold_nice > HOLD_NICE &&
+			  !setpriority(PRIO_PROCESS, (id_t)p->hold_tid, HOLD_NICE);
 }
 
 void dp__hold_ends(struct dp_proc *p)
 {
+	if (p->hold_reniced) {
+		setpriority(PRIO_PROCESS, (id_t)p->hold_tid, p->hold_nice);
+		p->hold_reniced = false;
+	}
 	if (p->hold_start) {
 		uint64_t d = dp__now_ns() - p->hold_start;
 
