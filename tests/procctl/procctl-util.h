@@ -74,6 +74,10 @@ static inline int target_line(struct target *t, char *line, size_t len, int time
 	}
 }
 
+/* How long the tests wait for a target's answer: only a bound for one that
+ * never answers (a loaded machine took more than 3 s once), no speed goal. */
+#define TARGET_ANSWER_MS 30000
+
 /* Sends cmd and waits for a line starting with prefix (others are skipped). */
 static inline int target_ask(struct target *t, const char *cmd, const char *prefix, char *line,
 			     size_t len, int timeout_ms)

@@ -148,13 +148,13 @@ static void test_basic(void)
 	       "LTTNG_DYNPROBE_APP_SOCKET, 127 bytes (%.60s...)", line);
 	tap_ok(maps_has(tg.pid, "libprocctl-probe.so"), "the target maps it");
 	tap_ok(target_ask(&tg, "getenv LTTNG_DYNPROBE_APP_SOCKET", "env", line, sizeof(line),
-			  3000) == 0 && strstr(line, "unset"),
+			  TARGET_ANSWER_MS) == 0 && strstr(line, "unset"),
 	       "the variable is gone from the target's environment again (%s)", line);
 	tap_ok(target_ask(&tg, "getenv LTTNG_UST_REGISTER_TIMEOUT", "env", line, sizeof(line),
-			  3000) == 0 && strstr(line, "unset"),
+			  TARGET_ANSWER_MS) == 0 && strstr(line, "unset"),
 	       "LTTNG_UST_REGISTER_TIMEOUT was never set (%s)", line);
 	{
-		int64_t deadline = util_now_ms() + 3000;
+		int64_t deadline = util_now_ms() + TARGET_ANSWER_MS;
 
 		while (util_now_ms() < deadline &&
 		       (count_threads(tg.pid) != threads || count_anon_rx(tg.pid) != rx))
@@ -172,7 +172,7 @@ static void test_basic(void)
 	       strstr(err.msg, "procctl_function_nobody_defines"),
 	       "dlopen's own error comes back (%d: %s)", ret, err.msg);
 
-	tap_ok(target_ask(&tg, "report", "report", line, sizeof(line), 3000) == 0 &&
+	tap_ok(target_ask(&tg, "report", "report", line, sizeof(line), TARGET_ANSWER_MS) == 0 &&
 	       kv(line, "errors") == 0 && kv(line, "short") == 0 && kv(line, "eintr") == 0,
 	       "the target kept computing right and sleeping in full (%s)", line);
 	tap_ok(target_quit(&tg, 5000) == 0, "the target exits cleanly");
@@ -254,9 +254,9 @@ static void test_malloc_and_loader(void)
 	       util_now_ms() - t0, ret, err.msg);
 	diag_result(&r);
 	tap_ok(loaded_line(tg.pid, line, sizeof(line)), "its constructor ran (%s)", line);
-	ret = target_ask(&tg, "report", "report", line, sizeof(line), 3000);
+	ret = target_ask(&tg, "report", "report", line, sizeof(line), TARGET_ANSWER_MS);
 	util_sleep_ms(300);
-	ret |= target_ask(&tg, "report", "report", line2, sizeof(line2), 3000);
+	ret |= target_ask(&tg, "report", "report", line2, sizeof(line2), TARGET_ANSWER_MS);
 	tap_ok(!ret && kv(line2, "mallocs") > kv(line, "mallocs") &&
 	       kv(line2, "loads") > kv(line, "loads") && kv(line2, "errors") == 0,
 	       "malloc and loader loops still progress (%" PRIu64 " -> %" PRIu64 " mallocs, %"
@@ -291,9 +291,9 @@ static void test_no_sleeper(void)
 	tap_ok(strstr(line, "socket=") && !strcmp(strstr(line, "socket="), "socket=/its/own.sock"),
 	       "a variable the target has is left as it is (%s)", line);
 	tap_ok(target_ask(&tg, "getenv LTTNG_DYNPROBE_APP_SOCKET", "env", line, sizeof(line),
-			  3000) == 0 && strstr(line, "=/its/own.sock"),
+			  TARGET_ANSWER_MS) == 0 && strstr(line, "=/its/own.sock"),
 	       "and stays set after the load (%s)", line);
-	tap_ok(target_ask(&tg, "report", "report", line, sizeof(line), 3000) == 0 &&
+	tap_ok(target_ask(&tg, "report", "report", line, sizeof(line), TARGET_ANSWER_MS) == 0 &&
 	       kv(line, "errors") == 0, "the target computes right (%s)", line);
 	tap_ok(target_quit(&tg, 5000) == 0, "the target exits cleanly");
 }
@@ -314,7 +314,7 @@ static void test_refusals(void)
 		   target_spawn(&tg, "./procctl-target", argv, NULL, false) == 0,
 		   "a target for refusals starts")) {
 		snprintf(cmd, sizeof(cmd), "dlopen %s", old_ust);
-		tap_ok(target_ask(&tg, cmd, "dlopen", line, sizeof(line), 3000) == 0 &&
+		tap_ok(target_ask(&tg, cmd, "dlopen", line, sizeof(line), TARGET_ANSWER_MS) == 0 &&
 		       !strcmp(line, "dlopen ok"), "it loads a liblttng-ust.so.0 (%s)", line);
 		ret = dp_inject_agent(tg.pid, probe, NULL, NULL, &err);
 		tap_ok(ret == -DP_INJECT_EUST0 && strstr(err.msg, "liblttng-ust.so.0") &&
@@ -381,7 +381,7 @@ static void test_real_agent(void)
 	       maps_has(tg.pid, "liblttng-ust.so.1"),
 	       "the agent and lttng-ust load into a running process (%d: %s)", ret, err.msg);
 	diag_result(&r);
-	tap_ok(target_ask(&tg, "report", "report", line, sizeof(line), 3000) == 0 &&
+	tap_ok(target_ask(&tg, "report", "report", line, sizeof(line), TARGET_ANSWER_MS) == 0 &&
 	       kv(line, "errors") == 0, "the target computes right with the agent (%s)", line);
 	tap_ok(target_quit(&tg, 5000) == 0, "the target exits cleanly");
 }

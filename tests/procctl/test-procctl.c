@@ -290,13 +290,13 @@ static void one_cycle(struct target *tg, int cycle, const struct dp_pc_move *ab,
 	/* Written after the detach: the restarted read() must return it. */
 	{
 		char cmd[64], line[256], prefix[64];
-		int64_t deadline = util_now_ms() + 3000;
+		int64_t deadline = util_now_ms() + TARGET_ANSWER_MS;
 		bool ok = false;
 
 		snprintf(cmd, sizeof(cmd), "ping %d", cycle);
 		snprintf(prefix, sizeof(prefix), "pong %d ", cycle);
 		while (!ok && util_now_ms() < deadline &&
-		       !target_ask(tg, cmd, prefix, line, sizeof(line), 2000)) {
+		       !target_ask(tg, cmd, prefix, line, sizeof(line), TARGET_ANSWER_MS)) {
 			ok = kv(line, "usr2") == (uint64_t)cycle + 1 && kv(line, "marker") == v;
 			if (!ok)
 				util_sleep_ms(2);
@@ -387,7 +387,7 @@ int main(void)
 
 	/* Let the last queued signals be handled. */
 	util_sleep_ms(300);
-	if (tap_ok(target_ask(&tg, "report", "report", line, sizeof(line), 3000) == 0,
+	if (tap_ok(target_ask(&tg, "report", "report", line, sizeof(line), TARGET_ANSWER_MS) == 0,
 		   "the target reports")) {
 		tap_diag("%s", line);
 		tap_ok(kv(line, "calls") > 1000 && kv(line, "errors") == 0,
@@ -403,7 +403,7 @@ int main(void)
 		       " short, %" PRIu64 " EINTR)", kv(line, "sleeps"), kv(line, "short"),
 		       kv(line, "eintr"));
 	}
-	tap_ok(target_ask(&tg, "wake", "woken", line, sizeof(line), 3000) == 0 &&
+	tap_ok(target_ask(&tg, "wake", "woken", line, sizeof(line), TARGET_ANSWER_MS) == 0 &&
 	       kv(line, "spurious") == 0, "the futex waiter never woke early (%s)", line);
 	tap_ok(target_quit(&tg, 5000) == 0, "the target exits cleanly, its own checks passed");
 	return tap_done();
