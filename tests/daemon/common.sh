@@ -133,7 +133,7 @@ start_target() {
 	"$@" >"$DP_TMP/$name.out" 2>&1 &
 	TARGET_PID=$!
 	DP_TARGETS="$DP_TARGETS $TARGET_PID"
-	for i in $(seq 100); do
+	for i in $(seq 600); do
 		grep -q '^ready' "$DP_TMP/$name.out" 2>/dev/null && return 0
 		sleep 0.05
 	done

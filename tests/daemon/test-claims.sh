@@ -41,7 +41,7 @@ forge() {
 	"${asuser[@]}" "$FORGE" "$SOCK" "$@" >"$DP_TMP/$name.out" 2>&1 &
 	fpid=$!
 	DP_TARGETS="$DP_TARGETS $fpid"
-	for i in $(seq 100); do
+	for i in $(seq 600); do
 		grep -q '^claim' "$DP_TMP/$name.out" && break
 		sleep 0.05
 	done
@@ -109,7 +109,7 @@ wait "$fpid" 2>/dev/null
 # (it is stopped meanwhile), the process runs as root.
 kill -STOP "$DPD_PID"
 forge setuid setuid "$pub/suid-sleep" 60 || tap_bail "setuid: dpforge did not start: $(cat "$DP_TMP/setuid.out")"
-for i in $(seq 100); do
+for i in $(seq 600); do
 	grep -q "^Uid:[[:space:]]*$USER_ID[[:space:]]*0[[:space:]]*0" /proc/"$fpid"/status && break
 	sleep 0.05
 done
@@ -135,7 +135,7 @@ stopped_at hello
 grep -q "process $fpid: recovered 1 patches" "$DP_TMP/dynprobed.log"
 tap_ok $? "exec: the true report is taken, the daemon stopped before restoring it"
 kill -USR1 "$fpid"
-for i in $(seq 100); do
+for i in $(seq 600); do
 	grep -q "^Uid:[[:space:]]*$USER_ID[[:space:]]*0[[:space:]]*0" /proc/"$fpid"/status && break
 	sleep 0.05
 done

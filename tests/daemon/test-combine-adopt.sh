@@ -53,7 +53,7 @@ restart() {
 listed() {
 	local i s=$1
 	shift
-	for i in $(seq 100); do
+	for i in $(seq 300); do
 		dpctl list "$s" && grep -qE "event=$2 .*procs=$1:$3:0( |$)" "$DP_TMP/out" && return 0
 		sleep 0.1
 	done

@@ -207,7 +207,7 @@ else
 		"$FUZZ" "$GOLDEN" app "$RUN/dynprobe-app.sock" 9 0 30000 $((MAXC + 2)) \
 		>"$DP_TMP/hold-user" 2>&1 &
 	holder=$!
-	for i in $(seq 100); do
+	for i in $(seq 300); do
 		grep -q "refused: uid $uid has $MAXC connections" "$DP_TMP/dynprobed.log" && break
 		sleep 0.1
 	done

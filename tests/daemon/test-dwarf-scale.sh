@@ -38,7 +38,7 @@ dpctl enable g big few function 'dp_w_1000?' "$WIDE" -p "$pid" -c var:x &&
 tap_ok $? "--function 'dp_w_1000?' -c var:x on the same sites: $(grep '^proc' "$DP_TMP/out" | cut -c1-120)"
 
 # Each SIGUSR2 calls dp_w_10000(1) once: until both events record.
-for i in $(seq 40); do
+for i in $(seq 120); do
 	kill -USR2 "$pid"
 	sleep 0.25
 	seen g "dynprobe:all_entry" "dynprobe:all_return" "dynprobe:few_entry" \

@@ -31,7 +31,7 @@ at_entry() {
 # PC" outside a system call).
 stopped_pc() {
 	local i
-	for i in $(seq 100); do
+	for i in $(seq 600); do
 		grep -q '^State:[[:space:]]*T' /proc/"$1"/status && break
 		sleep 0.05
 	done

@@ -261,7 +261,7 @@ kill -STOP "$pid"
 resume
 [ "$st" -eq 0 ]
 tap_ok $? "stop-held: SIGSTOP while every thread is held for a removal: the removal goes on ($(head -n1 "$DP_TMP/act"))"
-for i in $(seq 100); do
+for i in $(seq 600); do
 	[ "$(grep -c '^State:[[:space:]]*T' /proc/"$pid"/task/*/status 2>/dev/null)" = \
 		"$(ls /proc/"$pid"/task | wc -l)" ] && break
 	sleep 0.05

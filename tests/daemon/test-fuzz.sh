@@ -146,7 +146,7 @@ cached() {
 	[ "$(dirname "$1")" = "$bindir" ] && [ -f "$1" ] &&
 		[ "$(head -c4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]
 }
-for i in $(seq 100); do
+for i in $(seq 300); do
 	fds "$DPD_PID" >"$DP_TMP/fds-after"
 	extra=$(comm -13 "$DP_TMP/fds-before" "$DP_TMP/fds-after" | while read -r n target; do
 		cached "$target" || echo "$n->$target"

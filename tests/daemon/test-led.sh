@@ -154,7 +154,7 @@ kill_dynprobed
 c=$(connects "$pid")
 start_dynprobed || tap_bail "lttng-dynprobed does not start again"
 agent_back "$pid" "$c"
-for i in $(seq 100); do
+for i in $(seq 300); do
 	dpctl list s
 	grep -q "event=lr .*procs=$pid:" "$DP_TMP/out" && grep -q "event=rc .*procs=$pid:" "$DP_TMP/out" && break
 	sleep 0.1
@@ -190,13 +190,13 @@ c=$(connects "$pid")
 d=$(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log")
 start_dynprobed || tap_bail "lttng-dynprobed does not start again"
 agent_back "$pid" "$c"
-for i in $(seq 100); do
+for i in $(seq 300); do
 	[ "$(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log")" -gt "$d" ] && break
 	sleep 0.1
 done
 [ "$(grep -c "no event claims is removed" "$DP_TMP/dynprobed.log")" -gt "$d" ]
 tap_ok $? "a new daemon restores the half-removed patch (its event's disable never completed)"
-for i in $(seq 100); do
+for i in $(seq 300); do
 	dpctl list s
 	grep -q "event=lr .*procs=$pid:3:0" "$DP_TMP/out" && break
 	sleep 0.1

@@ -124,7 +124,7 @@ later() {
 child_done() {
 	local i
 	kill -TERM "$child"
-	for i in $(seq 100); do
+	for i in $(seq 600); do
 		grep -q '^child calls=' "$DP_TMP/$1.out" && break
 		sleep 0.05
 	done

@@ -81,7 +81,7 @@ urefused other-user "$TARGET_PID" \
 bgasuser "$pub/suid-sleep" 600 &
 sp=$!
 DP_TARGETS="$DP_TARGETS $sp"
-for i in $(seq 100); do
+for i in $(seq 600); do
 	grep -q "^Uid:[[:space:]]*$USER_ID[[:space:]]*0" /proc/"$sp"/status && break
 	sleep 0.05
 done
@@ -91,7 +91,7 @@ urefused setuid "$sp" \
 bgasuser "$pub/sgid-sleep" 600 &
 gp=$!
 DP_TARGETS="$DP_TARGETS $gp"
-for i in $(seq 100); do
+for i in $(seq 600); do
 	grep -q "^Gid:[[:space:]]*$GROUP_ID[[:space:]]*0" /proc/"$gp"/status && break
 	sleep 0.05
 done
@@ -137,7 +137,7 @@ start_target ctr unshare -pmf --mount-proc --propagation private sh -c \
 	"mount -t tmpfs dp-ctr '$ctr' && cp '$PIE' '$ctr/target' && ln '$ctr/target' '$ctr/alias' && '$ctr/target' '$DP_SHM/shm-ctr' 4 5 1000 & wait" ||
 	tap_bail "the container's target does not start: $(cat "$DP_TMP/ctr.out")"
 cp=
-for i in $(seq 100); do
+for i in $(seq 600); do
 	for f in /proc/[0-9]*/status; do
 		grep -q '^Name:[[:space:]]*target$' "$f" 2>/dev/null &&
 			grep -qE '^NSpid:[[:space:]]*[0-9]+[[:space:]]+[0-9]+$' "$f" 2>/dev/null &&

@@ -150,7 +150,7 @@ kill_dynprobed
 start_dynprobed
 tap_ok $? "the daemon killed with SIGKILL, a new one started" ||
 	tap_diag_file "$DP_TMP/dynprobed.start"
-for i in $(seq 100); do
+for i in $(seq 300); do
 	dpctl list
 	grep -q "event=one .*procs=$pid:$counts$" "$DP_TMP/out" &&
 		grep -q "event=two .*procs=$pid:$counts$" "$DP_TMP/out" && break

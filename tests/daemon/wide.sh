@@ -25,7 +25,7 @@ text_same() {
 # The target's pings are in OUT.
 ping_until() {
 	local i
-	for i in $(seq 40); do
+	for i in $(seq 120); do
 		kill -USR2 "$pid"
 		sleep 0.25
 		seen "$1" "dynprobe:$2_entry" "dynprobe:$2_return" && return 0
