@@ -27,7 +27,7 @@ dp_lttng create rec --output="$DP_TMP/trace" &&
 w1=$!
 "$NOTIFY_WAIT" dpall 10 30 "$DP_TMP/ready2" >"$DP_TMP/notif2" 2>&1 &
 w2=$!
-for i in $(seq 200); do
+for i in $(seq 600); do
 	[ -e "$DP_TMP/ready1" ] && [ -e "$DP_TMP/ready2" ] && break
 	sleep 0.05
 done

@@ -154,7 +154,7 @@ tap_ok $? "item 2: the executed program ($child, its environment cleared) record
 	tap_diag "$(diff "$DP_TMP/b1" "$DP_TMP/b3" | head -6)"
 
 # The running program calls foo ten times a second: B sees it soon.
-for i in $(seq 50); do
+for i in $(seq 150); do
 	n_loop=$(b_of "$loop" | grep -c '^dynprobe:fb_entry:')
 	n_loopp=$(b_of "$loop" | grep -c '^dynprobe:fp:')
 	[ "$n_loop" -gt 0 ] && [ "$n_loopp" -gt 0 ] && break
@@ -263,7 +263,7 @@ for s in A B; do
 done
 "$STOCK" -n list 2>&1 | grep -q "Currently no available recording session"
 tap_ok $? "destroy A and B: no session left" || tap_diag "$("$STOCK" -n list 2>&1)"
-for i in $(seq 50); do
+for i in $(seq 300); do
 	same_as_file "$loop" "$TARGET" foo "$FOO_LEN" && break
 	sleep 0.1
 done

@@ -110,7 +110,7 @@ start_sessiond() {
 	trap 'ready=1' USR1
 	lttng-sessiond "${opts[@]}" "$@" >"$DP_TMP/sessiond.log" 2>&1 &
 	DP_SESSIOND_PID=$!
-	for i in $(seq 200); do
+	for i in $(seq 600); do
 		[ "$ready" -eq 1 ] && break
 		kill -0 "$DP_SESSIOND_PID" 2>/dev/null || break
 		sleep 0.05
