@@ -171,6 +171,9 @@ static bool fallen_into(const struct dp_object *obj, const struct dp_function *g
 
 	if (!h || h == g || !h->ninsns)
 		return false;
+	/* g nested in h: h's code may run on into it anywhere. */
+	if (g->start - h->start < h->size)
+		return true;
 	off = h->insn_off[h->ninsns - 1];
 	code = dp_elf_code(obj->elf, h->start + off, h->size - off);
 	if (!code || dp_insn_decode(code, h->size - off, &in))
