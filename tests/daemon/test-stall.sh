@@ -296,6 +296,27 @@ kill -TERM "$d"
 wait "$d"
 tap_ok $? "target $d computed right throughout: $(tail -n1 "$DP_TMP/d.out")"
 
+# ---- a client gone before its request is read ----------------------------
+# The daemon stopped (as by a machine that stalls longer than the client's
+# call), an ENABLE sent, its client killed: the daemon, continued, finds a
+# whole request whose client has closed.  It must not be done: its client
+# was told it failed.
+start_dynprobed || tap_bail "lttng-dynprobed does not start again"
+kill -STOP "$DPD_PID"
+"$DPCTL" enable s channel0 gone probe dp_work "$PIE" -p "$b" >"$DP_TMP/gone.out" 2>&1 &
+gone=$!
+sleep 0.5
+kill -KILL "$gone"
+wait "$gone" 2>/dev/null
+kill -CONT "$DPD_PID"
+logged "client pid $gone closed its connection before its request was read: not served"
+st=$?
+dpctl list s
+! grep -q "event=gone " "$DP_TMP/out" && same_as_file "$b" "$PIE" dp_work "$LEN" && (exit $st)
+tap_ok $? "a request whose client closed before it was read is not served: no event, dp_work untouched ($(grep -m1 "client pid $gone closed" "$DP_TMP/dynprobed.log" | cut -c1-140))"
+stop_dynprobed
+tap_ok $? "SIGTERM: the daemon exits"
+
 kill -TERM "$b"
 wait "$b"
 tap_ok $? "target $b computed right throughout: $(tail -n1 "$DP_TMP/b.out")"

@@ -623,6 +623,14 @@ static bool conn_dispatch(struct conn *c)
 	return true;
 }
 
+/* Whether the peer of fd closed it (POLLHUP: not a half-close). */
+static bool peer_closed(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLHUP);
+}
+
 /* Reads what c has: false when it is to close. */
 static bool conn_read(struct conn *c)
 {
@@ -687,9 +695,16 @@ static bool conn_read(struct conn *c)
 			return false;
 		c->buf = v;
 	}
-	if (c->len == c->want)
-		return conn_dispatch(c);
-	return true;
+	if (c->len != c->want)
+		return true;
+	/* A client that closed once its request was sent (its call timed out,
+	 * it was killed) would never learn the outcome: nothing is done. */
+	if (c->kind == CONN_CLIENT && peer_closed(c->fd)) {
+		dpd_info("client pid %d closed its connection before its request was read: "
+			 "not served", (int)c->pid);
+		return false;
+	}
+	return conn_dispatch(c);
 }
 
 /* ---- the loop --------------------------------------------------------- */
