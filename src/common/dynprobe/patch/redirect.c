@@ -588,9 +588,9 @@ static bool window_span(struct rd_state *st, const struct dp_function *fn, long 
 }
 
 /*
- * Tries the window [k, j] for the int3 patch i: every target in it past
- * its first byte led (lead_add), their rel8s through one hop.  *taken
- * when the patch got it.  0 or -ENOMEM.
+ * Tries window w for the int3 patch i: every target in it past its first
+ * byte led (lead_add), their rel8s through one hop.  *taken when the patch
+ * got it.  0 or -ENOMEM.
  */
 static int interior_window(struct rd_state *st, size_t i, const struct dp_window *w,
 			   struct pl_taken *t, bool *taken)
