@@ -396,6 +396,8 @@ static int interrupt_all(struct dp_proc *p)
 
 static void hold_begins(struct dp_proc *p)
 {
+	int saved = errno;
+
 	if (p->hold_start)
 		return;
 	p->hold_start = dp__now_ns();
@@ -404,13 +406,17 @@ static void hold_begins(struct dp_proc *p)
 	p->hold_nice = getpriority(PRIO_PROCESS, (id_t)p->hold_tid);
 	p->hold_reniced = !errno && p->hold_nice > HOLD_NICE &&
 			  !setpriority(PRIO_PROCESS, (id_t)p->hold_tid, HOLD_NICE);
+	errno = saved;
 }
 
 void dp__hold_ends(struct dp_proc *p)
 {
 	if (p->hold_reniced) {
+		int saved = errno;
+
 		setpriority(PRIO_PROCESS, (id_t)p->hold_tid, p->hold_nice);
 		p->hold_reniced = false;
+		errno = saved;
 	}
 	if (p->hold_start) {
 		uint64_t d = dp__now_ns() - p->hold_start;
