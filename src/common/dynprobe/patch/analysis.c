@@ -174,22 +174,30 @@ static int functions_load(struct dp_object *obj)
 
 /* ---- the analysis, once ------------------------------------------------ */
 
+/* What only the analysis itself needs: gone once it is done. */
+static void scratch_release(struct dp_object *obj)
+{
+	free(obj->code_refs.v);
+	free(obj->entered.v);
+	free(obj->jumped);
+	free(obj->tables);
+	memset(&obj->code_refs, 0, sizeof(obj->code_refs));
+	memset(&obj->entered, 0, sizeof(obj->entered));
+	obj->jumped = NULL;
+	obj->njumped = obj->jumped_cap = 0;
+	obj->tables = NULL;
+	obj->ntables = obj->tables_cap = 0;
+}
+
 static void analysis_release(struct dp_object *obj)
 {
+	scratch_release(obj);
 	free(obj->fns);
 	free(obj->fn_maxend);
 	free(obj->insn_pool);
 	free(obj->ret_pool);
 	free(obj->keys.v);
 	free(obj->refs.v);
-	free(obj->code_refs.v);
-	free(obj->entered.v);
-	free(obj->jumped);
-	obj->jumped = NULL;
-	obj->njumped = obj->jumped_cap = 0;
-	free(obj->tables);
-	obj->tables = NULL;
-	obj->ntables = obj->tables_cap = 0;
 	free(obj->tgt_addr);
 	free(obj->tgt_kind);
 	free(obj->scns);
@@ -204,8 +212,6 @@ static void analysis_release(struct dp_object *obj)
 	obj->ret_pool = NULL;
 	memset(&obj->keys, 0, sizeof(obj->keys));
 	memset(&obj->refs, 0, sizeof(obj->refs));
-	memset(&obj->code_refs, 0, sizeof(obj->code_refs));
-	memset(&obj->entered, 0, sizeof(obj->entered));
 	obj->tgt_addr = NULL;
 	obj->tgt_kind = NULL;
 	obj->scns = NULL;
@@ -234,16 +240,7 @@ static int object_analyze(struct dp_object *obj)
 	/* Last: which indirect jmps are tail calls depends on every target. */
 	if (!err)
 		err = an_tail_calls_settle(obj);
-	free(obj->code_refs.v);
-	free(obj->entered.v);
-	free(obj->jumped);
-	obj->jumped = NULL;
-	obj->njumped = obj->jumped_cap = 0;
-	free(obj->tables);
-	obj->tables = NULL;
-	obj->ntables = obj->tables_cap = 0;
-	memset(&obj->code_refs, 0, sizeof(obj->code_refs));
-	memset(&obj->entered, 0, sizeof(obj->entered));
+	scratch_release(obj);
 	if (err)
 		analysis_release(obj);
 	obj->state = err ? err : 1;
