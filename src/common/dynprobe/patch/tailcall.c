@@ -715,14 +715,13 @@ static void stack_heights(struct tc_fn *tf)
 		st[i].rsp = st[i].rbp = SH_UNSET;
 		if (tf->entry[i] & TC_CASE)
 			cases[ncases++] = i;
-	}
-	for (uint32_t i = 0; i < ctx->n; i++)
+		/* An entry starts at 0; an instruction entered from elsewhere
+		 * with a stack this pass does not see. */
 		if (tf->entry[i] & TC_ENTRY)
 			sh_flow(st, work, &nwork, queued, i, (struct sh_state){ 0, SH_UNKNOWN });
-	/* Entered from elsewhere: with a stack this pass does not see. */
-	for (uint32_t i = 0; i < ctx->n; i++)
-		if (tf->entry[i] & TC_FOREIGN)
+		else if (tf->entry[i] & TC_FOREIGN)
 			sh_flow(st, work, &nwork, queued, i, unknown);
+	}
 	/* Each value only goes from unset to known to unknown, and an
 	 * instruction waits in the list at most once: the pass ends. */
 	while (nwork) {
