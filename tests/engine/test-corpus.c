@@ -660,6 +660,14 @@ static void check_redirect_installed(const struct ccase *cc, const struct dp_pat
 	       via ? ", and a relocated copy in another window leads there" : "");
 }
 
+/* A jump whose window holds one branch to its own instructions, and
+ * nothing led into it from outside (no redirect, no hop). */
+static bool inner_only(const struct dp_patch *q)
+{
+	return q && q->method == DP_SITE_JUMP && !q->led && !q->nredirects && !q->hop.len &&
+	       dp_window_inner_branches(&q->win) == 1;
+}
+
 static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 {
 	const struct dp_function *fn = dp_object_function_by_name(obj, cc->name);
@@ -723,8 +731,7 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 		const struct dp_patch *q = patch_of(patches, npatches, npoints - 1);
 		char how[160];
 
-		tap_ok(q && q->method == DP_SITE_JUMP && !q->led && !q->nredirects && !q->hop.len &&
-			       dp_window_inner_branches(&q->win) == 1,
+		tap_ok(inner_only(q),
 		       "%s: the site's window holds the branch to it, nothing else led: %s", cc->name,
 		       q ? dp_plan_led_str(q, how, sizeof(how)) : "no patch");
 	}
@@ -732,9 +739,7 @@ static void run_case(const struct ccase *cc, struct dp_code_pool *pool)
 		const struct dp_patch *q = patch_of(patches, npatches, 0);
 		char how[160];
 
-		tap_ok(q && q->method == DP_SITE_JUMP && !q->led && !q->nredirects && !q->hop.len &&
-			       q->win.addr == fn->start && q->win.ninsns == 4 &&
-			       dp_window_inner_branches(&q->win) == 1,
+		tap_ok(inner_only(q) && q->win.addr == fn->start && q->win.ninsns == 4,
 		       "%s: the entry's window runs on over the loop, its jg inside, nothing led: %s",
 		       cc->name, q ? dp_plan_led_str(q, how, sizeof(how)) : "no patch");
 	}
