@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "proc/dynsym.h"
 #include "proc/inject.h"
 #include "proc/maps.h"
@@ -218,7 +219,8 @@ static bool catch_cb(struct dp_proc *p, pid_t tid, void *arg)
 static int catch_slice(struct dp_proc *p, const struct dp_maps *maps, int ms, pid_t *host)
 {
 	struct catch_ctx ctx = { maps, 0 };
-	uint64_t deadline = dp__now_ns() + (uint64_t)ms * 1000000ull;
+	uint64_t deadline = dp_now_ns() + (uint64_t)ms * 1000000ull;
+	struct dp_deadline back;
 	struct user_regs_struct e, r;
 	struct dp_thread *t;
 	enum dp_event ev;
@@ -238,7 +240,7 @@ static int catch_slice(struct dp_proc *p, const struct dp_maps *maps, int ms, pi
 		t->signal = 0;
 	}
 	dp__hold_ends(p);
-	while (!ctx.host && dp__now_ns() < deadline && !p->gone) {
+	while (!ctx.host && dp_now_ns() < deadline && !p->gone) {
 		if (!dp__pump(p)) {
 			struct timespec ts = { 0, 100000 };
 
@@ -269,7 +271,8 @@ static int catch_slice(struct dp_proc *p, const struct dp_maps *maps, int ms, pi
 	t->flags |= T_OWNED;
 	t->stop = DP_STOP_NONE;
 	ptrace(PTRACE_SYSCALL, ctx.host, 0, 0);
-	ret = dp__wait_owned(p, ctx.host, p->timeout_ms, &ev, &sig);
+	dp_deadline_start(&back, p->timeout_ms, NULL);
+	ret = dp__wait_owned(p, ctx.host, &back, &ev, &sig);
 	if (ret <= 0 || ev != EV_SYSCALL)
 		return dp_err_set(&p->err, ret < 0 ? ret : -EPROTO, "thread %d of pid %d did not "
 				  "come back from a skipped system call", (int)ctx.host,
@@ -368,10 +371,9 @@ static int refuse_busy(struct dp_proc *p, const struct quiet *q, int ms, unsigne
 static int wait_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid_t *host,
 		     struct dp_inject_result *r)
 {
-	uint64_t start = dp__now_ns(), now = start;
-	uint64_t deadline = start + (uint64_t)ms * 1000000ull;
-	uint64_t cap = start + (uint64_t)ms * WAIT_HOST_CAP * 1000000ull;
-	unsigned int seed = (unsigned int)now ^ (unsigned int)p->pid;
+	uint64_t start = dp_now_ns();
+	struct dp_deadline deadline, cap;
+	unsigned int seed = (unsigned int)start ^ (unsigned int)p->pid;
 	struct quiet q = { .why = DP_ERR_INIT };
 	unsigned int rounds = 0;
 	int ret;
@@ -379,17 +381,18 @@ static int wait_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid_
 	q.last = calloc(1, sizeof(*q.last));
 	if (!q.last)
 		return dp_err_set(&p->err, -ENOMEM, "out of memory");
+	dp_deadline_start(&cap, ms * WAIT_HOST_CAP, NULL);
+	dp_deadline_start(&deadline, ms, &cap);
 	for (;;) {
 		ret = find_quiet(p, &q, host);
 		rounds++;
 		if (ret || *host)
 			break;
-		now = dp__now_ns();
-		if (now >= cap || (now >= deadline && rounds >= WAIT_HOST_ROUNDS))
+		if (dp_deadline_passed(&cap) ||
+		    (dp_deadline_passed(&deadline) && rounds >= WAIT_HOST_ROUNDS))
 			break;
 		{
-			uint64_t end = now >= deadline ? cap : deadline;
-			int left = (int)((end - now) / 1000000ull) + 1;
+			int left = 1 + dp_deadline_left(dp_deadline_passed(&deadline) ? &cap : &deadline);
 			int slice = 1 + rand_r(&seed) % 8;
 
 			ret = catch_slice(p, maps, slice < left ? slice : left, host);
@@ -398,7 +401,7 @@ static int wait_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid_
 			break;
 	}
 	if (!ret && !*host)
-		ret = refuse_busy(p, &q, (int)((dp__now_ns() - start) / 1000000ull), rounds);
+		ret = refuse_busy(p, &q, (int)((dp_now_ns() - start) / 1000000ull), rounds);
 	r->stacks_walked = q.looks;
 	r->stacks_refused = q.looks - q.found;
 	if (q.found && q.last->n)
@@ -646,16 +649,20 @@ static void thread_wait_words(pid_t pid, pid_t tid, char *buf, size_t len)
 static int wait_report(int fd, pid_t pid, uint64_t data, int idle_ms, int cap_ms,
 		       uint8_t *page, char *why, size_t whylen)
 {
-	uint64_t start = dp__now_ns(), now, last = start, seen = 0, next_look = 0;
+	uint64_t start = dp_now_ns(), now, seen = 0, next_look = 0;
+	/* Neither counts the time this process could not run (deadline.h). */
+	struct dp_deadline cap, idle;
 	bool known = false;
 	pid_t tid = 0;
 
+	dp_deadline_start(&cap, cap_ms, NULL);
+	dp_deadline_start(&idle, idle_ms, NULL);
 	for (;;) {
 		if (pread(fd, page, PAGE, (off_t)data) != PAGE)
 			return -ESRCH;
 		if (get64(page, D_DONE))
 			return 0;
-		now = dp__now_ns();
+		now = dp_now_ns();
 		/* Ten looks a second at the thread: its counts move by ticks. */
 		if (now >= next_look) {
 			uint64_t work;
@@ -666,17 +673,17 @@ static int wait_report(int fd, pid_t pid, uint64_t data, int idle_ms, int cap_ms
 				memcpy(&tid, page + D_TID, sizeof(tid));
 			if (tid > 0 && !dp_proc_thread_work(pid, tid, &st, &work)) {
 				if (!known || work != seen || st == 'R' || st == 'D')
-					last = now;
+					dp_deadline_start(&idle, idle_ms, NULL);
 				known = true;
 				seen = work;
 			}
 		}
-		if (now - start > (uint64_t)cap_ms * 1000000ull) {
+		if (dp_deadline_passed(&cap)) {
 			snprintf(why, whylen, "has not finished after %d ms, its thread working "
 				 "all along", cap_ms);
 			return -ETIMEDOUT;
 		}
-		if (now - last > (uint64_t)idle_ms * 1000000ull) {
+		if (dp_deadline_passed(&idle)) {
 			char where[128];
 
 			if (tid > 0)
@@ -702,12 +709,13 @@ static int wait_report(int fd, pid_t pid, uint64_t data, int idle_ms, int cap_ms
  */
 static pid_t find_waiter(pid_t pid, uint64_t data, int ms)
 {
-	uint64_t deadline = dp__now_ns() + (uint64_t)ms * 1000000ull;
+	struct dp_deadline deadline;
 	char want[48];
 	size_t wlen;
 
 	wlen = (size_t)snprintf(want, sizeof(want), "%d 0x%" PRIx64 " ", SYS_futex,
 				data + D_ACK);
+	dp_deadline_start(&deadline, ms, NULL);
 	for (;;) {
 		pid_t *tids, found = 0;
 		size_t n = 0;
@@ -730,7 +738,7 @@ static pid_t find_waiter(pid_t pid, uint64_t data, int ms)
 				found = tids[i];
 		}
 		free(tids);
-		if (found || !n || dp__now_ns() > deadline)
+		if (found || !n || dp_deadline_passed(&deadline))
 			return found;
 		struct timespec ts = { 0, 500000 };
 
@@ -743,11 +751,12 @@ static pid_t find_waiter(pid_t pid, uint64_t data, int ms)
  * every signal blocked, on its way out. */
 static void wait_gone(pid_t pid, pid_t tid, int ms)
 {
-	uint64_t deadline = dp__now_ns() + (uint64_t)ms * 1000000ull;
+	struct dp_deadline deadline;
 
+	dp_deadline_start(&deadline, ms, NULL);
 	for (;;) {
 		if ((syscall(SYS_tgkill, pid, tid, 0) && errno == ESRCH) ||
-		    dp__now_ns() > deadline)
+		    dp_deadline_passed(&deadline))
 			return;
 		struct timespec ts = { 0, 500000 };
 
@@ -758,7 +767,7 @@ static void wait_gone(pid_t pid, pid_t tid, int ms)
 int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *opts,
 		    struct dp_inject_result *res, struct dp_err *err)
 {
-	uint64_t t0 = dp__now_ns(), data = 0, code = 0, ret_val = 0, t_detach;
+	uint64_t t0 = dp_now_ns(), data = 0, code = 0, ret_val = 0, t_detach;
 	struct dp_inject_opts o;
 	struct dp_inject_result r;
 	struct dp_maps maps = { 0 };
@@ -824,7 +833,7 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 	host = find_host(p, &maps);
 	if (!host)
 		ret = wait_host(p, &maps, o.catch_ms, &host, &r);
-	r.find_ns = dp__now_ns() - t0;
+	r.find_ns = dp_now_ns() - t0;
 	if (!ret)
 		ret = dp_remote_mmap(p, host, 0, PAGE, PROT_READ | PROT_WRITE,
 				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &data);
@@ -880,7 +889,7 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 	r.held_total_ns = dp_proc_total_held_ns(p, &r.nholds);
 	if (ret)
 		goto fail;
-	t_detach = dp__now_ns();
+	t_detach = dp_now_ns();
 
 	{
 		char why[256];
@@ -898,7 +907,7 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 		ret = dp_err_set(err, -ESRCH, "pid %d exited while loading the agent", (int)pid);
 		goto out;
 	}
-	r.load_ns = dp__now_ns() - t_detach;
+	r.load_ns = dp_now_ns() - t_detach;
 	{
 		const uint64_t one = 1;
 		/* Found before the ACK: it waits for nothing else. */
@@ -913,7 +922,7 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 	}
 	r.handle = get64(page, D_HANDLE);
 	r.host = host;
-	r.total_ns = dp__now_ns() - t0;
+	r.total_ns = dp_now_ns() - t0;
 	if (!r.handle) {
 		page[PAGE - 1] = '\0';
 		ret = dp_err_set(err, -DP_INJECT_EDLOPEN, "dlopen(\"%s\") in pid %d failed: %s",

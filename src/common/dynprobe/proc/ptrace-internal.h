@@ -66,12 +66,14 @@ enum dp_event {
 };
 
 /*
- * Waits up to timeout_ms (< 0: no limit) for the next status of `owned`
- * (a thread flagged T_OWNED), servicing every other thread meanwhile.
- * Returns 1 with *ev and *sig, 0 on timeout, or -errno (-ESRCH: the process
- * is gone).  Clone and exec events of `owned` are handled here and reported.
+ * Waits until the deadline d (deadline.h; none: no limit) for the next
+ * status of `owned` (a thread flagged T_OWNED), servicing every other thread
+ * meanwhile.  Returns 1 with *ev and *sig, 0 on timeout, or -errno (-ESRCH:
+ * the process is gone).  Clone and exec events of `owned` are handled here
+ * and reported.
  */
-int dp__wait_owned(struct dp_proc *p, pid_t owned, int timeout_ms, enum dp_event *ev,
+struct dp_deadline;
+int dp__wait_owned(struct dp_proc *p, pid_t owned, struct dp_deadline *d, enum dp_event *ev,
 		   int *sig);
 
 /* One pass over the threads that are not owned: handle pending statuses. */
@@ -87,8 +89,6 @@ int dp__hold_thread(struct dp_proc *p, pid_t tid);
  * delivered onto our temporary registers.
  */
 int dp__settle(struct dp_proc *p, pid_t tid);
-
-uint64_t dp__now_ns(void);
 
 /* The threads run again (not through dp_proc_resume): the hold is over. */
 void dp__hold_ends(struct dp_proc *p);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "deadline.h"
 #include "proc/proc-status.h"
 #include "proc/ptrace-internal.h"
 
@@ -33,14 +34,6 @@
 #define ERESTARTNOINTR 513
 #define ERESTARTNOHAND 514
 #define ERESTART_RESTARTBLOCK 516
-
-uint64_t dp__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 struct dp_proc *dp_proc_open(pid_t pid)
 {
@@ -326,12 +319,14 @@ static int gone_error(struct dp_proc *p)
  */
 static int wait_held(struct dp_proc *p, int timeout_ms)
 {
-	uint64_t start = dp__now_ns();
-	uint64_t deadline = start + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t start = dp_now_ns();
 	int most = timeout_ms > 5 * p->timeout_ms ? timeout_ms : 5 * p->timeout_ms;
-	uint64_t last = start + (uint64_t)most * 1000000ull;
+	/* Both deadlines leave out the time this process could not run. */
+	struct dp_deadline last, deadline;
 	unsigned int round = 0;
 
+	dp_deadline_start(&last, most, NULL);
+	dp_deadline_start(&deadline, timeout_ms, timeout_ms >= 0 ? &last : NULL);
 	for (;;) {
 		size_t pending = 0;
 		pid_t late = 0;
@@ -352,18 +347,19 @@ static int wait_held(struct dp_proc *p, int timeout_ms)
 			round = 0;
 			continue;
 		}
-		if (timeout_ms >= 0 && dp__now_ns() > deadline) {
+		if (dp_deadline_passed(&deadline)) {
 			struct dp_proc_status st;
-			uint64_t now = dp__now_ns();
 
 			dp_proc_status_read(p->pid, late, &st);
-			if (st.state == 'R' && now < last) {
-				deadline = now + 10000000ull;	/* look again in 10 ms */
+			if (st.state == 'R' && !dp_deadline_passed(&last)) {
+				/* look again in 10 ms */
+				dp_deadline_start(&deadline, 10, &last);
 				continue;
 			}
 			return dp_err_set(&p->err, -ETIMEDOUT, "thread %d of pid %d did not stop "
 					  "within %d ms (state %c%s)", (int)late, (int)p->pid,
-					  (int)((now - start) / 1000000ull), st.state ? st.state : '?',
+					  (int)((dp_now_ns() - start) / 1000000ull),
+					  st.state ? st.state : '?',
 					  st.state == 'D' ? ": uninterruptible sleep" : "");
 		}
 		snooze(&round);
@@ -400,7 +396,7 @@ static void hold_begins(struct dp_proc *p)
 
 	if (p->hold_start)
 		return;
-	p->hold_start = dp__now_ns();
+	p->hold_start = dp_now_ns();
 	p->hold_tid = (pid_t)syscall(SYS_gettid);
 	errno = 0;
 	p->hold_nice = getpriority(PRIO_PROCESS, (id_t)p->hold_tid);
@@ -419,7 +415,7 @@ void dp__hold_ends(struct dp_proc *p)
 		errno = saved;
 	}
 	if (p->hold_start) {
-		uint64_t d = dp__now_ns() - p->hold_start;
+		uint64_t d = dp_now_ns() - p->hold_start;
 
 		if (d > p->max_held_ns)
 			p->max_held_ns = d;
@@ -546,7 +542,7 @@ static int pump_or_nap(struct dp_proc *p, unsigned int *round)
 
 int dp_proc_service(struct dp_proc *p, int timeout_ms)
 {
-	uint64_t deadline = dp__now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t deadline = dp_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	unsigned int round = 0;
 
 	do {
@@ -554,7 +550,7 @@ int dp_proc_service(struct dp_proc *p, int timeout_ms)
 
 		if (ret)
 			return ret;
-	} while (dp__now_ns() < deadline);
+	} while (dp_now_ns() < deadline);
 	return 0;
 }
 
@@ -587,10 +583,10 @@ int dp__settle(struct dp_proc *p, pid_t tid)
 			  (int)p->pid);
 }
 
-int dp__wait_owned(struct dp_proc *p, pid_t owned, int timeout_ms, enum dp_event *ev,
+int dp__wait_owned(struct dp_proc *p, pid_t owned, struct dp_deadline *d, enum dp_event *ev,
 		   int *sig)
 {
-	uint64_t deadline = dp__now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+	bool limited = dp_deadline_left(d) >= 0;
 	unsigned int round = 0;
 
 	bool others_run = false;
@@ -601,7 +597,7 @@ int dp__wait_owned(struct dp_proc *p, pid_t owned, int timeout_ms, enum dp_event
 		int status, ret;
 		/* Nobody else runs, so nobody else needs service: just block. */
 		pid_t r = waitpid(owned, &status,
-				  __WALL | (others_run || timeout_ms >= 0 ? WNOHANG : 0));
+				  __WALL | (others_run || limited ? WNOHANG : 0));
 
 		if (r == owned) {
 			*ev = classify(status, sig);
@@ -626,7 +622,7 @@ int dp__wait_owned(struct dp_proc *p, pid_t owned, int timeout_ms, enum dp_event
 		ret = pump_or_nap(p, &round);
 		if (ret)
 			return ret;
-		if (timeout_ms >= 0 && dp__now_ns() > deadline)
+		if (limited && dp_deadline_passed(d))
 			return 0;
 	}
 }
@@ -734,12 +730,13 @@ static int seize_pass(struct dp_proc *p)
  */
 static void reap_killed(const pid_t *tids, size_t n)
 {
-	uint64_t deadline = dp__now_ns() + 2000000000ull;
+	struct dp_deadline deadline;
 	unsigned int round = 0;
 	size_t left = n;
 	bool *done = calloc(n ? n : 1, sizeof(*done));
 
-	while (done && left && dp__now_ns() < deadline) {
+	dp_deadline_start(&deadline, 2000, NULL);
+	while (done && left && !dp_deadline_passed(&deadline)) {
 		bool any = false;
 
 		for (size_t i = 0; i < n; i++) {
@@ -881,8 +878,8 @@ static int seize_all(struct dp_proc *p)
 			return 0;
 		/* A thread ending unheld still counts for a moment: wait for it. */
 		if (!short_since)
-			short_since = dp__now_ns();
-		else if (dp__now_ns() - short_since > 2000000000ull)
+			short_since = dp_now_ns();
+		else if (dp_now_ns() - short_since > 2000000000ull)
 			return dp_err_set(&p->err, -EAGAIN, "pid %d counts more threads than "
 					  "/proc/%d/task shows (%zu found and held)", (int)p->pid,
 					  (int)p->pid, p->n);

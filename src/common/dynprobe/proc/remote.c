@@ -26,6 +26,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "proc/maps.h"
 #include "proc/proc-status.h"
 #include "proc/ptrace-internal.h"
@@ -248,10 +249,12 @@ static int syscall_once(struct dp_proc *p, pid_t tid, uint64_t insn, long nr,
 		return dp_err_set(&p->err, -errno, "cannot run thread %d: %s", (int)tid,
 				  strerror(errno));
 	for (;;) {
+		struct dp_deadline none;
 		enum dp_event ev;
 		int sig;
 
-		ret = dp__wait_owned(p, tid, -1, &ev, &sig);
+		dp_deadline_start(&none, -1, NULL);
+		ret = dp__wait_owned(p, tid, &none, &ev, &sig);
 		if (ret < 0)
 			return ret;
 		switch (ev) {
@@ -384,31 +387,27 @@ struct xstate {
 static int run_call(struct dp_proc *p, pid_t tid, const struct dp_remote_call *c,
 		    uint64_t *result)
 {
-	uint64_t deadline = dp__now_ns() + (uint64_t)(c->timeout_ms < 0 ? 0 : c->timeout_ms) *
-			    1000000ull;
+	struct dp_deadline deadline;
 	struct user_regs_struct regs;
 	struct dp_thread *t = dp__thread(p, tid);
 	int deferred_stop = 0, ret;
 
 	t->flags |= T_OWNED;
 	t->stop = DP_STOP_NONE;
+	dp_deadline_start(&deadline, c->timeout_ms, NULL);
 	ptrace(PTRACE_CONT, tid, 0, 0);
 	for (;;) {
 		enum dp_event ev;
-		int sig, left = -1;
+		int sig;
 
-		if (c->timeout_ms >= 0) {
-			uint64_t now = dp__now_ns();
-
-			left = now >= deadline ? 0 : (int)((deadline - now) / 1000000ull) + 1;
-		}
-		ret = dp__wait_owned(p, tid, left, &ev, &sig);
+		ret = dp__wait_owned(p, tid, &deadline, &ev, &sig);
 		if (ret < 0)
 			return ret;
 		if (ret == 0) {
 			/* Abandon: stop it where it waits. */
 			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-			ret = dp__wait_owned(p, tid, p->timeout_ms, &ev, &sig);
+			dp_deadline_start(&deadline, p->timeout_ms, NULL);
+			ret = dp__wait_owned(p, tid, &deadline, &ev, &sig);
 			if (ret <= 0)
 				return dp_err_set(&p->err, -ETIMEDOUT, "a call in thread %d of "
 						  "pid %d neither returned nor stopped", (int)tid,

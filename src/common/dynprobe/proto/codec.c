@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "deadline.h"
 #include "proto/codec.h"
 
 /* ---- members, whatever their width ------------------------------------- */
@@ -433,26 +433,34 @@ void dp_codec_release(const struct dp_codec *c, void *m)
 
 /* ---- on a socket ------------------------------------------------------- */
 
-int dp_codec_send(const struct dp_codec *c, int fd, const void *m, int timeout_ms)
+static int send_until(const struct dp_codec *c, int fd, const void *m, struct dp_deadline *d)
 {
 	struct dp_wbuf w;
 	int ret;
 
 	ret = dp_codec_encode(c, m, &w);
 	if (!ret)
-		ret = dp_frame_write_all(fd, w.data, w.len, timeout_ms);
+		ret = dp_frame_write_all_until(fd, w.data, w.len, d);
 	dp_wbuf_release(&w);
 	return ret;
 }
 
-int dp_codec_recv(const struct dp_codec *c, int fd, void *m, int timeout_ms,
-		  enum dp_proto_err *why)
+int dp_codec_send(const struct dp_codec *c, int fd, const void *m, int timeout_ms)
+{
+	struct dp_deadline d;
+
+	dp_deadline_start(&d, timeout_ms, NULL);
+	return send_until(c, fd, m, &d);
+}
+
+static int recv_until(const struct dp_codec *c, int fd, void *m, struct dp_deadline *d,
+		      enum dp_proto_err *why)
 {
 	struct dp_frame_hdr h;
 	uint8_t *payload;
 	int ret;
 
-	ret = dp_frame_recv_msg(fd, c->frame, timeout_ms, &h, &payload, why);
+	ret = dp_frame_recv_msg_until(fd, c->frame, d, &h, &payload, why);
 	if (!ret)
 		ret = dp_codec_decode(c, &h, payload, m, why);
 	else
@@ -461,9 +469,18 @@ int dp_codec_recv(const struct dp_codec *c, int fd, void *m, int timeout_ms,
 	return ret;
 }
 
+int dp_codec_recv(const struct dp_codec *c, int fd, void *m, int timeout_ms,
+		  enum dp_proto_err *why)
+{
+	struct dp_deadline d;
+
+	dp_deadline_start(&d, timeout_ms, NULL);
+	return recv_until(c, fd, m, &d, why);
+}
+
 /* UNSUPPORTED, the answer to the peer's request `type` of `seq`. */
 static int send_unsupported(const struct dp_codec *c, int fd, uint16_t type, uint32_t seq,
-			    int timeout_ms)
+			    struct dp_deadline *d)
 {
 	struct dp_wbuf w;
 	int ret;
@@ -472,7 +489,7 @@ static int send_unsupported(const struct dp_codec *c, int fd, uint16_t type, uin
 	dp_wbuf_u16(&w, type);
 	ret = dp_frame_end(&w, DP_PROTO_ERR_NONE);
 	if (!ret)
-		ret = dp_frame_write_all(fd, w.data, w.len, timeout_ms);
+		ret = dp_frame_write_all_until(fd, w.data, w.len, d);
 	dp_wbuf_release(&w);
 	return ret;
 }
@@ -483,50 +500,32 @@ int dp_codec_call(const struct dp_codec *c, int fd, void *req, uint32_t *seq, vo
 	return dp_codec_call_cb(c, fd, req, seq, reply, timeout_ms, why, NULL, NULL);
 }
 
-/* Now on the monotonic clock, in milliseconds. */
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* What is left of a call's timeout (< 0: none) begun at t0: 0 once over. */
-static int left_ms(int timeout_ms, int64_t t0)
-{
-	int64_t left;
-
-	if (timeout_ms < 0)
-		return -1;
-	left = t0 + timeout_ms - now_ms();
-	return left > 0 ? (int)left : 0;
-}
-
 int dp_codec_call_cb(const struct dp_codec *c, int fd, void *req, uint32_t *seq, void *reply,
 		     int timeout_ms, enum dp_proto_err *why, dp_codec_request_cb cb, void *arg)
 {
 	int send_ms = c->send_timeout_ms ? c->send_timeout_ms : timeout_ms;
 	/* One deadline for the whole wait: the peer's requests met meanwhile
-	 * give it no more time, and only so many of them are served. */
-	int64_t t0 = now_ms();
+	 * give it no more time, and only so many of them are served.  Each
+	 * send has its own within it. */
+	struct dp_deadline call, send;
 	unsigned nrequests = 0;
 	struct dp_msg_head rq, rp;
-	int ret, left;
+	int ret;
 
 	*why = DP_PROTO_ERR_NONE;
 	memset(reply, 0, c->msg_size);
 	rq = head_of(req);
 	rq.seq = (*seq)++;
 	memcpy(req, &rq, sizeof(rq));
-	ret = dp_codec_send(c, fd, req, send_ms);
+	dp_deadline_start(&call, timeout_ms, NULL);
+	dp_deadline_start(&send, send_ms, &call);
+	ret = send_until(c, fd, req, &send);
 	for (;;) {
 		if (ret)
 			return ret;
-		left = left_ms(timeout_ms, t0);
-		if (!left)
+		if (dp_deadline_passed(&call))
 			return -ETIMEDOUT;
-		ret = dp_codec_recv(c, fd, reply, left, why);
+		ret = recv_until(c, fd, reply, &call, why);
 		rp = head_of(reply);
 		if (!(rp.type & DP_FRAME_REPLY) && (!ret || (c->peer_requests && ret == -EPROTO &&
 							     *why == DP_PROTO_ERR_TYPE)) &&
@@ -551,11 +550,10 @@ int dp_codec_call_cb(const struct dp_codec *c, int fd, void *req, uint32_t *seq,
 			break;
 		/* A request of a newer minor version while we wait: say we do
 		 * not know it, and keep waiting for our reply. */
-		left = left_ms(timeout_ms, t0);
-		if (!left)
+		if (dp_deadline_passed(&call))
 			return -ETIMEDOUT;
-		ret = send_unsupported(c, fd, rp.type, rp.seq,
-				       send_ms < 0 || (left >= 0 && left < send_ms) ? left : send_ms);
+		dp_deadline_start(&send, send_ms, &call);
+		ret = send_unsupported(c, fd, rp.type, rp.seq, &send);
 	}
 	if (ret)
 		return ret;

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
 
@@ -165,37 +165,18 @@ int dp_frame_check_reply(uint16_t req_type, uint32_t req_seq, uint16_t type, uin
 	return type == DP_FRAME_UNSUPPORTED ? -EOPNOTSUPP : 0;
 }
 
-/* Deadlines on the monotonic clock, in milliseconds; -1: none. */
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t deadline_of(int timeout_ms)
-{
-	return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-}
-
 /* Waits for `events` on fd until the deadline: 0, -ETIMEDOUT or -errno. */
-static int wait_fd(int fd, short events, int64_t deadline)
+static int wait_fd(int fd, short events, struct dp_deadline *d)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };
 	int ret;
 
 	for (;;) {
-		int left = -1;
+		int slice = dp_deadline_slice(d);
 
-		if (deadline >= 0) {
-			int64_t d = deadline - now_ms();
-
-			if (d <= 0)
-				return -ETIMEDOUT;
-			left = d > 60000 ? 60000 : (int)d;
-		}
-		ret = poll(&pfd, 1, left);
+		if (!slice)
+			return -ETIMEDOUT;
+		ret = poll(&pfd, 1, slice);
 		if (ret > 0)
 			return 0;	/* ready, or an error the transfer will report */
 		if (ret < 0 && errno != EINTR)
@@ -203,7 +184,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	}
 }
 
-static int write_until(int fd, const uint8_t *p, size_t len, int64_t deadline)
+static int write_until(int fd, const uint8_t *p, size_t len, struct dp_deadline *d)
 {
 	while (len) {
 		/* MSG_DONTWAIT: a partial write never blocks past the deadline;
@@ -219,7 +200,7 @@ static int write_until(int fd, const uint8_t *p, size_t len, int64_t deadline)
 			continue;
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 			return errno == EPIPE ? -ECONNRESET : -errno;
-		n = wait_fd(fd, POLLOUT, deadline);
+		n = wait_fd(fd, POLLOUT, d);
 		if (n)
 			return (int)n;
 	}
@@ -227,7 +208,7 @@ static int write_until(int fd, const uint8_t *p, size_t len, int64_t deadline)
 }
 
 /* 0, or -ECONNRESET at end of file before any byte, -EPROTO after some. */
-static int read_until(int fd, uint8_t *p, size_t len, int64_t deadline)
+static int read_until(int fd, uint8_t *p, size_t len, struct dp_deadline *d)
 {
 	size_t got = 0;
 
@@ -244,7 +225,7 @@ static int read_until(int fd, uint8_t *p, size_t len, int64_t deadline)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return -errno;
-		n = wait_fd(fd, POLLIN, deadline);
+		n = wait_fd(fd, POLLIN, d);
 		if (n)
 			return (int)n;
 	}
@@ -252,41 +233,58 @@ static int read_until(int fd, uint8_t *p, size_t len, int64_t deadline)
 }
 
 /*
- * A large frame gets more time: timeout_ms more for each whole MiB, three
- * times at most (a 1.1 MB DEFINE_PROBES between a daemon and an agent that
- * a loaded machine rarely schedules took more than 5 s).  The bound stays a
- * bound: 4 x timeout_ms at most.
+ * A large frame gets more time: the deadline's timeout more for each whole
+ * MiB, three times at most (a 1.1 MB DEFINE_PROBES between a daemon and an
+ * agent that a loaded machine rarely schedules took more than 5 s).  The
+ * bound stays a bound: 4 x the timeout at most.
  */
-static int64_t frame_deadline(int64_t deadline, int timeout_ms, size_t len)
+static int64_t frame_allowance(const struct dp_deadline *d, size_t len)
 {
 	size_t mib = len >> 20;
 
-	if (deadline < 0)
-		return deadline;
-	return deadline + (int64_t)timeout_ms * (int64_t)(mib < 3 ? mib : 3);
+	if (d->end < 0 || d->timeout_ms < 0)
+		return 0;
+	return (int64_t)d->timeout_ms * (int64_t)(mib < 3 ? mib : 3);
+}
+
+int dp_frame_write_all_until(int fd, const void *buf, size_t len, struct dp_deadline *d)
+{
+	int64_t more = frame_allowance(d, len);
+	int ret;
+
+	d->end += more;
+	ret = write_until(fd, buf, len, d);
+	d->end -= more;
+	return ret;
 }
 
 int dp_frame_write_all(int fd, const void *buf, size_t len, int timeout_ms)
 {
-	return write_until(fd, buf, len, frame_deadline(deadline_of(timeout_ms), timeout_ms, len));
+	struct dp_deadline d;
+
+	dp_deadline_start(&d, timeout_ms, NULL);
+	return dp_frame_write_all_until(fd, buf, len, &d);
 }
 
 int dp_frame_read_all(int fd, void *buf, size_t len, int timeout_ms)
 {
-	return read_until(fd, buf, len, deadline_of(timeout_ms));
+	struct dp_deadline d;
+
+	dp_deadline_start(&d, timeout_ms, NULL);
+	return read_until(fd, buf, len, &d);
 }
 
-int dp_frame_recv(int fd, uint32_t magic, uint8_t major, uint32_t max_len, int timeout_ms,
-		  struct dp_frame_hdr *h, uint8_t **payload, enum dp_proto_err *why)
+static int recv_until(int fd, uint32_t magic, uint8_t major, uint32_t max_len,
+		      struct dp_deadline *d, struct dp_frame_hdr *h, uint8_t **payload,
+		      enum dp_proto_err *why)
 {
-	int64_t deadline = deadline_of(timeout_ms);
 	uint8_t raw[DP_FRAME_HDR_LEN];
 	uint8_t *buf = NULL;
 	int ret;
 
 	*payload = NULL;
 	*why = DP_PROTO_ERR_NONE;
-	ret = read_until(fd, raw, sizeof(raw), deadline);
+	ret = read_until(fd, raw, sizeof(raw), d);
 	if (ret == -EPROTO)
 		*why = DP_PROTO_ERR_EOF;
 	if (ret)
@@ -297,11 +295,14 @@ int dp_frame_recv(int fd, uint32_t magic, uint8_t major, uint32_t max_len, int t
 	if (ret && (*why != DP_PROTO_ERR_VERSION || h->len > max_len))
 		return ret;
 	if (h->len) {
+		int64_t more = frame_allowance(d, DP_FRAME_HDR_LEN + h->len);
+
 		buf = malloc(h->len);
 		if (!buf)
 			return -ENOMEM;
-		ret = read_until(fd, buf, h->len,
-				 frame_deadline(deadline, timeout_ms, DP_FRAME_HDR_LEN + h->len));
+		d->end += more;
+		ret = read_until(fd, buf, h->len, d);
+		d->end -= more;
 		if (ret) {
 			free(buf);
 			if (ret == -EPROTO || ret == -ECONNRESET) {
@@ -315,11 +316,19 @@ int dp_frame_recv(int fd, uint32_t magic, uint8_t major, uint32_t max_len, int t
 	return *why ? -EPROTO : 0;
 }
 
-int dp_frame_recv_msg(int fd, const struct dp_frame_proto *p, int timeout_ms,
-		      struct dp_frame_hdr *h, uint8_t **payload, enum dp_proto_err *why)
+int dp_frame_recv(int fd, uint32_t magic, uint8_t major, uint32_t max_len, int timeout_ms,
+		  struct dp_frame_hdr *h, uint8_t **payload, enum dp_proto_err *why)
 {
-	int ret = dp_frame_recv(fd, p->magic, p->major, p->max_payload, timeout_ms, h, payload,
-				why);
+	struct dp_deadline d;
+
+	dp_deadline_start(&d, timeout_ms, NULL);
+	return recv_until(fd, magic, major, max_len, &d, h, payload, why);
+}
+
+int dp_frame_recv_msg_until(int fd, const struct dp_frame_proto *p, struct dp_deadline *d,
+			    struct dp_frame_hdr *h, uint8_t **payload, enum dp_proto_err *why)
+{
+	int ret = recv_until(fd, p->magic, p->major, p->max_payload, d, h, payload, why);
 
 	/* dp_frame_recv has read the payload of a REFUSE of another major
 	 * version, unless it is too long (the decoder then refuses it so). */
@@ -334,4 +343,13 @@ int dp_frame_recv_msg(int fd, const struct dp_frame_proto *p, int timeout_ms,
 	if (ret != -EPROTO || (*why != DP_PROTO_ERR_VERSION && *why != DP_PROTO_ERR_TOO_BIG))
 		memset(h, 0, sizeof(*h));
 	return ret;
+}
+
+int dp_frame_recv_msg(int fd, const struct dp_frame_proto *p, int timeout_ms,
+		      struct dp_frame_hdr *h, uint8_t **payload, enum dp_proto_err *why)
+{
+	struct dp_deadline d;
+
+	dp_deadline_start(&d, timeout_ms, NULL);
+	return dp_frame_recv_msg_until(fd, p, &d, h, payload, why);
 }

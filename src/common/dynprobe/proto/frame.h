@@ -35,6 +35,7 @@
 #define DP_FRAME_UNSUPPORTED 0xfffeu
 #define DP_FRAME_REFUSE 0xffffu
 
+struct dp_deadline;
 struct dp_wbuf;
 struct dp_rbuf;
 
@@ -117,12 +118,15 @@ int dp_frame_split(const struct dp_frame_proto *p, const uint8_t *buf, size_t le
 /*
  * Writes or reads exactly len bytes before the deadline: timeout_ms, and
  * timeout_ms more for each whole MiB of len, three at most.  timeout_ms < 0
- * waits forever.  0, -ETIMEDOUT, -ECONNRESET when the peer is gone (for a
+ * waits forever.  The time the caller could not run (its machine or itself
+ * stopped) is not counted (deadline.h); the _until forms take a deadline
+ * already started, with the same allowance in its timeout.  0, -ETIMEDOUT, -ECONNRESET when the peer is gone (for a
  * read: end of file before the first byte), -EPROTO with the read ending
  * early (end of file after some bytes), or another -errno.
  */
 int dp_frame_write_all(int fd, const void *buf, size_t len, int timeout_ms);
 int dp_frame_read_all(int fd, void *buf, size_t len, int timeout_ms);
+int dp_frame_write_all_until(int fd, const void *buf, size_t len, struct dp_deadline *d);
 
 /*
  * Receives one frame of a protocol within timeout_ms (more for a frame of a
@@ -143,6 +147,8 @@ int dp_frame_recv(int fd, uint32_t magic, uint8_t major, uint32_t max_len, int t
  */
 int dp_frame_recv_msg(int fd, const struct dp_frame_proto *p, int timeout_ms,
 		      struct dp_frame_hdr *h, uint8_t **payload, enum dp_proto_err *why);
+int dp_frame_recv_msg_until(int fd, const struct dp_frame_proto *p, struct dp_deadline *d,
+			    struct dp_frame_hdr *h, uint8_t **payload, enum dp_proto_err *why);
 
 /*
  * What the reply to the request (req_type, req_seq) says, from its header:
