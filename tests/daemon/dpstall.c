@@ -7,10 +7,10 @@
  *
  *   dpstall SOCKET INTERVAL_MS
  *
- * Prints "hello" when HELLO_REPLY comes, "request TYPE" for each request
- * of the daemon's (not answered), "mapped N" after each MAPPED sent, and
- * "closed" when the daemon closes the connection (then exits 0).  Exits 2
- * on errors.
+ * Prints "hello" when HELLO_REPLY comes, "request TYPE at=MS" for each
+ * request of the daemon's (not answered), "mapped N" after each MAPPED
+ * sent, and "closed at=MS" when the daemon closes the connection (then
+ * exits 0); MS: CLOCK_MONOTONIC in milliseconds.  Exits 2 on errors.
  *
  *   dpstall SOCKET flood NCONN
  *
@@ -174,15 +174,16 @@ int main(int argc, char **argv)
 		if (ret == -EPROTO && !dp_proto_err_fatal(why))
 			continue;
 		if (ret) {
-			printf("closed\n");
+			printf("closed at=%lld\n", (long long)now_ms());
 			return 0;
 		}
 		if (m.type == DP_APP_HELLO_REPLY) {
 			printf("hello\n");
 			said_hello = true;
 		} else if (!(m.type & DP_FRAME_REPLY)) {
-			printf("request %s\n", dp_app_type_name(m.type) ? dp_app_type_name(m.type)
-									 : "?");
+			printf("request %s at=%lld\n",
+			       dp_app_type_name(m.type) ? dp_app_type_name(m.type) : "?",
+			       (long long)now_ms());
 			/* Not answered; the MAPPED begin. */
 			if (!next)
 				next = now_ms() + interval;

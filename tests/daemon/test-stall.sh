@@ -4,7 +4,8 @@
 # process, the daemon or its exit forever: the daemon's call (LIST_WRITES
 # while its HELLO is served, or GO after it) ends by its one deadline, the
 # log says so, others are served meanwhile, and SIGTERM during such a call
-# still ends the daemon.
+# still ends the daemon.  A daemon stopped during such a call (its machine
+# stopped) is not charged the time it could not run.
 #
 # Then another user floods root's app socket with large HELLOs (dpstall
 # flood: NFLOOD connections of 17 MB each, kept open): the frames a
@@ -122,6 +123,53 @@ done
 ! kill -0 "$DPD_PID" 2>/dev/null
 tap_ok $? "SIGTERM during that call: the daemon exits (after $((($(date +%s%N) - t0) / 1000000)) ms; it sent $(grep -c '^mapped' "$DP_TMP/two.out") MAPPED)"
 kill -0 "$DPD_PID" 2>/dev/null || DPD_PID=
+kill_stallers
+
+# ---- the machine stops during a call --------------------------------------
+# The daemon is stopped (SIGSTOP) for STOP_MS while its call to a stalling
+# agent waits, as when its machine stops: the time it could not run is not
+# charged to the agent (deadline.h).  The call still ends by its 5 s
+# deadline, counted in the daemon's running time, not at once on waking.
+STOP_MS=7000
+start_dynprobed || tap_bail "lttng-dynprobed does not start again"
+stall three
+three=$SPID
+said three "^request "
+st=$?
+t_stop=$(date +%s%N)
+kill -STOP "$DPD_PID"
+sleep $((STOP_MS / 1000))
+kill -CONT "$DPD_PID"
+stopped=$((($(date +%s%N) - t_stop) / 1000000))
+[ "$st" -eq 0 ] && said three "^closed" "$HANG_S"
+at() { awk -v w="$1" '$1 == w { for (i = 2; i <= NF; i++) if ($i ~ /^at=/) { print substr($i, 4); exit } }' "$DP_TMP/three.out"; }
+ran=$(($(at closed) - $(at request) - stopped))
+[ "$st" -eq 0 ] && [ "$ran" -ge 2500 ] && [ "$ran" -le $((HANG_S * 1000)) ]
+tap_ok $? "the daemon stopped $stopped ms during its call to a stalling agent (pid $three): the call ended after $ran ms of running time (its deadline: 5000 ms), not on waking"
+
+# A client's frame cut mid-way: the daemon drops the connection once its
+# frame timeout (5 s) passes, on its own clock, which leaves the stop out
+# too (lock.c).  dpfuzz holds the connection and exits once it is closed.
+"$builddir/dpfuzz" "$top_srcdir/tests/proto/golden.txt" client "$RUN/dynprobe-client.sock" 1 0 \
+	$((HANG_S * 1000)) 1 >"$DP_TMP/hold.out" 2>&1 &
+holder=$!
+wait_line "$DP_TMP/hold.out" '^dpfuzz: holding' 30
+st=$?
+t_hold=$(date +%s%N)
+kill -STOP "$DPD_PID"
+sleep $((STOP_MS / 1000))
+kill -CONT "$DPD_PID"
+stopped=$((($(date +%s%N) - t_hold) / 1000000))
+wait "$holder"
+[ $? -eq 0 ] && [ "$st" -eq 0 ]
+st=$?
+ran=$((($(date +%s%N) - t_hold) / 1000000 - stopped))
+[ "$st" -eq 0 ] && [ "$ran" -ge 2500 ]
+tap_ok $? "the daemon stopped $stopped ms while a client's frame is cut: it closed the connection after $ran ms of running time (the frame timeout: 5000 ms), not on waking ($(tail -n1 "$DP_TMP/hold.out"))"
+dpctl ping && out_has "pid=$DPD_PID "
+tap_ok $? "the daemon serves on"
+stop_dynprobed
+tap_ok $? "SIGTERM: the daemon exits"
 kill_stallers
 
 # ---- an agent's connection kept across exec --------------------------------

@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "deadline.h"
 
 static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t state_cond;
@@ -87,6 +88,40 @@ void dpd_changed(void)
 	pthread_cond_broadcast(&state_cond);
 }
 
+/*
+ * The daemon's clock: CLOCK_MONOTONIC less the time the daemon could not
+ * run (deadline.h says why): a gap of more than DP_DEADLINE_STALL_MS between
+ * two readings, which the health thread takes every DPD_HEALTH_TICK_MS, is
+ * such a stop.  Every deadline and every "held up for" of the daemon is on
+ * it: a machine stopped for a minute times out no agent, no client's
+ * half-sent request, no wait for a HELLO.  Read under its own lock: readings
+ * are in order, and the first after a stop counts it once.
+ */
+static pthread_mutex_t clock_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t clock_last, clock_stopped;
+
+static int64_t clock_read(int64_t *stopped)
+{
+	int64_t now;
+
+	pthread_mutex_lock(&clock_mu);
+	now = dp_now_ms();
+	if (clock_last && now - clock_last > DP_DEADLINE_STALL_MS)
+		clock_stopped += now - clock_last;
+	if (now > clock_last)
+		clock_last = now;
+	*stopped = clock_stopped;
+	pthread_mutex_unlock(&clock_mu);
+	return now;
+}
+
+int64_t dpd_now_ms(void)
+{
+	int64_t stopped, now = clock_read(&stopped);
+
+	return now - stopped;
+}
+
 void dpd_wait_change(int64_t deadline_ms)
 {
 	struct timespec ts;
@@ -98,19 +133,18 @@ void dpd_wait_change(int64_t deadline_ms)
 	if (!deadline_ms) {
 		pthread_cond_wait(&state_cond, &state_mu);
 	} else {
-		ts.tv_sec = deadline_ms / 1000;
-		ts.tv_nsec = (deadline_ms % 1000) * 1000000;
+		/* The deadline on CLOCK_MONOTONIC, the condition's clock: a
+		 * stop meanwhile ends the wait early, and the caller, which
+		 * waits again until dpd_now_ms() reaches it, is given it back. */
+		int64_t stopped, mono;
+
+		clock_read(&stopped);
+		mono = deadline_ms + stopped;
+		ts.tv_sec = mono / 1000;
+		ts.tv_nsec = (mono % 1000) * 1000000;
 		pthread_cond_timedwait(&state_cond, &state_mu, &ts);
 	}
 	dpd_health_locked(taker);
-}
-
-int64_t dpd_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---- holds on processes ----------------------------------------------- */
