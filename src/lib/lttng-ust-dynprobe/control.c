@@ -29,6 +29,7 @@
 
 #include "array.h"
 #include "control.h"
+#include "deadline.h"
 #include "follow.h"
 #include "line.h"
 #include "patch/codemem.h"
@@ -1193,32 +1194,47 @@ static unsigned wait_ms_from_env(void)
 	return DPA_CONTROL_REGISTER_TIMEOUT_MS;
 }
 
-/* The deadline `ms` from now, on the clock of go.cond. */
-static struct timespec deadline(unsigned ms)
+/*
+ * Waits on go.cond (go.lock held) for a slice of the deadline d at most:
+ * false once d has passed.  The time this process could not run is not
+ * counted (deadline.h): a program its machine stopped while it waited for
+ * GO still waits its time after.
+ */
+static bool go_cond_wait(struct dp_deadline *d)
 {
+	int slice = dp_deadline_slice(d);
 	struct timespec until;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
+	if (!slice)
+		return false;
+	if (slice < 0) {
+		pthread_cond_wait(&go.cond, &go.lock);
+		return true;
 	}
-	return until;
+	clock_gettime(CLOCK_REALTIME, &until);	/* go.cond's clock */
+	until.tv_nsec += (long)slice * 1000000;
+	until.tv_sec += until.tv_nsec / 1000000000;
+	until.tv_nsec %= 1000000000;
+	pthread_cond_timedwait(&go.cond, &go.lock, &until);
+	return true;
+}
+
+/* A deadline of ms (NO_LIMIT: none). */
+static void go_deadline(struct dp_deadline *d, unsigned ms)
+{
+	dp_deadline_start(d, ms == NO_LIMIT ? -1 : ms > INT_MAX ? INT_MAX : (int)ms, NULL);
 }
 
 /* Holds the caller (the constructor) until GO, or at most ms milliseconds
  * (NO_LIMIT: until GO, or until no daemon answers). */
 static void go_wait(unsigned ms)
 {
-	struct timespec until = deadline(ms);
+	struct dp_deadline d;
 
+	go_deadline(&d, ms);
 	pthread_mutex_lock(&go.lock);
 	while (!go.released) {
-		if (ms == NO_LIMIT) {
-			pthread_cond_wait(&go.cond, &go.lock);
-		} else if (pthread_cond_timedwait(&go.cond, &go.lock, &until) == ETIMEDOUT) {
+		if (!go_cond_wait(&d)) {
 			dbg("no GO from the daemon within %u ms: running anyway", ms);
 			break;
 		}
@@ -1276,7 +1292,7 @@ bool dpa_control_mapped_wanted(void)
 void dpa_control_mapped_wait(void)
 {
 	struct dp_app_msg m = { .type = DP_APP_MAPPED };
-	struct timespec until;
+	struct dp_deadline d;
 	uint64_t cookie, ended;
 	int fd, ret;
 
@@ -1300,12 +1316,10 @@ void dpa_control_mapped_wait(void)
 		return;
 	}
 	dbg("MAPPED %llu: waiting for the daemon", (unsigned long long)cookie);
-	until = deadline(ctl.wait_ms == NO_LIMIT ? 0 : ctl.wait_ms);
+	go_deadline(&d, ctl.wait_ms);
 	pthread_mutex_lock(&go.lock);
 	while (go.mapped_done < cookie && go.ended == ended) {
-		if (ctl.wait_ms == NO_LIMIT) {
-			pthread_cond_wait(&go.cond, &go.lock);
-		} else if (pthread_cond_timedwait(&go.cond, &go.lock, &until) == ETIMEDOUT) {
+		if (!go_cond_wait(&d)) {
 			dbg("no MAPPED_REPLY within %u ms: going on", ctl.wait_ms);
 			break;
 		}
