@@ -131,16 +131,21 @@ kill_stallers
 # charged to the agent (deadline.h).  The call still ends by its 5 s
 # deadline, counted in the daemon's running time, not at once on waking.
 STOP_MS=7000
+# stop_daemon: the daemon stopped STOP_MS (SIGSTOP, then SIGCONT); how
+# long it was, in ms, in `stopped`.
+stop_daemon() {
+	local t0=$(date +%s%N)
+	kill -STOP "$DPD_PID"
+	sleep $((STOP_MS / 1000))
+	kill -CONT "$DPD_PID"
+	stopped=$((($(date +%s%N) - t0) / 1000000))
+}
 start_dynprobed || tap_bail "lttng-dynprobed does not start again"
 stall three
 three=$SPID
 said three "^request "
 st=$?
-t_stop=$(date +%s%N)
-kill -STOP "$DPD_PID"
-sleep $((STOP_MS / 1000))
-kill -CONT "$DPD_PID"
-stopped=$((($(date +%s%N) - t_stop) / 1000000))
+stop_daemon
 [ "$st" -eq 0 ] && said three "^closed" "$HANG_S"
 at() { awk -v w="$1" '$1 == w { for (i = 2; i <= NF; i++) if ($i ~ /^at=/) { print substr($i, 4); exit } }' "$DP_TMP/three.out"; }
 ran=$(($(at closed) - $(at request) - stopped))
@@ -156,10 +161,7 @@ holder=$!
 wait_line "$DP_TMP/hold.out" '^dpfuzz: holding' 30
 st=$?
 t_hold=$(date +%s%N)
-kill -STOP "$DPD_PID"
-sleep $((STOP_MS / 1000))
-kill -CONT "$DPD_PID"
-stopped=$((($(date +%s%N) - t_hold) / 1000000))
+stop_daemon
 wait "$holder"
 [ $? -eq 0 ] && [ "$st" -eq 0 ]
 st=$?
