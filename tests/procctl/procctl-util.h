@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
+
 struct target {
 	pid_t pid;
 	int in, out, err;	/* its stdin (we write), stdout and stderr (we read) */
@@ -45,16 +47,17 @@ static inline void util_sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-/* The next line of the target's stdout (without '\n'); 0, or -1 on timeout/EOF. */
-static inline int target_line(struct target *t, char *line, size_t len, int timeout_ms)
+/* The next line of the target's stdout (without '\n') before the deadline
+ * d, which leaves out the time this process could not run (deadline.h): 0,
+ * or -1 on timeout/EOF. */
+static inline int target_line_until(struct target *t, char *line, size_t len,
+				    struct dp_deadline *d)
 {
-	int64_t deadline = util_now_ms() + timeout_ms;
-
 	for (;;) {
 		char *nl = memchr(t->buf, '\n', t->have);
 		struct pollfd pfd = { t->out, POLLIN, 0 };
 		ssize_t n;
-		int left;
+		int slice, ret;
 
 		if (nl) {
 			size_t l = (size_t)(nl - t->buf);
@@ -64,9 +67,14 @@ static inline int target_line(struct target *t, char *line, size_t len, int time
 			memmove(t->buf, nl + 1, t->have);
 			return 0;
 		}
-		left = (int)(deadline - util_now_ms());
-		if (left <= 0 || poll(&pfd, 1, left) <= 0)
+		slice = dp_deadline_slice(d);
+		if (!slice)
 			return -1;
+		ret = poll(&pfd, 1, slice);
+		if (ret < 0 && errno != EINTR)
+			return -1;
+		if (ret <= 0)
+			continue;
 		n = read(t->out, t->buf + t->have, sizeof(t->buf) - t->have);
 		if (n <= 0)
 			return -1;
@@ -74,18 +82,26 @@ static inline int target_line(struct target *t, char *line, size_t len, int time
 	}
 }
 
+static inline int target_line(struct target *t, char *line, size_t len, int timeout_ms)
+{
+	struct dp_deadline d;
+
+	dp_deadline_start(&d, timeout_ms, NULL);
+	return target_line_until(t, line, len, &d);
+}
+
 /* Sends cmd and waits for a line starting with prefix (others are skipped). */
 static inline int target_ask(struct target *t, const char *cmd, const char *prefix, char *line,
 			     size_t len, int timeout_ms)
 {
-	int64_t deadline = util_now_ms() + timeout_ms;
+	struct dp_deadline d;
 	size_t l = strlen(cmd);
 
 	if (cmd[0] && (write(t->in, cmd, l) != (ssize_t)l || write(t->in, "\n", 1) != 1))
 		return -1;
-	while (util_now_ms() < deadline)
-		if (target_line(t, line, len, (int)(deadline - util_now_ms())) == 0 &&
-		    !strncmp(line, prefix, strlen(prefix)))
+	dp_deadline_start(&d, timeout_ms, NULL);
+	while (target_line_until(t, line, len, &d) == 0)
+		if (!strncmp(line, prefix, strlen(prefix)))
 			return 0;
 	return -1;
 }

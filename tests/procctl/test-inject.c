@@ -154,9 +154,10 @@ static void test_basic(void)
 			  TARGET_ANSWER_MS) == 0 && strstr(line, "unset"),
 	       "LTTNG_UST_REGISTER_TIMEOUT was never set (%s)", line);
 	{
-		int64_t deadline = util_now_ms() + TARGET_ANSWER_MS;
+		struct dp_deadline d;
 
-		while (util_now_ms() < deadline &&
+		dp_deadline_start(&d, TARGET_ANSWER_MS, NULL);
+		while (!dp_deadline_passed(&d) &&
 		       (count_threads(tg.pid) != threads || count_anon_rx(tg.pid) != rx))
 			util_sleep_ms(10);
 	}
@@ -249,7 +250,7 @@ static void test_malloc_and_loader(void)
 	dp_inject_opts_init(&o);
 	t0 = util_now_ms();
 	ret = dp_inject_agent(tg.pid, probe, &o, &r, &err);
-	tap_ok(ret == 0 && util_now_ms() - t0 < 10000,
+	tap_ok(ret == 0 && util_now_ms() - t0 < 120000,
 	       "the library loads without deadlock in %" PRId64 " ms (%d: %s)",
 	       util_now_ms() - t0, ret, err.msg);
 	diag_result(&r);

@@ -290,12 +290,13 @@ static void one_cycle(struct target *tg, int cycle, const struct dp_pc_move *ab,
 	/* Written after the detach: the restarted read() must return it. */
 	{
 		char cmd[64], line[256], prefix[64];
-		int64_t deadline = util_now_ms() + TARGET_ANSWER_MS;
+		struct dp_deadline d;
 		bool ok = false;
 
 		snprintf(cmd, sizeof(cmd), "ping %d", cycle);
 		snprintf(prefix, sizeof(prefix), "pong %d ", cycle);
-		while (!ok && util_now_ms() < deadline &&
+		dp_deadline_start(&d, TARGET_ANSWER_MS, NULL);
+		while (!ok && !dp_deadline_passed(&d) &&
 		       !target_ask(tg, cmd, prefix, line, sizeof(line), TARGET_ANSWER_MS)) {
 			ok = kv(line, "usr2") == (uint64_t)cycle + 1 && kv(line, "marker") == v;
 			if (!ok)

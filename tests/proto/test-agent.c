@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "proto/app.h"
 #include "tap.h"
 
@@ -104,24 +105,18 @@ static void proc_send(struct proc *p, const char *fmt, ...)
 		tap_diag("cannot write to process %d", (int)p->pid);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The next line of its output, within ms: 0, or -ETIMEDOUT / -EPIPE. */
+/* The next line of its output, within ms (leaving out the time this
+ * process could not run: deadline.h): 0, or -ETIMEDOUT / -EPIPE. */
 static int proc_line(struct proc *p, char *out, size_t size, int ms)
 {
-	int64_t deadline = now_ms() + ms;
+	struct dp_deadline d;
 
+	dp_deadline_start(&d, ms, NULL);
 	for (;;) {
 		char *nl = memchr(p->buf, '\n', p->len);
 		struct pollfd pfd = { .fd = p->out, .events = POLLIN };
-		int64_t left = deadline - now_ms();
 		ssize_t n;
+		int slice, ret;
 
 		if (nl) {
 			size_t l = (size_t)(nl - p->buf);
@@ -131,8 +126,14 @@ static int proc_line(struct proc *p, char *out, size_t size, int ms)
 			p->len -= l + 1;
 			return 0;
 		}
-		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+		slice = dp_deadline_slice(&d);
+		if (!slice)
 			return -ETIMEDOUT;
+		ret = poll(&pfd, 1, slice);
+		if (ret < 0 && errno != EINTR)
+			return -ETIMEDOUT;
+		if (ret <= 0)
+			continue;
 		n = read(p->out, p->buf + p->len, sizeof(p->buf) - p->len - 1);
 		if (n <= 0)
 			return -EPIPE;
@@ -158,11 +159,12 @@ static const char *ask(struct proc *p, char *out, size_t size, const char *fmt, 
 
 static int proc_wait(struct proc *p, int ms)
 {
-	int64_t deadline = now_ms() + ms;
+	struct dp_deadline d;
 	int status;
 
 	close(p->in);
-	while (now_ms() < deadline) {
+	dp_deadline_start(&d, ms, NULL);
+	while (!dp_deadline_passed(&d)) {
 		pid_t r = waitpid(p->pid, &status, WNOHANG);
 
 		if (r == p->pid) {
@@ -392,10 +394,11 @@ static bool file_has(const char *path, const char *needle)
 /* Whether the file comes to hold needle within ms (another process writes it). */
 static bool file_gets(const char *path, const char *needle, int ms)
 {
-	int64_t deadline = now_ms() + ms;
+	struct dp_deadline d;
 
+	dp_deadline_start(&d, ms, NULL);
 	while (!file_has(path, needle)) {
-		if (now_ms() > deadline)
+		if (dp_deadline_passed(&d))
 			return false;
 		usleep(10000);
 	}
@@ -606,10 +609,10 @@ int main(void)
 	/* --- the daemon dies; another one comes --- */
 	proc_kill(&d1);
 	tap_ok(!start_daemon(&d2), "a new daemon listens on the same path");
-	t0 = now_ms();
+	t0 = dp_now_ms();
 	rc = accept_agent(&d2, hello, sizeof(hello), &s);
 	tap_ok(rc && field(hello, "pid") == (uint64_t)t.pid,
-	       "the agent reconnects to it (%" PRId64 " ms): %s", now_ms() - t0, hello);
+	       "the agent reconnects to it (%" PRId64 " ms): %s", dp_now_ms() - t0, hello);
 	tap_ok(s.nprobes == 2 && s.npatches == 2 && strstr(state_probe(&s, 1), "event=dynprobe:func2") &&
 	       strstr(state_probe(&s, 2), "event=func_entry") &&
 	       field(state_probe(&s, 2), "flags") == 1 && field(state_probe(&s, 2), "hits") == 2,
@@ -777,7 +780,7 @@ no_batches:
 		char lonely[192];
 
 		snprintf(lonely, sizeof(lonely), "LTTNG_DYNPROBE_APP_SOCKET=%s/none.sock", tmpdir);
-		t0 = now_ms();
+		t0 = dp_now_ms();
 		if (start_target(&t2, lonely, false, errlog, &func, &func2) == 0) {
 			usleep(300000);		/* a few attempts happen meanwhile */
 			tid = find_thread(t2.pid, "lttng-dynprobe");
@@ -786,9 +789,9 @@ no_batches:
 			rc = proc_wait(&t2, WAIT_MS);
 			tap_ok(rc == 0 && !strcmp(line, "called ret=12"),
 			       "without a daemon the target runs normally and exits 0 (%d)", rc);
-			tap_ok(tid > 0 && now_ms() - t0 < 5000,
+			tap_ok(tid > 0 && dp_now_ms() - t0 < 5000,
 			       "the agent waited in the background, the exit was not delayed "
-			       "(%" PRId64 " ms)", now_ms() - t0);
+			       "(%" PRId64 " ms)", dp_now_ms() - t0);
 			tap_ok(file_size(errlog) == 0, "and nothing was written on stderr (%d bytes)",
 			       file_size(errlog));
 		}
