@@ -51,6 +51,15 @@ int64_t dp_deadline_at(struct dp_deadline *d, int64_t now)
 	return left;
 }
 
+void dp_deadline_charge(struct dp_deadline *d)
+{
+	int64_t now = dp_now_ms();
+
+	for (; d; d = d->outer)
+		if (now > d->last)
+			d->last = now;
+}
+
 int dp_deadline_left(struct dp_deadline *d)
 {
 	int64_t left = dp_deadline_at(d, dp_now_ms());
