@@ -541,6 +541,7 @@ int dp_codec_call_cb(const struct dp_codec *c, int fd, void *req, uint32_t *seq,
 			/* A request the caller knows, sent while we wait: its
 			 * business, then our reply is still to come. */
 			cb(arg, reply);
+			dp_deadline_charge(&call);	/* our work, not a stop */
 			dp_codec_release(c, reply);
 			memset(reply, 0, c->msg_size);
 			continue;
