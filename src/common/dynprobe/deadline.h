@@ -51,7 +51,8 @@ int64_t dp_deadline_at(struct dp_deadline *d, int64_t now);
 
 /* The time since d's last check was the waiter's own work (a long step of
  * a wait that checks between steps): charged in full, whatever its length.
- * The outer deadlines too. */
+ * The outer deadlines too.  Check d right before the work begins, or a
+ * stop before it is charged as well. */
 void dp_deadline_charge(struct dp_deadline *d);
 
 /* dp_deadline_at now, as an int (capped): -1 none, 0 passed. */

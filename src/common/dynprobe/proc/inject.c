@@ -384,9 +384,11 @@ static int wait_host(struct dp_proc *p, const struct dp_maps *maps, int ms, pid_
 	dp_deadline_start(&cap, ms * WAIT_HOST_CAP, NULL);
 	dp_deadline_start(&deadline, ms, &cap);
 	for (;;) {
-		ret = find_quiet(p, &q, host);
 		/* A look at every thread's stack is work, however long: only
-		 * the slices the threads run (catch_slice) may be a stop. */
+		 * the slices the threads run (catch_slice) may be a stop,
+		 * seen before the look begins. */
+		dp_deadline_left(&deadline);
+		ret = find_quiet(p, &q, host);
 		dp_deadline_charge(&deadline);
 		rounds++;
 		if (ret || *host)

@@ -540,8 +540,11 @@ int dp_codec_call_cb(const struct dp_codec *c, int fd, void *req, uint32_t *seq,
 		if (!ret && cb && !(rp.type & DP_FRAME_REPLY)) {
 			/* A request the caller knows, sent while we wait: its
 			 * business, then our reply is still to come. */
+			/* A stop before it is seen first; then our work on
+			 * it is charged, never taken for a stop. */
+			dp_deadline_left(&call);
 			cb(arg, reply);
-			dp_deadline_charge(&call);	/* our work, not a stop */
+			dp_deadline_charge(&call);
 			dp_codec_release(c, reply);
 			memset(reply, 0, c->msg_size);
 			continue;
