@@ -57,37 +57,39 @@ stop_dynprobed() {
 	return 0
 }
 
-# kill_dynprobed: SIGKILL, and wait until the daemon is dead (a zombie
-# counts: its pid file lock is released), so that a new one may start.
-kill_dynprobed() {
+# until_dead: waits until the daemon is dead (a zombie counts: its pid file
+# lock is released); a 30 s hang bound (a sanitized daemon's teardown on a
+# loaded machine was seen to take more than 10).  0 once it is.
+until_dead() {
 	local i
-	[ -n "$DPD_PID" ] || return 0
-	kill -KILL "$DPD_PID" 2>/dev/null
-	for i in $(seq 200); do
-		grep -q '^State:[[:space:]]*[RSDT]' /proc/"$DPD_PID"/status 2>/dev/null || break
+	for i in $(seq 600); do
+		grep -q '^State:[[:space:]]*[RSDT]' /proc/"$DPD_PID"/status 2>/dev/null || return 0
 		sleep 0.05
 	done
+	return 1
+}
+
+# kill_dynprobed: SIGKILL, and wait until the daemon is dead, so that a new
+# one may start.
+kill_dynprobed() {
+	[ -n "$DPD_PID" ] || return 0
+	kill -KILL "$DPD_PID" 2>/dev/null
+	until_dead
 	DPD_PID=
 }
 
 # died STEP: the daemon (run with --test-fault STEP) killed itself at STEP:
-# waits until it is dead (10 s at most; a zombie counts), then forgets it.
+# waits until it is dead, then forgets it.
 died() {
-	local i
-	for i in $(seq 200); do
-		grep -q '^State:[[:space:]]*[RSDT]' /proc/"$DPD_PID"/status 2>/dev/null || break
-		sleep 0.05
-	done
-	! grep -q '^State:[[:space:]]*[RSDT]' /proc/"$DPD_PID"/status 2>/dev/null &&
-		grep -q "test fault: SIGKILL at step $1\$" "$DP_TMP/dynprobed.log" &&
+	until_dead && grep -q "test fault: SIGKILL at step $1\$" "$DP_TMP/dynprobed.log" &&
 		DPD_PID=
 }
 
 # stopped_at STEP: the daemon (run with --test-fault STEP:stop) stopped
-# itself at STEP (10 s at most).
+# itself at STEP (a 30 s hang bound).
 stopped_at() {
 	local i
-	for i in $(seq 200); do
+	for i in $(seq 600); do
 		grep -q '^State:[[:space:]]*T' /proc/"$DPD_PID"/status 2>/dev/null &&
 			grep -q "test fault: SIGSTOP at step $1\$" "$DP_TMP/dynprobed.log" && return 0
 		sleep 0.05

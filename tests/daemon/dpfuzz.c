@@ -16,7 +16,9 @@
  *
  * After its frames, a connection shuts its writing side down, or closes at
  * once, and reads whatever the daemon sends until the daemon closes, within
- * TIMEOUT_MS (default 10000): a connection still open then is a hang.
+ * TIMEOUT_MS (default 10000; as the daemon's own timeouts, leaving out
+ * the time this process could not run): a connection still open then is a
+ * hang.
  * Everything derives from SEED: the same seed sends the same bytes.
  *
  * With HOLD, FRAMES is ignored: HOLD connections at once each send part of
@@ -36,6 +38,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "deadline.h"
 
 #define MAX_GOLDEN 64
 #define MAX_FRAME 4096
@@ -194,33 +198,27 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 	return 0;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-/* Reads until the daemon closes: 0, or -1 when timeout_ms passed first. */
+/* Reads until the daemon closes: 0, or -1 when timeout_ms passed first.
+ * The time this process could not run is not counted, as the daemon does
+ * not count it in its own frame timeout (deadline.h). */
 static int drain(int fd, int timeout_ms, unsigned long long *bytes)
 {
-	long long end = now_ms() + timeout_ms;
 	uint8_t buf[65536];
+	struct dp_deadline d;
 
+	dp_deadline_start(&d, timeout_ms, NULL);
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		long long left = end - now_ms();
-		int r;
+		int slice = dp_deadline_slice(&d), r;
 		ssize_t n;
 
-		if (left <= 0)
+		if (!slice)
 			return -1;
-		r = poll(&pfd, 1, (int)left);
-		if (r < 0 && errno == EINTR)
-			continue;
+		r = poll(&pfd, 1, slice);
+		if (r < 0 && errno != EINTR)
+			return -1;
 		if (r <= 0)
-			return -1;
+			continue;
 		n = recv(fd, buf, sizeof(buf), 0);
 		if (n < 0 && errno == EINTR)
 			continue;

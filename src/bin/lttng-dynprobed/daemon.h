@@ -156,7 +156,11 @@ void dpd_changed(void);
 /* With the state lock: waits for a change, or until deadline_ms
  * (dpd_now_ms's clock; 0: no deadline). */
 void dpd_wait_change(int64_t deadline_ms);
+/* The daemon's clock (ms): CLOCK_MONOTONIC less the time the daemon could
+ * not run, once dpd_clock_start has started the thread that measures it. */
 int64_t dpd_now_ms(void);
+void dpd_clock_start(void);
+void dpd_clock_stop(void);
 /* Holds pid (waiting while another thread does); again by its holder,
  * nested.  0, or -EDEADLK when the thread holds another pid (a bug). */
 int dpd_hold(pid_t pid);
