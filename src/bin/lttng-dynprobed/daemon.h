@@ -161,6 +161,9 @@ void dpd_wait_change(int64_t deadline_ms);
 int64_t dpd_now_ms(void);
 void dpd_clock_start(void);
 void dpd_clock_stop(void);
+/* serve.c: signals are the loop's (signalfd): every other thread blocks
+ * them all, first thing. */
+void dpd_block_signals(void);
 /* Holds pid (waiting while another thread does); again by its holder,
  * nested.  0, or -EDEADLK when the thread holds another pid (a bug). */
 int dpd_hold(pid_t pid);

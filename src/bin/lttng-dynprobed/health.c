@@ -149,11 +149,9 @@ static void health_look(struct watched *w, int64_t now)
 static void *health_main(void *arg)
 {
 	struct timespec tick = { 0, DPD_HEALTH_TICK_MS * 1000000L };
-	sigset_t all;
 
 	(void)arg;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	dpd_block_signals();
 	while (!atomic_load(&health_stop)) {
 		int64_t now = dpd_now_ms();
 

@@ -100,12 +100,14 @@ void dpd_changed(void)
  * blocked elsewhere does not move the clock.  Until the clock thread has
  * woken from a stop, readers see at most DPD_CLOCK_AHEAD_MS past its last
  * tick, so that no deadline expires on waking before the stop is counted;
- * the clock then goes on from there.  Every deadline and "held up for" of
+ * the clock then goes on from there (that much of a stop is charged).  It
+ * is wide (a clock thread that a loaded machine leaves waiting half a
+ * second must not hold the clock back), and under DP_DEADLINE_STALL_MS.  Every deadline and "held up for" of
  * the daemon is on it: a machine stopped for a minute times out no agent,
  * no client's half-sent request, no wait for a HELLO.
  */
 #define DPD_CLOCK_TICK_MS 100
-#define DPD_CLOCK_AHEAD_MS 500
+#define DPD_CLOCK_AHEAD_MS 1500
 
 static pthread_mutex_t clock_mu = PTHREAD_MUTEX_INITIALIZER;
 static int64_t clock_tick;		/* the last tick; 0: no clock thread */
@@ -116,11 +118,9 @@ static atomic_bool clock_quit;
 static void *clock_main(void *arg)
 {
 	struct timespec tick = { 0, DPD_CLOCK_TICK_MS * 1000000L };
-	sigset_t all;
 
 	(void)arg;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	dpd_block_signals();
 	while (!atomic_load(&clock_quit)) {
 		int64_t now;
 

@@ -263,8 +263,7 @@ static struct job *take_job(void)
 	return NULL;
 }
 
-/* Signals are the loop's (signalfd): the other threads block them all. */
-static void block_signals(void)
+void dpd_block_signals(void)
 {
 	sigset_t all;
 
@@ -275,7 +274,7 @@ static void block_signals(void)
 static void *worker(void *arg)
 {
 	(void)arg;
-	block_signals();
+	dpd_block_signals();
 	pthread_mutex_lock(&q_mu);
 	for (;;) {
 		struct job *j;
@@ -325,7 +324,7 @@ static void *worker(void *arg)
 static void *spawner(void *arg)
 {
 	(void)arg;
-	block_signals();
+	dpd_block_signals();
 	pthread_mutex_lock(&q_mu);
 	for (;;) {
 		pthread_t t;
