@@ -156,11 +156,8 @@ void dpd_changed(void);
 /* With the state lock: waits for a change, or until deadline_ms
  * (dpd_now_ms's clock; 0: no deadline). */
 void dpd_wait_change(int64_t deadline_ms);
-/* The daemon's clock (ms): CLOCK_MONOTONIC less the time the daemon could
- * not run, once dpd_clock_start has started the thread that measures it. */
+/* CLOCK_MONOTONIC, in ms. */
 int64_t dpd_now_ms(void);
-void dpd_clock_start(void);
-void dpd_clock_stop(void);
 /* serve.c: signals are the loop's (signalfd): every other thread blocks
  * them all, first thing. */
 void dpd_block_signals(void);

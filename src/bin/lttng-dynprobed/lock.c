@@ -31,9 +31,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,102 +88,6 @@ void dpd_changed(void)
 	pthread_cond_broadcast(&state_cond);
 }
 
-/*
- * The daemon's clock: CLOCK_MONOTONIC less the time the daemon could not
- * run (deadline.h says why).  A thread that does nothing else sleeps
- * DPD_CLOCK_TICK_MS at a time: a sleep that ends more than
- * DP_DEADLINE_STALL_MS after the last is a stop (the machine, or the
- * daemon, stopped), and is left out.  Work never is: a thread busy or
- * blocked elsewhere does not move the clock.  Until the clock thread has
- * woken from a stop, readers see at most DPD_CLOCK_AHEAD_MS past its last
- * tick, so that no deadline expires on waking before the stop is counted;
- * the clock then goes on from there (that much of a stop is charged).  It
- * is wide (a clock thread that a loaded machine leaves waiting half a
- * second must not hold the clock back), and under DP_DEADLINE_STALL_MS.  Every deadline and "held up for" of
- * the daemon is on it: a machine stopped for a minute times out no agent,
- * no client's half-sent request, no wait for a HELLO.
- */
-#define DPD_CLOCK_TICK_MS 100
-#define DPD_CLOCK_AHEAD_MS 1500
-
-static pthread_mutex_t clock_mu = PTHREAD_MUTEX_INITIALIZER;
-static int64_t clock_tick;		/* the last tick; 0: no clock thread */
-static int64_t clock_stopped;		/* ms left out */
-static pthread_t clock_thread;
-static atomic_bool clock_quit;
-
-static void *clock_main(void *arg)
-{
-	struct timespec tick = { 0, DPD_CLOCK_TICK_MS * 1000000L };
-
-	(void)arg;
-	dpd_block_signals();
-	while (!atomic_load(&clock_quit)) {
-		int64_t now;
-
-		nanosleep(&tick, NULL);
-		pthread_mutex_lock(&clock_mu);
-		now = dp_now_ms();
-		if (now - clock_tick > DP_DEADLINE_STALL_MS)
-			clock_stopped += now - clock_tick - DPD_CLOCK_AHEAD_MS;
-		clock_tick = now;
-		pthread_mutex_unlock(&clock_mu);
-	}
-	return NULL;
-}
-
-void dpd_clock_start(void)
-{
-	atomic_store(&clock_quit, false);
-	pthread_mutex_lock(&clock_mu);
-	clock_tick = dp_now_ms();
-	pthread_mutex_unlock(&clock_mu);
-	if (pthread_create(&clock_thread, NULL, clock_main, NULL)) {
-		dpd_err("cannot start the clock thread: a stopped machine's time counts");
-		pthread_mutex_lock(&clock_mu);
-		clock_tick = 0;
-		pthread_mutex_unlock(&clock_mu);
-	}
-}
-
-void dpd_clock_stop(void)
-{
-	bool running;
-
-	pthread_mutex_lock(&clock_mu);
-	running = clock_tick != 0;
-	pthread_mutex_unlock(&clock_mu);
-	if (!running)
-		return;
-	atomic_store(&clock_quit, true);
-	pthread_join(clock_thread, NULL);
-	pthread_mutex_lock(&clock_mu);
-	clock_tick = 0;
-	pthread_mutex_unlock(&clock_mu);
-}
-
-/* The daemon's clock, and the ms left out of it so far. */
-static int64_t clock_read(int64_t *stopped)
-{
-	int64_t now;
-
-	pthread_mutex_lock(&clock_mu);
-	now = dp_now_ms();
-	if (clock_tick && now > clock_tick + DPD_CLOCK_AHEAD_MS)
-		now = clock_tick + DPD_CLOCK_AHEAD_MS;
-	*stopped = clock_stopped;
-	now -= clock_stopped;
-	pthread_mutex_unlock(&clock_mu);
-	return now;
-}
-
-int64_t dpd_now_ms(void)
-{
-	int64_t stopped;
-
-	return clock_read(&stopped);
-}
-
 void dpd_wait_change(int64_t deadline_ms)
 {
 	struct timespec ts;
@@ -198,18 +99,16 @@ void dpd_wait_change(int64_t deadline_ms)
 	if (!deadline_ms) {
 		pthread_cond_wait(&state_cond, &state_mu);
 	} else {
-		/* The deadline on CLOCK_MONOTONIC, the condition's clock: a
-		 * stop meanwhile ends the wait early, and the caller, which
-		 * waits again until dpd_now_ms() reaches it, is given it back. */
-		int64_t stopped, mono;
-
-		clock_read(&stopped);
-		mono = deadline_ms + stopped;	/* on waking from a stop, soon again */
-		ts.tv_sec = mono / 1000;
-		ts.tv_nsec = (mono % 1000) * 1000000;
+		ts.tv_sec = deadline_ms / 1000;
+		ts.tv_nsec = (deadline_ms % 1000) * 1000000;
 		pthread_cond_timedwait(&state_cond, &state_mu, &ts);
 	}
 	dpd_health_locked(taker);
+}
+
+int64_t dpd_now_ms(void)
+{
+	return dp_now_ms();
 }
 
 /* ---- holds on processes ----------------------------------------------- */

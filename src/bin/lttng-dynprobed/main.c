@@ -491,7 +491,6 @@ int main(int argc, char **argv)
 		redirect_stdio();
 	}
 
-	dpd_clock_start();
 	dpd_health_start();
 	dpd_serve(sig_fd, client_fd);
 
@@ -503,7 +502,6 @@ int main(int argc, char **argv)
 	unlink(dpd_cfg.app_sock);
 	unlink(pid_path);
 	dpd_health_stop();
-	dpd_clock_stop();
 	dpd_info("exiting");
 	return 0;
 
