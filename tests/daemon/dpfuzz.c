@@ -209,16 +209,10 @@ static int drain(int fd, int timeout_ms, unsigned long long *bytes)
 	dp_deadline_start(&d, timeout_ms, NULL);
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int slice = dp_deadline_slice(&d), r;
 		ssize_t n;
 
-		if (!slice)
+		if (dp_deadline_poll(&pfd, 1, &d) <= 0)
 			return -1;
-		r = poll(&pfd, 1, slice);
-		if (r < 0 && errno != EINTR)
-			return -1;
-		if (r <= 0)
-			continue;
 		n = recv(fd, buf, sizeof(buf), 0);
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -57,7 +57,6 @@ static inline int target_line_until(struct target *t, char *line, size_t len,
 		char *nl = memchr(t->buf, '\n', t->have);
 		struct pollfd pfd = { t->out, POLLIN, 0 };
 		ssize_t n;
-		int slice, ret;
 
 		if (nl) {
 			size_t l = (size_t)(nl - t->buf);
@@ -67,14 +66,8 @@ static inline int target_line_until(struct target *t, char *line, size_t len,
 			memmove(t->buf, nl + 1, t->have);
 			return 0;
 		}
-		slice = dp_deadline_slice(d);
-		if (!slice)
+		if (dp_deadline_poll(&pfd, 1, d) <= 0)
 			return -1;
-		ret = poll(&pfd, 1, slice);
-		if (ret < 0 && errno != EINTR)
-			return -1;
-		if (ret <= 0)
-			continue;
 		n = read(t->out, t->buf + t->have, sizeof(t->buf) - t->have);
 		if (n <= 0)
 			return -1;

@@ -116,7 +116,6 @@ static int proc_line(struct proc *p, char *out, size_t size, int ms)
 		char *nl = memchr(p->buf, '\n', p->len);
 		struct pollfd pfd = { .fd = p->out, .events = POLLIN };
 		ssize_t n;
-		int slice, ret;
 
 		if (nl) {
 			size_t l = (size_t)(nl - p->buf);
@@ -126,14 +125,8 @@ static int proc_line(struct proc *p, char *out, size_t size, int ms)
 			p->len -= l + 1;
 			return 0;
 		}
-		slice = dp_deadline_slice(&d);
-		if (!slice)
+		if (dp_deadline_poll(&pfd, 1, &d) <= 0)
 			return -ETIMEDOUT;
-		ret = poll(&pfd, 1, slice);
-		if (ret < 0 && errno != EINTR)
-			return -ETIMEDOUT;
-		if (ret <= 0)
-			continue;
 		n = read(p->out, p->buf + p->len, sizeof(p->buf) - p->len - 1);
 		if (n <= 0)
 			return -EPIPE;

@@ -3,7 +3,9 @@
  */
 #include "deadline.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <time.h>
 
 uint64_t dp_now_ns(void)
@@ -74,4 +76,19 @@ int dp_deadline_slice(struct dp_deadline *d)
 	if (left < 0)
 		return -1;	/* nothing to expire, nothing to check */
 	return left > DP_DEADLINE_SLICE_MS ? DP_DEADLINE_SLICE_MS : left;
+}
+
+int dp_deadline_poll(struct pollfd *fds, unsigned long nfds, struct dp_deadline *d)
+{
+	for (;;) {
+		int slice = dp_deadline_slice(d), ret;
+
+		if (!slice)
+			return 0;
+		ret = poll(fds, (nfds_t)nfds, slice);
+		if (ret > 0)
+			return ret;
+		if (ret < 0 && errno != EINTR)
+			return -errno;
+	}
 }

@@ -62,6 +62,13 @@ int dp_deadline_left(struct dp_deadline *d);
  * most; 0 once passed; -1 when there is no deadline (block). */
 int dp_deadline_slice(struct dp_deadline *d);
 
+/*
+ * poll(2) until the deadline, in slices: > 0 once an fd is ready, 0 once d
+ * has passed, or -errno (EINTR is waited through).
+ */
+struct pollfd;
+int dp_deadline_poll(struct pollfd *fds, unsigned long nfds, struct dp_deadline *d);
+
 static inline bool dp_deadline_passed(struct dp_deadline *d)
 {
 	return dp_deadline_left(d) == 0;

@@ -216,6 +216,7 @@ static int syscall_once(struct dp_proc *p, pid_t tid, uint64_t insn, long nr,
 			const uint64_t a[6], int64_t *out)
 {
 	struct user_regs_struct saved, regs;
+	struct dp_deadline none;
 	struct dp_thread *t;
 	struct rseq_save rs;
 	bool entered = false;
@@ -248,12 +249,11 @@ static int syscall_once(struct dp_proc *p, pid_t tid, uint64_t insn, long nr,
 	if (ptrace(PTRACE_SYSCALL, tid, 0, 0))
 		return dp_err_set(&p->err, -errno, "cannot run thread %d: %s", (int)tid,
 				  strerror(errno));
+	dp_deadline_start(&none, -1, NULL);
 	for (;;) {
-		struct dp_deadline none;
 		enum dp_event ev;
 		int sig;
 
-		dp_deadline_start(&none, -1, NULL);
 		ret = dp__wait_owned(p, tid, &none, &ev, &sig);
 		if (ret < 0)
 			return ret;

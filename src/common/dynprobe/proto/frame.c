@@ -169,19 +169,10 @@ int dp_frame_check_reply(uint16_t req_type, uint32_t req_seq, uint16_t type, uin
 static int wait_fd(int fd, short events, struct dp_deadline *d)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };
-	int ret;
+	int ret = dp_deadline_poll(&pfd, 1, d);
 
-	for (;;) {
-		int slice = dp_deadline_slice(d);
-
-		if (!slice)
-			return -ETIMEDOUT;
-		ret = poll(&pfd, 1, slice);
-		if (ret > 0)
-			return 0;	/* ready, or an error the transfer will report */
-		if (ret < 0 && errno != EINTR)
-			return -errno;
-	}
+	/* ready, or an error the transfer will report */
+	return ret > 0 ? 0 : ret == 0 ? -ETIMEDOUT : ret;
 }
 
 static int write_until(int fd, const uint8_t *p, size_t len, struct dp_deadline *d)
