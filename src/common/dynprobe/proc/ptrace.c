@@ -653,28 +653,69 @@ static int open_mem(struct dp_proc *p)
 			  strerror(-ret));
 }
 
-/* PTRACE_SEIZE said EPERM for tid: say why. */
-static int seize_denied(struct dp_proc *p, pid_t tid, bool *skip)
+/*
+ * How many times a thread that is alive and untraced, yet refused, is tried
+ * again before the refusal stands (seize_denied).
+ */
+#define SEIZE_TRIES 5
+
+/*
+ * PTRACE_SEIZE said EPERM for tid: 1 it is ours already, 0 skip it (it
+ * exited), -EAGAIN try it again, or the error that says why.  The kernel
+ * refuses a thread that has exited or that has a tracer, which a look at
+ * it tells; a thread that is alive and has none was either refused by a
+ * policy, or ended between the refusal and the look and its id went to a
+ * new thread of the process (ids are reused as soon as the kernel's
+ * counter wraps, which a process starting threads by the thousand while
+ * the tracer's CPU stood still makes it do in seconds).  A policy refuses
+ * again, so only a refusal that stands after SEIZE_TRIES tries is one.
+ */
+static int seize_denied(struct dp_proc *p, pid_t tid, unsigned int tries)
 {
 	struct dp_proc_status st;
+	int ret;
 
-	*skip = false;
-	if (dp_proc_status_read(p->pid, tid, &st)) {
-		*skip = true;	/* it exited meanwhile */
-		return 0;
-	}
-	if (st.state == 'Z' || st.state == 'X') {
-		*skip = true;	/* a thread that exited (a leader that called pthread_exit) */
-		return 0;
-	}
+	if (dp_proc_status_read(p->pid, tid, &st))
+		return 0;	/* it exited meanwhile */
+	if (st.state == 'Z' || st.state == 'X')
+		return 0;	/* a thread that exited (a leader that called pthread_exit) */
 	if (st.tracer == (pid_t)syscall(SYS_gettid)) {
 		/* Auto-attached by a clone we have not reaped yet: ours already. */
-		add_thread(p, tid, T_NEW);
-		return 1;
+		return add_thread(p, tid, T_NEW)
+			? 1 : dp_err_set(&p->err, -ENOMEM, "out of memory");
 	}
 	if (st.tracer)
 		return dp_proc_check_tracer(p->pid, tid, st.tracer, &p->err);
-	return dp_proc_explain_eperm(p->pid, &p->err);
+	if (tries < SEIZE_TRIES)
+		return -EAGAIN;
+	ret = dp_proc_explain_eperm(p->pid, &p->err);
+	if (ret == -DP_PROC_EPRIV && tid != p->pid)
+		dp_err_prefix(&p->err, "thread %d (state %c, no tracer) refused %d times: ",
+			      (int)tid, st.state, SEIZE_TRIES);
+	return ret;
+}
+
+/* Seizes one thread of a listing: 1 seized (or ours already), 0 skipped. */
+static int seize_one(struct dp_proc *p, pid_t tid)
+{
+	unsigned int round = 0;
+
+	for (unsigned int tries = 1;; tries++) {
+		int ret;
+
+		if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)SEIZE_OPTIONS) == 0)
+			return add_thread(p, tid, 0)
+				? 1 : dp_err_set(&p->err, -ENOMEM, "out of memory");
+		if (errno == ESRCH)
+			return 0;
+		if (errno != EPERM)
+			return dp_err_set(&p->err, -errno, "cannot seize thread %d of pid %d: %s",
+					  (int)tid, (int)p->pid, strerror(errno));
+		ret = seize_denied(p, tid, tries);
+		if (ret != -EAGAIN)
+			return ret;
+		snooze(&round);
+	}
 }
 
 /* One pass over pid's threads (dp_proc_tasks); returns how many were added. */
@@ -690,32 +731,12 @@ static int seize_pass(struct dp_proc *p)
 			return dp_err_set(&p->err, -ENOMEM, "out of memory");
 		return dp_err_set(&p->err, -DP_PROC_ENOPROC, "pid %d exited", (int)p->pid);
 	}
-	for (size_t i = 0; i < n; i++) {
-		pid_t tid = tids[i];
-		bool skip;
-
-		if (dp__thread(p, tid))
+	for (size_t i = 0; i < n && ret >= 0; i++) {
+		if (dp__thread(p, tids[i]))
 			continue;
-		if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)SEIZE_OPTIONS) == 0) {
-			if (!add_thread(p, tid, 0)) {
-				ret = dp_err_set(&p->err, -ENOMEM, "out of memory");
-				break;
-			}
-			added++;
-			continue;
-		}
-		if (errno == ESRCH)
-			continue;
-		if (errno != EPERM) {
-			ret = dp_err_set(&p->err, -errno, "cannot seize thread %d of pid %d: %s",
-					 (int)tid, (int)p->pid, strerror(errno));
-			break;
-		}
-		ret = seize_denied(p, tid, &skip);
-		if (ret < 0)
-			break;
-		added += ret;
-		ret = 0;
+		ret = seize_one(p, tids[i]);
+		if (ret > 0)
+			added += ret;
 	}
 	free(tids);
 	return ret < 0 ? ret : added;
