@@ -3,10 +3,13 @@
  * names what is wrong: no such process, a thread id, a zombie, another
  * tracer (named), a 32-bit program, a statically linked one, another user's
  * process and a non-dumpable one (attached from a child that drops to an
- * unprivileged uid), and yama's rules through dp_ptrace_judge().
+ * unprivileged uid), a thread with credentials of its own, and yama's rules
+ * through dp_ptrace_judge().
  */
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +17,11 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc/proc-status.h"
 #include "proc/ptrace.h"
 #include "procctl-util.h"
 #include "tap.h"
@@ -79,6 +84,83 @@ static pid_t start_sleeper(uid_t uid, int dumpable)
 	}
 	util_sleep_ms(100);
 	return child;
+}
+
+/* Drops this thread alone to uid/gid: the raw calls, not glibc's. */
+static int drop_thread(uid_t uid)
+{
+	return syscall(SYS_setresgid, uid, uid, uid) || syscall(SYS_setresuid, uid, uid, uid);
+}
+
+static void *other_creds(void *arg)
+{
+	int *fd = arg;
+
+	if (drop_thread(NOBODY - 1) || write(*fd, "t", 1) != 1)
+		_exit(1);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/*
+ * A child of root whose main thread runs as NOBODY, and dumpable, while its
+ * other thread runs as NOBODY - 1: a thread with credentials of its own.
+ */
+static pid_t start_split_creds(void)
+{
+	int fds[2];
+	pid_t child;
+	char c;
+
+	if (pipe(fds))
+		return -1;
+	child = fork();
+	if (child == 0) {
+		int own[2];	/* the thread tells the main thread */
+		pthread_t t;
+
+		close(fds[0]);
+		if (pipe(own) || pthread_create(&t, NULL, other_creds, &own[1]) ||
+		    read(own[0], &c, 1) != 1 || drop_thread(NOBODY))
+			_exit(1);
+		/* Changed credentials made it non-dumpable; the test wants it not to be. */
+		prctl(PR_SET_DUMPABLE, 1);
+		if (write(fds[1], "m", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (read(fds[0], &c, 1) != 1) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		child = -1;
+	}
+	close(fds[0]);
+	return child;
+}
+
+/* How many threads of pid have a tracer, or -1. */
+static int traced_threads(pid_t pid)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		struct dp_proc_status st;
+
+		if (e->d_name[0] != '.' && !dp_proc_status_read(pid, atoi(e->d_name), &st))
+			n += st.tracer != 0;
+	}
+	closedir(d);
+	return n;
 }
 
 static void stop_child(pid_t pid)
@@ -289,6 +371,16 @@ int main(void)
 		ret = try_attach_as(NOBODY, child, msg, sizeof(msg));
 		tap_ok(ret == 0, "the same user's dumpable process can be attached (%d: %s)", ret,
 		       msg);
+		stop_child(child);
+
+		child = start_split_creds();
+		ret = child > 0 ? try_attach_as(NOBODY, child, msg, sizeof(msg)) : -1;
+		tap_ok(ret == -DP_PROC_EPRIV && strstr(msg, "thread") &&
+		       strstr(msg, "credentials of its own") && strstr(msg, "uid 65533"),
+		       "a thread with credentials of its own is named, with its uid (%d: %s)", ret,
+		       msg);
+		ret = child > 0 ? traced_threads(child) : -1;
+		tap_ok(ret == 0, "and the refused attach left no thread traced (%d)", ret);
 		stop_child(child);
 	} else {
 		/* Unprivileged already: init is another user's process. */

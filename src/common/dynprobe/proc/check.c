@@ -248,7 +248,7 @@ static bool is_descendant(pid_t pid)
 	return false;
 }
 
-int dp_ptrace_facts_read(pid_t pid, struct dp_ptrace_facts *f)
+int dp_ptrace_facts_read(pid_t pid, pid_t tid, struct dp_ptrace_facts *f)
 {
 	struct dp_proc_status me, st;
 	char path[64];
@@ -259,7 +259,7 @@ int dp_ptrace_facts_read(pid_t pid, struct dp_ptrace_facts *f)
 	ret = dp_proc_status_read(getpid(), 0, &me);
 	if (ret)
 		return ret;
-	ret = dp_proc_status_read(pid, 0, &st);
+	ret = dp_proc_status_read(pid, tid, &st);
 	if (ret)
 		return ret;
 	f->tracer_uid = getuid();
@@ -274,7 +274,10 @@ int dp_ptrace_facts_read(pid_t pid, struct dp_ptrace_facts *f)
 	 * is not dumpable (task_dump_owner); a dumpable one's belong to its
 	 * euid.  (The directory's own inode may keep an older owner.)
 	 */
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	f->target_dumpable = stat(path, &sb) || sb.st_uid == st.uid[1] || st.uid[1] == 0;
 	f->yama_scope = read_yama();
 	f->target_is_descendant = is_descendant(pid);
@@ -337,18 +340,30 @@ int dp_ptrace_judge(pid_t pid, const struct dp_ptrace_facts *f, struct dp_err *e
 	return 0;
 }
 
-int dp_proc_explain_eperm(pid_t pid, struct dp_err *err)
+int dp_proc_explain_eperm(pid_t pid, pid_t tid, struct dp_err *err)
 {
 	struct dp_ptrace_facts f;
-	int ret = dp_ptrace_facts_read(pid, &f);
+	int ret = dp_ptrace_facts_read(pid, tid, &f);
 
 	if (ret == -ENOENT || ret == -ESRCH)
 		return dp_err_set(err, -DP_PROC_ENOPROC, "pid %d exited", (int)pid);
 	if (!ret) {
 		ret = dp_ptrace_judge(pid, &f, err);
+		/* Threads share the process's credentials unless one changed its
+		 * own with the raw system call (per-thread setresuid, as some
+		 * file servers do). */
+		if (ret && tid && tid != pid)
+			dp_err_prefix(err, "thread %d of pid %d runs with credentials of its "
+				      "own: ", (int)tid, (int)pid);
 		if (ret)
 			return ret;
 	}
+	if (tid && tid != pid)
+		return dp_err_set(err, -DP_PROC_EPRIV,
+			      "cannot trace thread %d of pid %d: the kernel denied ptrace though "
+			      "its ownership, capabilities, dumpability and yama allow it, so a "
+			      "security module (SELinux, AppArmor) or a container policy does; "
+			      "see the audit log", (int)tid, (int)pid);
 	return dp_err_set(err, -DP_PROC_EPRIV,
 		      "cannot trace pid %d: the kernel denied ptrace though ownership, "
 		      "capabilities, dumpability and yama allow it, so a security module "

@@ -815,7 +815,7 @@ int dp_inject_agent(pid_t pid, const char *path, const struct dp_inject_opts *op
 			     "loading the agent", (int)pid, st.name);
 	ret = dp_maps_read(pid, &maps);
 	if (ret) {
-		ret = ret == -EACCES || ret == -EPERM ? dp_proc_explain_eperm(pid, err)
+		ret = ret == -EACCES || ret == -EPERM ? dp_proc_explain_eperm(pid, 0, err)
 						      : dp_err_set(err, ret, "cannot read the "
 							      "mappings of pid %d: %s", (int)pid,
 							      strerror(-ret));

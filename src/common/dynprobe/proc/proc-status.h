@@ -56,7 +56,10 @@ int dp_proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 
 /* Fills err for a thread traced by someone else; returns -DP_PROC_ETRACED. */
 int dp_proc_check_tracer(pid_t pid, pid_t tid, pid_t tracer, struct dp_err *err);
-/* Why PTRACE_SEIZE said EPERM, as a refusal in err (always < 0). */
-int dp_proc_explain_eperm(pid_t pid, struct dp_err *err);
+/*
+ * Why PTRACE_SEIZE said EPERM for pid's thread tid (0: the process), as a
+ * refusal in err (always < 0).
+ */
+int dp_proc_explain_eperm(pid_t pid, pid_t tid, struct dp_err *err);
 
 #endif /* DP_PROC_STATUS_H */

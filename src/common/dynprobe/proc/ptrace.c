@@ -673,7 +673,6 @@ static int open_mem(struct dp_proc *p)
 static int seize_denied(struct dp_proc *p, pid_t tid, unsigned int tries)
 {
 	struct dp_proc_status st;
-	int ret;
 
 	if (dp_proc_status_read(p->pid, tid, &st))
 		return 0;	/* it exited meanwhile */
@@ -688,11 +687,7 @@ static int seize_denied(struct dp_proc *p, pid_t tid, unsigned int tries)
 		return dp_proc_check_tracer(p->pid, tid, st.tracer, &p->err);
 	if (tries < SEIZE_TRIES)
 		return -EAGAIN;
-	ret = dp_proc_explain_eperm(p->pid, &p->err);
-	if (ret == -DP_PROC_EPRIV && tid != p->pid)
-		dp_err_prefix(&p->err, "thread %d (state %c, no tracer) refused %d times: ",
-			      (int)tid, st.state, SEIZE_TRIES);
-	return ret;
+	return dp_proc_explain_eperm(p->pid, tid, &p->err);
 }
 
 /* Seizes one thread of a listing: 1 seized (or ours already), 0 skipped. */

@@ -200,7 +200,10 @@ struct dp_ptrace_facts {
 };
 /* 0 when the rules allow, else -DP_PROC_EPRIV/EYAMA/ENODUMP with err. */
 int dp_ptrace_judge(pid_t pid, const struct dp_ptrace_facts *f, struct dp_err *err);
-/* Gathers the facts for this process tracing pid. */
-int dp_ptrace_facts_read(pid_t pid, struct dp_ptrace_facts *f);
+/*
+ * Gathers the facts for this process tracing pid, or its thread tid (0: the
+ * process; a thread may run with credentials of its own).
+ */
+int dp_ptrace_facts_read(pid_t pid, pid_t tid, struct dp_ptrace_facts *f);
 
 #endif /* DP_PROC_PTRACE_H */
