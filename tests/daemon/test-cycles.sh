@@ -58,7 +58,7 @@ for kind in pie nopie; do
 	tap_ok $? "$kind: every result the threads computed was right: $(tail -n1 "$DP_TMP/t-$kind.out")"
 
 	read -r events discarded <<<"$(bt_count "$DP_TMP/trace-$kind")"
-	tap_ok "$discarded" "$kind: $events events recorded, none discarded"
+	tap_ok "$discarded" "$kind: $events events recorded, none discarded ($discarded discarded-events messages)"
 	check=$(bt_text "$DP_TMP/trace-$kind" |
 		gawk -v windows="$DP_TMP/windows-$kind" -f "$top_srcdir/tests/daemon/check-windows.awk")
 	echo "$check" | grep -qE '^expected=[1-9][0-9]* missing=0 '

@@ -230,11 +230,12 @@ bt_text() {
 # bt_count TRACE...: "EVENTS DISCARDED_MESSAGES": the number of event
 # records, and of discarded-events messages (each stands for one or more
 # events the tracer could not record), as sink.utils.counter counts them.
-# Fast: nothing is formatted.
+# Fast: nothing is formatted.  The counter says "1 Discarded event message"
+# for one (singular), "N ... messages" for N.
 bt_count() {
 	local err=$DP_TMP/bt-count.$BASHPID
 	babeltrace2 "$@" --component=sink.utils.counter --params=step=+0 2>"$err" |
-		awk '/ Event messages$/ { e = $1 } / Discarded event messages$/ { d = $1 }
+		awk '/ Event messages?$/ { e = $1 } / Discarded event messages?$/ { d = $1 }
 			END { printf "%.0f %.0f\n", e, d }'
 	bt_note "${PIPESTATUS[0]}" "$err" "$@"
 	rm -f "$err"
