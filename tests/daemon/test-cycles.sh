@@ -24,8 +24,11 @@ for kind in pie nopie; do
 	tap_ok $? "$kind target with 8 threads started" || continue
 	tpid=$TARGET_PID
 
+	# 128 MiB per CPU: the target writes about 30 MiB in all, so the
+	# buffer holds it even if lttng-consumerd does not run for a minute
+	# (a CPU of this machine that stood still for 65 s made it discard).
 	dp_lttng create "c$kind" --output="$DP_TMP/trace-$kind" >/dev/null &&
-		dp_lttng enable-channel -u -s "c$kind" big --subbuf-size=8M --num-subbuf=4 \
+		dp_lttng enable-channel -u -s "c$kind" big --subbuf-size=8M --num-subbuf=16 \
 			>/dev/null &&
 		dp_lttng enable-event -u -s "c$kind" -c big 'dynprobe:cyc_*' >/dev/null &&
 		dp_lttng start "c$kind" >/dev/null
