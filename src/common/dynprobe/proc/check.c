@@ -340,6 +340,20 @@ int dp_ptrace_judge(pid_t pid, const struct dp_ptrace_facts *f, struct dp_err *e
 	return 0;
 }
 
+/*
+ * Threads share the process's credentials unless one changed its own with
+ * the raw system call (per-thread setresuid, as some file servers do).
+ */
+static bool own_credentials(pid_t pid, const struct dp_ptrace_facts *thread)
+{
+	struct dp_ptrace_facts f;
+
+	return !dp_ptrace_facts_read(pid, 0, &f) &&
+	       (memcmp(f.target_uid, thread->target_uid, sizeof(f.target_uid)) ||
+		memcmp(f.target_gid, thread->target_gid, sizeof(f.target_gid)) ||
+		f.target_caps != thread->target_caps);
+}
+
 int dp_proc_explain_eperm(pid_t pid, pid_t tid, struct dp_err *err)
 {
 	struct dp_ptrace_facts f;
@@ -349,10 +363,7 @@ int dp_proc_explain_eperm(pid_t pid, pid_t tid, struct dp_err *err)
 		return dp_err_set(err, -DP_PROC_ENOPROC, "pid %d exited", (int)pid);
 	if (!ret) {
 		ret = dp_ptrace_judge(pid, &f, err);
-		/* Threads share the process's credentials unless one changed its
-		 * own with the raw system call (per-thread setresuid, as some
-		 * file servers do). */
-		if (ret && tid && tid != pid)
+		if (ret && tid && tid != pid && own_credentials(pid, &f))
 			dp_err_prefix(err, "thread %d of pid %d runs with credentials of its "
 				      "own: ", (int)tid, (int)pid);
 		if (ret)
