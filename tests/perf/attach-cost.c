@@ -85,6 +85,10 @@ static pid_t start_target(int busy, int *keep)
 	if (pipe(fds))
 		return -1;
 	child = fork();
+	if (child < 0) {
+		perror("fork");
+		exit(2);
+	}
 	if (child == 0) {
 		static int rd;
 		pthread_t t;

@@ -898,7 +898,7 @@ static void scenario_fork(void)
 		   "fork: probe installed"))
 		return;
 	fflush(expect);
-	pid = fork();
+	pid = tap_fork();
 	if (pid == 0) {
 		*forked_heap = 999;
 		_exit(fx_forked(7) == 92 ? 0 : 1);

@@ -63,7 +63,7 @@ static void int3_not_ours(void)
 /* Runs fn in a child; its wait status. */
 static int in_child(void (*fn)(void))
 {
-	pid_t pid = fork();
+	pid_t pid = tap_fork();
 	int status = 0;
 
 	if (pid == 0) {

@@ -50,7 +50,7 @@ static int busy_start(struct busy *b, char *const argv[])
 
 	if (pipe(fds))
 		return -1;
-	b->pid = fork();
+	b->pid = tap_fork();
 	if (b->pid == 0) {
 		dup2(fds[1], 1);
 		close(fds[0]);
@@ -334,7 +334,7 @@ static void test_starved(void)
 		return;
 	tap_ok(pin_threads(b.pid, cpu) == 0, "its threads pinned to CPU %d", cpu);
 	for (int i = 0; i < 4; i++) {
-		pid_t h = fork();
+		pid_t h = tap_fork();
 
 		if (h == 0) {
 			cpu_set_t set;

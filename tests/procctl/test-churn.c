@@ -331,7 +331,7 @@ int main(void)
 		perror("mmap");
 		return 2;
 	}
-	pid = fork();
+	pid = tap_fork();
 	if (pid < 0) {
 		perror("fork");
 		return 2;

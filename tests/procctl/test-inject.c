@@ -182,7 +182,7 @@ static void test_basic(void)
 /* Reads the target's stderr slowly, so that malloc_stats() blocks in write(). */
 static pid_t start_drainer(int fd)
 {
-	pid_t child = fork();
+	pid_t child = tap_fork();
 
 	if (child == 0) {
 		char buf[256];
@@ -331,7 +331,7 @@ static void test_refusals(void)
 		tap_ok(target_quit(&tg, 5000) == 0, "that target exits cleanly");
 	}
 
-	child = fork();
+	child = tap_fork();
 	if (child == 0) {
 		execl("./static-target", "static-target", NULL);
 		_exit(127);

@@ -47,7 +47,7 @@ static int try_attach_as(uid_t uid, pid_t pid, char *msg, size_t len)
 
 	if (pipe(fds))
 		return -1;
-	child = fork();
+	child = tap_fork();
 	if (child == 0) {
 		char m[512];
 		int r;
@@ -73,7 +73,7 @@ static int try_attach_as(uid_t uid, pid_t pid, char *msg, size_t len)
 /* A child that pauses, as uid (0: stays root), dumpable or not. */
 static pid_t start_sleeper(uid_t uid, int dumpable)
 {
-	pid_t child = fork();
+	pid_t child = tap_fork();
 
 	if (child == 0) {
 		if (uid && (setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
@@ -115,7 +115,7 @@ static pid_t start_split_creds(void)
 
 	if (pipe(fds))
 		return -1;
-	child = fork();
+	child = tap_fork();
 	if (child == 0) {
 		int own[2];	/* the thread tells the main thread */
 		pthread_t t;
@@ -167,6 +167,8 @@ static void stop_child(pid_t pid)
 {
 	int status;
 
+	if (pid <= 0)
+		return;	/* it did not start: kill(-1) would mean every process */
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 }
@@ -262,7 +264,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	/* A pid just reaped is free (the kernel does not reuse it at once). */
-	child = fork();
+	child = tap_fork();
 	if (child == 0)
 		_exit(0);
 	waitpid(child, &status, 0);
@@ -288,7 +290,7 @@ int main(void)
 		       "a thread id (%d: %s)", ret, msg);
 
 		/* Another tracer first: it must be named. */
-		tracer = fork();
+		tracer = tap_fork();
 		if (tracer == 0) {
 			prctl(PR_SET_NAME, "dp-other-tracer");
 			if (ptrace(PTRACE_SEIZE, tg.pid, 0, 0))
@@ -308,7 +310,7 @@ int main(void)
 		tap_ok(target_quit(&tg, 5000) == 0, "the target exits cleanly");
 	}
 
-	child = fork();
+	child = tap_fork();
 	if (child == 0)
 		_exit(0);
 	{
@@ -325,7 +327,7 @@ int main(void)
 		close(fd);
 	child = -1;
 	if (fd >= 0 && write_i386(i386) == 0) {
-		child = fork();
+		child = tap_fork();
 		if (child == 0) {
 			execl(i386, i386, NULL);
 			_exit(127);
@@ -342,7 +344,7 @@ int main(void)
 	}
 	unlink(i386);
 
-	child = fork();
+	child = tap_fork();
 	if (child == 0) {
 		execl("./static-target", "static-target", NULL);
 		_exit(127);

@@ -112,14 +112,14 @@ int main(void)
 	if (sh == MAP_FAILED)
 		return 1;
 	memset(sh, 0, sizeof(*sh));
-	target = fork();
+	target = tap_fork();
 	if (target == 0)
 		run_target();
 	while (atomic_load(&sh->ready) < THREADS)
 		nanosleep(&nap, NULL);
 
 	for (int r = 0; r < ROUNDS; r++) {
-		tracer = fork();
+		tracer = tap_fork();
 		if (tracer == 0)
 			run_tracer(target);
 		if (waitpid(tracer, &status, 0) == tracer && WIFSIGNALED(status) &&

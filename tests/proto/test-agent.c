@@ -66,7 +66,7 @@ static int proc_start(struct proc *p, char *const argv[], char *const env[],
 	memset(p, 0, sizeof(*p));
 	if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC))
 		return -errno;
-	p->pid = fork();
+	p->pid = tap_fork();
 	if (p->pid < 0)
 		return -errno;
 	if (p->pid == 0) {

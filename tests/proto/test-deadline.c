@@ -108,7 +108,7 @@ static int waited(int timeout_ms, int stop_ms, int send_ms)
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) || pipe(ready))
 		return -1;
-	pid = fork();
+	pid = tap_fork();
 	if (pid == 0) {
 		int ret;
 

@@ -741,7 +741,7 @@ static void object_exercise(const char *path)
 static bool survives(const char *path)
 {
 	int status;
-	pid_t pid = fork();
+	pid_t pid = tap_fork();
 
 	if (pid < 0)
 		return false;

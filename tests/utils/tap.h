@@ -6,9 +6,13 @@
 #ifndef DP_TESTS_TAP_H
 #define DP_TESTS_TAP_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static unsigned tap_count, tap_failed;
 
@@ -37,6 +41,24 @@ static inline void tap_diag(const char *fmt, ...)
 	vprintf(fmt, ap);
 	va_end(ap);
 	putchar('\n');
+}
+
+/*
+ * fork() for a test: stdout is flushed first (a child must not print the
+ * parent's pending results again), and a failure ends the test (a pid of
+ * -1 handed on to kill() would mean every process the test may signal).
+ */
+static inline pid_t tap_fork(void)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		printf("Bail out! fork: %s\n", strerror(errno));
+		exit(2);
+	}
+	return pid;
 }
 
 /* Prints the trailing plan; returns the process exit code. */
