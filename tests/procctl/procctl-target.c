@@ -18,6 +18,7 @@
  *          -l LIB  a thread looping on dlopen(LIB)/dlclose (the loader lock)
  *          -n    no thread sleeps in a blocking call: the commands are polled
  *                with a zero timeout from the main thread
+ *          -S MS the sleeper's nanosleep() (default 200 ms)
  *
  * Threads that sleep (the command reader in read(), the sleeper in
  * nanosleep(), the futex waiter) block the test signals, so that any early
@@ -43,7 +44,7 @@
 
 #include "procctl-compute.h"
 
-#define SLEEP_NS 200000000ll
+static int64_t sleep_ns = 200000000ll;
 
 volatile uint64_t marker = 0x1122334455667788ull;
 static uint32_t futex_word;
@@ -106,12 +107,12 @@ static void *sleeper(void *arg)
 {
 	block_test_signals();
 	for (;;) {
-		struct timespec ts = { 0, SLEEP_NS };
+		struct timespec ts = { sleep_ns / 1000000000, sleep_ns % 1000000000 };
 		int64_t t0 = now_ns();
 
 		if (nanosleep(&ts, NULL))
 			atomic_fetch_add(&eintrs, 1);
-		if (now_ns() - t0 < SLEEP_NS)
+		if (now_ns() - t0 < sleep_ns)
 			atomic_fetch_add(&short_sleeps, 1);
 		atomic_fetch_add(&sleeps, 1);
 	}
@@ -249,13 +250,14 @@ int main(int argc, char **argv)
 	bool with_malloc = false, with_stats = false, no_sleepers = false;
 	struct sigaction sa;
 
-	while ((opt = getopt(argc, argv, "t:msl:n")) != -1) {
+	while ((opt = getopt(argc, argv, "t:msl:nS:")) != -1) {
 		switch (opt) {
 		case 't': workers = atoi(optarg); break;
 		case 'm': with_malloc = true; break;
 		case 's': with_stats = true; break;
 		case 'l': loader_lib = optarg; break;
 		case 'n': no_sleepers = true; break;
+		case 'S': sleep_ns = atoll(optarg) * 1000000; break;
 		default: return 2;
 		}
 	}
