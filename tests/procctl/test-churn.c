@@ -341,8 +341,9 @@ int main(void)
 		churn();
 		_exit(0);
 	}
-	/* Running: threads are being born. */
-	for (int i = 0; i < 500 && (atomic_load(&sh->born) < 1000 || atomic_load(&sh->slept) < 10 ||
+	/* Running: threads are being born (in well under a second; 60 s at
+	 * most, for a machine that stands still a while). */
+	for (int i = 0; i < 6000 && (atomic_load(&sh->born) < 1000 || atomic_load(&sh->slept) < 10 ||
 				    atomic_load(&sh->untraced) < 10); i++)
 		usleep(10 * 1000);
 	born0 = atomic_load(&sh->born);
