@@ -6,7 +6,6 @@
  * unprivileged uid), a thread with credentials of its own, and yama's rules
  * through dp_ptrace_judge().
  */
-#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <pthread.h>
@@ -31,23 +30,20 @@
 /* How many threads of pid have a tracer, or -1. */
 static int traced_threads(pid_t pid)
 {
-	char path[64];
-	DIR *d;
-	struct dirent *e;
-	int n = 0;
+	struct dp_proc_status st;
+	pid_t *tids;
+	size_t n;
+	int traced = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
+	if (dp_proc_tasks(pid, &tids, &n)) {
+		free(tids);
 		return -1;
-	while ((e = readdir(d))) {
-		struct dp_proc_status st;
-
-		if (e->d_name[0] != '.' && !dp_proc_status_read(pid, atoi(e->d_name), &st))
-			n += st.tracer != 0;
 	}
-	closedir(d);
-	return n;
+	for (size_t i = 0; i < n; i++)
+		if (!dp_proc_status_read(pid, tids[i], &st))
+			traced += st.tracer != 0;
+	free(tids);
+	return traced;
 }
 
 /*
