@@ -823,6 +823,13 @@ static void scenario_libc(void)
 	check(st.hits >= 3 && st.recursions > 0,
 	      "libc: memcpy reached from inside the hit path is skipped (%" PRIu64 " hits, %"
 	      PRIu64 " skipped)", st.hits, st.recursions);
+	/* The session's filters pass the test's own calls only: the others
+	 * (lttng-ust's threads) are hits, not recorded events. */
+	check(st.recorded == 3, "libc: memcpy's recorded count is the 3 events its filter "
+	      "passed (%" PRIu64 ")", st.recorded);
+	dpa_probe_stats(ps, &st);
+	check(st.hits >= 3 && st.recorded == 3, "libc: strlen's recorded count is the 3 events its "
+	      "filter passed (%" PRIu64 " hits, %" PRIu64 " recorded)", st.hits, st.recorded);
 	event("dynprobe:memcpy", "{ rdx = 0x1234, src = \"memcpy-probe-source\", _src_error = 0 }",
 	      NULL);
 	count("dynprobe:memcpy", 3);

@@ -131,8 +131,8 @@ struct dpa_thunk_page {
 
 static struct dpa_thunk_page *dpa_thunks;
 
-static inline void dpa_event_fire(const struct dpa_class *cls, void *event, uint64_t ip,
-				  const struct dpa_value *values);
+static inline unsigned dpa_event_fire(const struct dpa_class *cls, void *event, uint64_t ip,
+				      const struct dpa_value *values);
 
 /*
  * What a call site calls, with the class it was called for; writes the event
@@ -609,8 +609,13 @@ static void dpa_filter_stack(const struct dpa_class *cls, const struct dpa_value
  * out in one write.  Integers are copied 8 bytes at a time (a single move)
  * and the cursor advances by their size: the next field overwrites the
  * excess, and on little-endian the low bytes, the ones kept, come first.
+ *
+ * Returns 1 when the trace accounts for the event: written, or refused by a
+ * buffer that counts it as discarded (full: -ENOBUFS; too big: -ENOSPC;
+ * wrapped: -EIO).  0 for the refusals lttng-ust counts nowhere (a buffer
+ * being torn down, -EAGAIN; nested too deep, -EPERM).
  */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) unsigned
 dpa_event_write(const struct dpa_class *cls, struct lttng_ust_event_recorder *rec,
 		struct lttng_ust_probe_ctx *pctx, const struct dpa_value *v)
 {
@@ -618,6 +623,7 @@ dpa_event_write(const struct dpa_class *cls, struct lttng_ust_event_recorder *re
 	struct lttng_ust_ring_buffer_ctx ctx;
 	uint8_t buf[8 * DPA_CLASS_MAX_FIELDS + 8];
 	size_t len = cls->fixed_len, n = 0;
+	int ret;
 
 	if (cls->dynamic) {
 		for (uint32_t i = 0; i < cls->nfields; i++) {
@@ -628,8 +634,9 @@ dpa_event_write(const struct dpa_class *cls, struct lttng_ust_event_recorder *re
 		}
 	}
 	lttng_ust_ring_buffer_ctx_init(&ctx, rec, len, 1, pctx);
-	if (chan->ops->event_reserve(&ctx) < 0)
-		return;		/* full or too big: counted as discarded */
+	ret = chan->ops->event_reserve(&ctx);
+	if (caa_unlikely(ret < 0))
+		return ret == -ENOBUFS || ret == -ENOSPC || ret == -EIO;
 	for (uint32_t i = 0; i < cls->nfields; i++) {
 		switch (cls->fld[i].type) {
 		case DP_FT_INT:
@@ -663,6 +670,7 @@ dpa_event_write(const struct dpa_class *cls, struct lttng_ust_event_recorder *re
 	if (n)
 		chan->ops->event_write(&ctx, buf, n, 1);
 	chan->ops->event_commit(&ctx);
+	return 1;
 }
 
 /* Whether the event's filter accepts these values.  Out of the hot path. */
@@ -704,8 +712,10 @@ dpa_event_notify(const struct dpa_class *cls, struct lttng_ust_event_common *ev,
 /*
  * One lttng-ust event: a session's recorder (the hot path, inline), or a
  * trigger's notifier.  Event types newer than this code are ignored.
+ * Returns how many events the session's trace accounts for (0 or 1: see
+ * dpa_event_write); a notification is not one.
  */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) unsigned
 dpa_event_fire(const struct dpa_class *cls, void *event, uint64_t ip,
 	       const struct dpa_value *values)
 {
@@ -719,28 +729,30 @@ dpa_event_fire(const struct dpa_class *cls, void *event, uint64_t ip,
 		if (caa_unlikely(!CMM_ACCESS_ONCE(chan->session->active)) ||
 		    caa_unlikely(!CMM_ACCESS_ONCE(chan->enabled)) ||
 		    caa_unlikely(!CMM_ACCESS_ONCE(ev->enabled)))
-			return;
+			return 0;
 		pctx.struct_size = sizeof(pctx);
 		pctx.ip = (void *)(uintptr_t)ip;
 		if (caa_unlikely(CMM_ACCESS_ONCE(ev->eval_filter)) &&
 		    !dpa_filter_accepts(cls, ev, &pctx, values))
-			return;
-		dpa_event_write(cls, rec, &pctx, values);
+			return 0;
+		return dpa_event_write(cls, rec, &pctx, values);
 	} else if (ev->type == LTTNG_UST_EVENT_TYPE_NOTIFIER) {
 		if (caa_unlikely(!CMM_ACCESS_ONCE(ev->enabled)))
-			return;
+			return 0;
 		pctx.struct_size = sizeof(pctx);
 		pctx.ip = (void *)(uintptr_t)ip;
 		dpa_event_notify(cls, ev, &pctx, values);
 	}
+	return 0;
 }
 
-void dpa_class_record(const struct dpa_class *cls, uint64_t ip, const struct dpa_value *values)
+unsigned dpa_class_record(const struct dpa_class *cls, uint64_t ip, const struct dpa_value *values)
 {
 	struct lttng_ust_tracepoint_probe *p;
+	unsigned n = 0;
 
 	if (caa_likely(!CMM_LOAD_SHARED(cls->tp.state)))
-		return;
+		return 0;
 	lttng_ust_urcu_read_lock();
 	/* rcu_dereference, without a call into the library for a load. */
 	p = CMM_LOAD_SHARED(cls->tp.probes);
@@ -749,10 +761,11 @@ void dpa_class_record(const struct dpa_class *cls, uint64_t ip, const struct dpa
 		/* Same-named classes share the list: keep only our own events. */
 		for (; p->func; p++) {
 			if (p->func == cls->cb)
-				dpa_event_fire(cls, p->data, ip, values);
+				n += dpa_event_fire(cls, p->data, ip, values);
 		}
 	}
 	lttng_ust_urcu_read_unlock();
+	return n;
 }
 
 /* ---- Process life ------------------------------------------------------- */

@@ -68,9 +68,13 @@ const int *dpa_class_state(const struct dpa_class *cls);
  * into every session that enabled it (filters applied) and to every trigger
  * on it (with captures).  Lock-free; async-signal-safe once the thread is
  * initialized (dpa_events_thread_init); never blocks; a full buffer discards
- * the event as lttng-ust does (counted in the trace).
+ * the event as lttng-ust does (counted in the trace).  Returns how many
+ * sessions' traces account for the event: written, or counted there as
+ * discarded (a session whose event, channel or session is off, a filter
+ * that rejects, a trigger, or a refusal lttng-ust counts nowhere is not).
  */
-void dpa_class_record(const struct dpa_class *cls, uint64_t ip, const struct dpa_value *values);
+unsigned dpa_class_record(const struct dpa_class *cls, uint64_t ip,
+			  const struct dpa_value *values);
 
 /*
  * Pre-initializes lttng-ust's per-thread state (its thread-local storage and

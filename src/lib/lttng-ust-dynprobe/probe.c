@@ -62,11 +62,14 @@ struct dpa_probe {
 	_Atomic uint64_t recursions, mem_errors;
 };
 
-/* An increment without a locked instruction. */
-static inline void bump(_Atomic uint64_t *c)
+/* Adds n without a locked instruction, and only when n is not 0: a hit
+ * that records nothing (filtered out, its session stopped) must not store
+ * the old count over another thread's. */
+static inline void bump(_Atomic uint64_t *c, unsigned n)
 {
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	if (n)
+		atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+				      memory_order_relaxed);
 }
 
 /* ---- per-thread scratch ------------------------------------------------ */
@@ -318,8 +321,7 @@ static __attribute__((noinline)) void record(struct dpa_probe *p, struct dpa_thr
 	errors = dpa_ctx_eval(p->ctx, p->nctx, &env, values);
 	if (errors)
 		atomic_fetch_add_explicit(&p->mem_errors, errors, memory_order_relaxed);
-	bump(&p->recorded);
-	dpa_class_record(p->cls, p->site, values);
+	bump(&p->recorded, dpa_class_record(p->cls, p->site, values));
 }
 
 /* The same for probes whose fields all come from the saved registers: on
@@ -330,8 +332,7 @@ static __attribute__((noinline)) void record_regs(struct dpa_probe *p, const str
 	struct dpa_value values[REGS_ONLY_MAX_FIELDS];
 
 	dpa_ctx_eval_regs(p->ctx, p->nctx, &env, values);
-	bump(&p->recorded);
-	dpa_class_record(p->cls, p->site, values);
+	bump(&p->recorded, dpa_class_record(p->cls, p->site, values));
 }
 
 /* The same for fast fields, in line. */
@@ -347,8 +348,7 @@ static inline __attribute__((always_inline)) void record_fast(struct dpa_probe *
 
 		v[i].u = f->sext ? (uint64_t)((int64_t)x >> f->shl) : x >> f->shl;
 	}
-	bump(&p->recorded);
-	dpa_class_record(p->cls, p->site, v);
+	bump(&p->recorded, dpa_class_record(p->cls, p->site, v));
 }
 
 /*
@@ -363,7 +363,7 @@ DPA_EXPORT void dp_probe_hit(void *probe, struct dp_regs *regs)
 	struct dpa_thread *t = &dpa_self;
 	int saved_errno;
 
-	bump(&p->hits);
+	bump(&p->hits, 1);
 	if (t->guard) {
 		atomic_fetch_add_explicit(&p->recursions, 1, memory_order_relaxed);
 		return;

@@ -52,7 +52,11 @@ void dp_probe_hit(void *probe, struct dp_regs *regs);
 struct dpa_probe_stats {
 	uint64_t hits;		/* times the site was reached */
 	uint64_t recursions;	/* hits skipped: the thread was inside a hit already */
-	uint64_t recorded;	/* hits evaluated and handed to lttng-ust (enabled) */
+	/* events the sessions' traces account for: written, or counted there as
+	 * discarded (a hit recorded in two sessions counts 2; not: hits while
+	 * an event, its channel or session is off, filtered out, or refused
+	 * by a buffer that counts nothing, as one being torn down) */
+	uint64_t recorded;
 	uint64_t mem_errors;	/* memory contexts that recorded an error value */
 };
 
