@@ -220,10 +220,23 @@ bt_reads_check() {
 
 # bt_text TRACE...: the events as babeltrace2 prints them, without the
 # timestamp and delta columns, nor the hostname: "name: { ctx }, { payload }".
-# Warnings (discarded events) go to $DP_TMP/bt-warnings.
+# Warnings (the tracer's discarded events, with their time range) go to
+# $DP_TMP/bt-warnings.
 bt_text() {
-	babeltrace2 "$@" --no-delta --clock-seconds 2>"$DP_TMP/bt-warnings" |
-		sed -E 's/^\[[0-9.]+\] [^ ]+ //'
+	bt_print 's/^\[[0-9.]+\] [^ ]+ //' "$@"
+}
+
+# bt_timed TRACE...: as bt_text, each line led by its time in seconds, the
+# clock of the warnings' time ranges: "[1795860406.040377478] name: ...".
+bt_timed() {
+	bt_print 's/^(\[[0-9.]+\]) [^ ]+ /\1 /' "$@"
+}
+
+# bt_print SED_EXPR TRACE...: babeltrace2's text, each line through sed -E.
+bt_print() {
+	local expr=$1
+	shift
+	babeltrace2 "$@" --no-delta --clock-seconds 2>"$DP_TMP/bt-warnings" | sed -E "$expr"
 	bt_note "${PIPESTATUS[0]}" "$DP_TMP/bt-warnings" "$@"
 }
 
