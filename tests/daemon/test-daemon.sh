@@ -37,8 +37,13 @@ tap_ok $? "without a daemon, an agent told to wait for GO lets the program run a
 kill -TERM "$nd"
 
 # ---- one daemon per user ----
+# fd 7: a descriptor its starter left open, not the daemon's to keep.
+exec 7>"$DP_TMP/starter-fd"
 start_dynprobed
 tap_ok $? "--daemonize returns once the daemon is ready (pid $DPD_PID)"
+exec 7>&-
+fds=$(ls -l /proc/"$DPD_PID"/fd/) && grep -q 'socket:' <<<"$fds" && ! grep -q starter-fd <<<"$fds"
+tap_ok $? "the daemon keeps none of the descriptors its starter left open ($(grep -c . <<<"$fds") open)"
 kill -0 "$DPD_PID" 2>/dev/null && [ "$(cat "$RUN/lttng-dynprobed.pid")" = "$DPD_PID" ]
 tap_ok $? "the pid file names the running daemon"
 # Root's app socket is open to every user's agents (test-inject.sh).

@@ -208,6 +208,18 @@ static void redirect_stdio(void)
 		close(fd);
 }
 
+/* Descriptors the starter left open (its log, the lttng command's own
+ * connection to the session daemon) are not the daemon's: a root daemon
+ * would keep them for its whole life, and hand them to nobody. */
+static void close_inherited(void)
+{
+	if (close_range(STDERR_FILENO + 1, ~0u, 0) < 0) {
+		/* Kernels before 5.9. */
+		for (int fd = STDERR_FILENO + 1; fd < 1024; fd++)
+			close(fd);
+	}
+}
+
 /* Connections are bounded per user (serve.c), not by the descriptors a
  * process may open: the soft limit goes up to the hard one. */
 static void raise_fd_limit(void)
@@ -278,6 +290,7 @@ int main(int argc, char **argv)
 	char dir[DP_CLIENT_PATH_MAX];
 	sigset_t mask;
 
+	close_inherited();
 	env = getenv("LTTNG_DYNPROBE_AGENT");
 	if (env && *env)
 		dpd_cfg.agent_path = env;
