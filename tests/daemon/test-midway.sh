@@ -215,13 +215,16 @@ prog=$PIE
 start_target pool env LD_PRELOAD="$AGENT" LTTNG_DYNPROBE_TEST_CODE_FAIL=1 "$prog" \
 	"$DP_SHM/shm-pool" 4 5 1000 || tap_bail "pool: the target does not start"
 pid=$TARGET_PID
+mark=$(wc -l <"$DP_TMP/dynprobed.log" 2>/dev/null || echo 0)
 start_dynprobed || tap_bail "pool: lttng-dynprobed does not start"
+# The one failure is the first ALLOC_CODE's: the agent (it started first)
+# says HELLO before the ENABLE, else the ENABLE waits for it and the
+# HELLO's own install of the enabled event takes the failure.
+hello_done "$mark" "$pid" || tap_bail "pool: the agent of $pid did not say HELLO"
 ! enable onef &&
 	grep -qE "^proc pid=$pid status=-12 .*message=process $pid: no code memory of [0-9]+ bytes within 2 GiB of 0x[0-9a-f]+: Cannot allocate memory" \
 		"$DP_TMP/out"
 st=$?
-# Once (sanitized daemon, loaded machine) the first ALLOC_CODE succeeded:
-# what the daemon did in that process then.
 [ "$st" -eq 0 ] || daemon_about "$pid"
 (exit "$st")
 tap_ok $? "pool: the install fails, saying why: $(grep -m1 '^proc' "$DP_TMP/out")"
@@ -238,7 +241,10 @@ later pool
 start_target rlimit env LD_PRELOAD="$AGENT" "$prog" "$DP_SHM/shm-rlimit" 4 5 1000 ||
 	tap_bail "rlimit: the target does not start"
 pid=$TARGET_PID
+mark=$(wc -l <"$DP_TMP/dynprobed.log" 2>/dev/null || echo 0)
 start_dynprobed || tap_bail "rlimit: lttng-dynprobed does not start"
+# Connected before its address space is limited.
+hello_done "$mark" "$pid" || tap_bail "rlimit: the agent of $pid did not say HELLO"
 vm=$(awk '$1 == "VmSize:" { print $2 }' /proc/"$pid"/status)
 prlimit --pid "$pid" --as=$(((vm + 128) * 1024)): || tap_bail "rlimit: prlimit failed"
 ! enable onef &&
