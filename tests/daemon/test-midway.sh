@@ -62,12 +62,9 @@ midway() {
 	start_target "$name" env LD_PRELOAD="$AGENT" "$prog" "$DP_SHM/shm-$name" 4 5 1000 ||
 		tap_bail "$name: the target does not start"
 	pid=$TARGET_PID
-	mark=$(wc -l <"$DP_TMP/dynprobed.log" 2>/dev/null || echo 0)
-	start_dynprobed --test-fault "$spec:stop" || tap_bail "$name: lttng-dynprobed does not start"
-	# The target's agent (it started first) has said HELLO and its GO is
-	# sent: else the installs that HELLO brings (pin-only, of the events
+	# Else the installs that HELLO brings (pin-only, of the events
 	# reaching the process) could be the one the fault stops, not ours.
-	hello_done "$mark" "$pid" || tap_bail "$name: the agent of $pid did not say HELLO"
+	start_after_hello "$name" "$pid" --test-fault "$spec:stop"
 	if [ "$setup" != - ]; then
 		enable "$setup" || tap_bail "$name: cannot set up: $(head -n1 "$DP_TMP/out")"
 	fi
@@ -91,6 +88,16 @@ hello_done() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# start_after_hello NAME PID [DAEMON_ARGS...]: a new daemon, once PID's
+# agent (its program started first) has said HELLO and its GO is sent.
+start_after_hello() {
+	local name=$1 pid=$2 mark
+	shift 2
+	mark=$(wc -l <"$DP_TMP/dynprobed.log" 2>/dev/null || echo 0)
+	start_dynprobed "$@" || tap_bail "$name: lttng-dynprobed does not start"
+	hello_done "$mark" "$pid" || tap_bail "$name: the agent of $pid did not say HELLO"
 }
 
 # daemon_about PID: the daemon's log lines about PID, as diagnostics.
@@ -215,12 +222,10 @@ prog=$PIE
 start_target pool env LD_PRELOAD="$AGENT" LTTNG_DYNPROBE_TEST_CODE_FAIL=1 "$prog" \
 	"$DP_SHM/shm-pool" 4 5 1000 || tap_bail "pool: the target does not start"
 pid=$TARGET_PID
-mark=$(wc -l <"$DP_TMP/dynprobed.log" 2>/dev/null || echo 0)
-start_dynprobed || tap_bail "pool: lttng-dynprobed does not start"
-# The one failure is the first ALLOC_CODE's: the agent (it started first)
-# says HELLO before the ENABLE, else the ENABLE waits for it and the
-# HELLO's own install of the enabled event takes the failure.
-hello_done "$mark" "$pid" || tap_bail "pool: the agent of $pid did not say HELLO"
+# The one failure is the first ALLOC_CODE's: the agent says HELLO before
+# the ENABLE, else the ENABLE waits for it and the HELLO's own install of
+# the enabled event takes the failure.
+start_after_hello pool "$pid"
 ! enable onef &&
 	grep -qE "^proc pid=$pid status=-12 .*message=process $pid: no code memory of [0-9]+ bytes within 2 GiB of 0x[0-9a-f]+: Cannot allocate memory" \
 		"$DP_TMP/out"
@@ -241,10 +246,8 @@ later pool
 start_target rlimit env LD_PRELOAD="$AGENT" "$prog" "$DP_SHM/shm-rlimit" 4 5 1000 ||
 	tap_bail "rlimit: the target does not start"
 pid=$TARGET_PID
-mark=$(wc -l <"$DP_TMP/dynprobed.log" 2>/dev/null || echo 0)
-start_dynprobed || tap_bail "rlimit: lttng-dynprobed does not start"
 # Connected before its address space is limited.
-hello_done "$mark" "$pid" || tap_bail "rlimit: the agent of $pid did not say HELLO"
+start_after_hello rlimit "$pid"
 vm=$(awk '$1 == "VmSize:" { print $2 }' /proc/"$pid"/status)
 prlimit --pid "$pid" --as=$(((vm + 128) * 1024)): || tap_bail "rlimit: prlimit failed"
 ! enable onef &&
