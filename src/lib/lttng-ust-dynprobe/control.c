@@ -99,6 +99,7 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool released;
+	const char *why;		/* what released it (debug lines) */
 	/* dlopen's waits: MAPPED cookies sent, and the latest answered
 	 * (every cookie up to it); `ended` counts lost connections, which
 	 * end the waits begun before. */
@@ -109,9 +110,12 @@ static struct {
 	.cond = PTHREAD_COND_INITIALIZER,
 };
 
-static void go_release(void)
+/* Ends the constructor's wait for GO; why: what ended it. */
+static void go_release(const char *why)
 {
 	pthread_mutex_lock(&go.lock);
+	if (!go.released)
+		go.why = why;
 	go.released = true;
 	pthread_cond_broadcast(&go.cond);
 	pthread_mutex_unlock(&go.lock);
@@ -807,7 +811,7 @@ static int serve_one(int fd, const struct dp_app_msg *req)
 		 * program to run. */
 		ret = reply(fd, &rep);
 		dbg("GO");
-		go_release();
+		go_release("the daemon's GO");
 		return ret;
 	case DP_APP_FOLLOW:
 		ret = dpa_follow_set(req->follow);
@@ -1039,7 +1043,8 @@ static void *control_main(void *arg)
 			}
 			/* Whatever happened, a waiting constructor has nothing
 			 * more to wait for: the program must not hang on us. */
-			go_release();
+			go_release(ret ? "no answer to HELLO from the daemon" :
+					 "the connection to the daemon ended");
 			if (ret == -ECONNREFUSED) {
 				/* It will not change its mind soon. */
 				delay = DPA_CONTROL_RETRY_MAX_MS;
@@ -1050,7 +1055,7 @@ static void *control_main(void *arg)
 		} else {
 			dbg("cannot connect to %s: %s (next attempt in %u ms)", ctl.path,
 			    err_text(fd), delay);
-			go_release();
+			go_release("no daemon to connect to");
 		}
 		if (!nap(delay)) {
 			delay = DPA_CONTROL_RETRY_FIRST_MS;
@@ -1156,16 +1161,36 @@ static unsigned env_below(const char *name, unsigned max)
  * Parses a wait in milliseconds: 0 for none, -1 for no limit (NO_LIMIT), or
  * a positive number; dflt for anything else.
  */
-static unsigned wait_ms_parse(const char *v, unsigned dflt)
+static unsigned wait_ms_parse(const char *name, const char *v, unsigned dflt)
 {
 	char *end;
 	long ms;
 
 	errno = 0;
 	ms = strtol(v, &end, 10);
-	if (errno || end == v || *end || ms < -1 || ms > 3600000)
+	if (errno || end == v || *end || ms < -1 || ms > 3600000) {
+		dbg("%s=%s is not a wait in milliseconds (0 to 3600000, or -1 for no limit): "
+		    "%u ms instead", name, v, dflt);
 		return dflt;
+	}
 	return ms == -1 ? NO_LIMIT : (unsigned)ms;
+}
+
+/* The wait from the environment variable `name` (dflt when unset),
+ * said in a debug line with where it came from. */
+static unsigned wait_ms_read(const char *name, unsigned dflt)
+{
+	const char *v = secure_getenv(name);
+	unsigned ms = v && *v ? wait_ms_parse(name, v, dflt) : dflt;
+	const char *from = v && *v ? name : "the default";
+
+	if (ms == 0)
+		dbg("main does not wait for the daemon's GO (%s: 0 ms)", from);
+	else if (ms == NO_LIMIT)
+		dbg("main waits for the daemon's GO without a limit (%s: -1)", from);
+	else
+		dbg("main waits for the daemon's GO %u ms at most (%s)", ms, from);
+	return ms;
 }
 
 /*
@@ -1187,11 +1212,8 @@ static unsigned wait_ms_from_env(void)
 	}
 	v = secure_getenv(DP_APP_ENV_WAIT);
 	if (v && *v)
-		return wait_ms_parse(v, DP_APP_WAIT_DEFAULT_MS);
-	v = secure_getenv(DPA_CONTROL_ENV_REGISTER_TIMEOUT);
-	if (v && *v)
-		return wait_ms_parse(v, DPA_CONTROL_REGISTER_TIMEOUT_MS);
-	return DPA_CONTROL_REGISTER_TIMEOUT_MS;
+		return wait_ms_read(DP_APP_ENV_WAIT, DP_APP_WAIT_DEFAULT_MS);
+	return wait_ms_read(DPA_CONTROL_ENV_REGISTER_TIMEOUT, DPA_CONTROL_REGISTER_TIMEOUT_MS);
 }
 
 /*
@@ -1229,7 +1251,9 @@ static void go_deadline(struct dp_deadline *d, unsigned ms)
  * (NO_LIMIT: until GO, or until no daemon answers). */
 static void go_wait(unsigned ms)
 {
+	int64_t t0 = dp_now_ms();
 	struct dp_deadline d;
+	const char *why = NULL;
 
 	go_deadline(&d, ms);
 	pthread_mutex_lock(&go.lock);
@@ -1239,7 +1263,11 @@ static void go_wait(unsigned ms)
 			break;
 		}
 	}
+	if (go.released)
+		why = go.why;
 	pthread_mutex_unlock(&go.lock);
+	if (why)
+		dbg("main goes on after %lld ms: %s", (long long)(dp_now_ms() - t0), why);
 }
 
 int dpa_control_start(void)
