@@ -65,10 +65,12 @@ nginx_workers() {
 	cat /proc/"$SERVER_PID"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . | sort -n
 }
 
-# A GET with bash's /dev/tcp: whether the page comes.
+# A GET with bash's /dev/tcp: whether the page comes.  Within 60 s: a
+# hung server never answers, a machine that stopped for seconds still
+# gets its page.
 nginx_answers() {
 	local reply
-	reply=$(timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$NGINX_PORT &&
+	reply=$(timeout 60 bash -c "exec 3<>/dev/tcp/127.0.0.1/$NGINX_PORT &&
 		printf 'GET /index.html HTTP/1.0\r\n\r\n' >&3 && cat <&3" 2>/dev/null)
 	grep -q '^HTTP/1.1 200' <<<"$reply"
 }
