@@ -112,7 +112,7 @@ for proto in client app; do
 		holder=$!
 		wait_line "$DP_TMP/hold-$proto" '^dpfuzz: holding' 10
 		t0=$(date +%s%N)
-		timeout 20 "$DPCTL" ping >"$DP_TMP/out" 2>&1 && out_has "pid=$DPD_PID "
+		timeout 120 "$DPCTL" ping >"$DP_TMP/out" 2>&1 && out_has "pid=$DPD_PID "
 		tap_ok $? "$proto socket: while 8 connections stall mid-frame, the daemon answers PING (in $((($(date +%s%N) - t0) / 1000000)) ms)"
 		dpctl enable watched-fuzz channel0 stalled probe dp_work "$PIE" -p "$probed" &&
 			out_has "^proc pid=$probed status=0" && dpctl disable watched-fuzz channel0 stalled &&
