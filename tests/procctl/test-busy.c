@@ -272,8 +272,11 @@ static void test_lock_waited(void)
 			argv, &o, NULL, &b, &r, &err, &ms);
 	if (ret == -ECHILD)
 		return;
+	/* No upper bound on ms: a load that waited past the lock's 25 s
+	 * would have succeeded, and a machine stopped meanwhile lengthens
+	 * it without the load being at fault. */
 	tap_ok(ret == -ETIMEDOUT && strstr(err.msg, "no progress for 10000 ms") &&
-	       strstr(err.msg, "futex") && ms >= 10000 && ms < 60000,
+	       strstr(err.msg, "futex") && ms >= 10000,
 	       "a load waiting for the loader lock fails after 10 s without progress, saying "
 	       "where it waits (%" PRId64 " ms; %d: %s)", ms, ret, err.msg);
 	tap_ok(!loaded(b.pid), "it did not load meanwhile");
