@@ -218,7 +218,17 @@ extern struct dpd_config dpd_cfg;
 
 /* ---- resolve.c ---- */
 
-/* A cached, analysed object file (never closed while the daemon runs). */
+/*
+ * A cached, analysed object file.  dpd_object_get hands out a reference
+ * (an event keeps one while it exists) that dpd_object_put gives back; an
+ * object no one references is idle, and stays open (the next event on it
+ * costs nothing) until more than DPD_OBJECTS_IDLE_MAX are idle: then the
+ * least recently used are closed with their DWARF, by dpd_objects_trim
+ * once no job that began before they fell idle still runs (a job may hold
+ * a pointer it read from an event freed meanwhile).  All with the state
+ * lock.
+ */
+#define DPD_OBJECTS_IDLE_MAX 8
 struct dpd_object {
 	char path[DP_CLIENT_PATH_MAX];
 	dev_t dev;
@@ -230,8 +240,8 @@ struct dpd_object {
 	struct dpd_object *next;
 };
 
-/* The object at path (opened and cached; reopened when the file changed).
- * NULL with a message. */
+/* The object at path (opened and cached; reopened when the file changed),
+ * referenced: the caller puts it.  NULL with a message. */
 struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg);
 /*
  * The object at path for process pid, whose root or mount namespace may be
@@ -241,6 +251,17 @@ struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg);
  * dpd_object_get().  NULL with a message.
  */
 struct dpd_object *dpd_object_get_for(const char *path, pid_t pid, struct dp_err *msg);
+/* Gives back a reference (NULL: nothing). */
+void dpd_object_put(struct dpd_object *o);
+/* How many times an object fell idle so far: a job notes it as it begins
+ * (no state lock needed). */
+uint64_t dpd_objects_epoch(void);
+/* Whether more objects are idle than are kept (no state lock needed). */
+bool dpd_objects_trim_wanted(void);
+/* Closes the least recently used idle objects beyond DPD_OBJECTS_IDLE_MAX
+ * that fell idle at or before oldest_job (the epoch the oldest running job
+ * noted; dpd_objects_epoch() when none runs); how many. */
+size_t dpd_objects_trim(uint64_t oldest_job);
 
 /* Roles of a probe point. */
 enum dpd_role {

@@ -11,6 +11,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <malloc.h>
 #include <elfutils/libdw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,9 +44,95 @@ struct obj_priv {
 	bool no_dwarf;			/* a lookup found none: typed returns stop asking */
 	size_t nsegs;
 	struct seg segs[MAX_LOADS];
+	unsigned refs;			/* dpd_object_get's, not yet put */
+	uint64_t idle_epoch;		/* when refs last fell to 0 */
 };
 
+/* Every object opened, used or idle (refs 0); all with the state lock
+ * (nidle is read without it too: dpd_objects_trim_wanted). */
 static struct dpd_object *objects;
+static size_t nidle;
+/* Counts the times an object fell idle: jobs note it when they start
+ * (dpd_objects_epoch), read without the state lock. */
+static uint64_t idle_clock;
+
+static struct obj_priv *priv(struct dpd_object *o)
+{
+	return (struct obj_priv *)o;
+}
+
+static struct dpd_object *obj_ref(struct dpd_object *o)
+{
+	if (priv(o)->refs++ == 0 && priv(o)->idle_epoch)
+		__atomic_sub_fetch(&nidle, 1, __ATOMIC_RELAXED);
+	return o;
+}
+
+void dpd_object_put(struct dpd_object *o)
+{
+	if (!o || !priv(o)->refs)
+		return;
+	if (--priv(o)->refs == 0) {
+		priv(o)->idle_epoch = __atomic_add_fetch(&idle_clock, 1, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&nidle, 1, __ATOMIC_RELAXED);
+	}
+}
+
+uint64_t dpd_objects_epoch(void)
+{
+	return __atomic_load_n(&idle_clock, __ATOMIC_SEQ_CST);
+}
+
+bool dpd_objects_trim_wanted(void)
+{
+	return __atomic_load_n(&nidle, __ATOMIC_RELAXED) > DPD_OBJECTS_IDLE_MAX;
+}
+
+/* Closes o (idle, unlinked), and its DWARF unless another object shares it. */
+static void obj_close(struct dpd_object *o)
+{
+	bool shared = false;
+
+	for (struct dpd_object *it = objects; it && !shared; it = it->next)
+		shared = dp_dwarf_same(dp_object_elf(it->obj), dp_object_elf(o->obj));
+	if (!shared)
+		dp_dwarf_forget(dp_object_elf(o->obj));
+	dp_object_close(o->obj);
+	free(priv(o));
+}
+
+size_t dpd_objects_trim(uint64_t oldest_job)
+{
+	size_t closed = 0;
+
+	while (__atomic_load_n(&nidle, __ATOMIC_RELAXED) > DPD_OBJECTS_IDLE_MAX) {
+		struct dpd_object **lru = NULL;
+
+		for (struct dpd_object **it = &objects; *it; it = &(*it)->next)
+			if (!priv(*it)->refs &&
+			    (!lru || priv(*it)->idle_epoch < priv(*lru)->idle_epoch))
+				lru = it;
+		/* Fell idle after a running job began: that job may still
+		 * use it (a pointer read from an event it saw then). */
+		if (!lru || priv(*lru)->idle_epoch > oldest_job)
+			break;
+		{
+			struct dpd_object *o = *lru;
+
+			*lru = o->next;
+			__atomic_sub_fetch(&nidle, 1, __ATOMIC_RELAXED);
+			dpd_dbg("object %s closed: no event uses it (the %zu idle ones used last stay open)",
+				o->path, (size_t)DPD_OBJECTS_IDLE_MAX);
+			obj_close(o);
+			closed++;
+		}
+	}
+	/* An object's analysis is many small blocks: give the pages back to
+	 * the system, not only to malloc. */
+	if (closed)
+		malloc_trim(0);
+	return closed;
+}
 
 static int64_t mtime_ns(const struct stat *st)
 {
@@ -98,7 +185,7 @@ struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg)
 	for (it = objects; it; it = it->next)
 		if (it->dev == st.st_dev && it->ino == st.st_ino &&
 		    it->mtime_ns == mtime_ns(&st) && !strcmp(it->path, path))
-			return it;
+			return obj_ref(it);
 
 	o = calloc(1, sizeof(*o));
 	if (!o) {
@@ -119,8 +206,9 @@ struct dpd_object *dpd_object_get(const char *path, struct dp_err *msg)
 	o->pub.mtime_ns = mtime_ns(&st);
 	o->pub.pie = dp_elf_type(dp_object_elf(o->pub.obj)) == DP_ELF_DYN;
 	read_segments(o);
-	/* An older version of the file stays cached: events resolved against
-	 * it keep pointing into it, and processes may still map it. */
+	o->refs = 1;
+	/* An older version of the file stays cached while events resolved
+	 * against it use it (processes may still map it). */
 	o->pub.next = objects;
 	objects = &o->pub;
 	return &o->pub;
@@ -574,9 +662,11 @@ void dpd_sites(const char *path, const char *function, struct dp_client_sites_re
 		}
 		rep->ninsns++;
 	}
+	dpd_object_put(o);
 	return;
 
 fail:
+	dpd_object_put(o);
 	rep->status = ret;
 	snprintf(rep->message, sizeof(rep->message), "%s", msg.msg);
 }
@@ -624,7 +714,7 @@ struct dpd_object *dpd_object_get_for(const char *path, pid_t pid, struct dp_err
 		for (it = objects; it && !o; it = it->next)
 			if (it->dev == st.st_dev && it->ino == st.st_ino &&
 			    it->mtime_ns == mtime_ns(&st))
-				o = it;
+				o = obj_ref(it);
 		if (!o)
 			o = dpd_object_get(alt, &why);
 	}
@@ -633,12 +723,12 @@ struct dpd_object *dpd_object_get_for(const char *path, pid_t pid, struct dp_err
 	/* Else the daemon's: a file of the host the process maps under
 	 * another name (a bind mount), or none it maps (said later). */
 	it = dpd_object_get(path, msg);
-	if (it || !o) {
-		if (!it && !o)
-			dp_err_set(msg, msg->code, "%s exists neither as lttng-dynprobed sees it nor "
-				   "in process %d's root and mount namespace (%s)", path, (int)pid,
-				   alt);
+	if (it) {
+		dpd_object_put(o);
 		return it;
 	}
+	if (!o)
+		dp_err_set(msg, msg->code, "%s exists neither as lttng-dynprobed sees it nor in "
+			   "process %d's root and mount namespace (%s)", path, (int)pid, alt);
 	return o;
 }

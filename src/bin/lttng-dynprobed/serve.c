@@ -98,6 +98,8 @@ struct job {
 	pid_t pid;			/* JOB_AGENT, JOB_PENDING, JOB_EXEC */
 	int fd;				/* JOB_AGENT */
 	int64_t queued;			/* when it was queued (dpd_now_ms) */
+	uint64_t epoch;			/* dpd_objects_epoch() as it began */
+	struct job *run_next;		/* in `running` */
 };
 
 struct user {
@@ -111,6 +113,9 @@ static struct conn *conns;
 static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
 static struct job *queue;
+/* The jobs in workers: the objects that fell idle before the first of
+ * them began can be closed (resolve.c). */
+static struct job *running;
 static struct user *users;
 static size_t nusers;
 static int nworkers, nidle, nrunning, nexec_jobs;
@@ -271,8 +276,28 @@ void dpd_block_signals(void)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 }
 
+/* With q_mu: j leaves `running`; the epoch the oldest job still running
+ * noted (now's when none runs). */
+static uint64_t job_done(struct job *j)
+{
+	uint64_t oldest = dpd_objects_epoch();
+
+	for (struct job **it = &running; *it;) {
+		if (*it == j) {
+			*it = j->run_next;
+			continue;
+		}
+		if ((*it)->epoch < oldest)
+			oldest = (*it)->epoch;
+		it = &(*it)->run_next;
+	}
+	return oldest;
+}
+
 static void *worker(void *arg)
 {
+	uint64_t oldest;
+
 	(void)arg;
 	dpd_block_signals();
 	pthread_mutex_lock(&q_mu);
@@ -290,6 +315,9 @@ static void *worker(void *arg)
 		if (j->kind == JOB_EXEC)
 			nexec_jobs--;
 		nrunning++;
+		j->epoch = dpd_objects_epoch();
+		j->run_next = running;
+		running = j;
 		{
 			int64_t waited = dpd_now_ms() - j->queued;
 			int nw = nworkers, ni = nidle;
@@ -310,10 +338,19 @@ static void *worker(void *arg)
 			u->running--;
 		job_uncount(j);
 		nrunning--;
+		oldest = job_done(j);
 		free(j);
 		/* A user's job done may let another of its jobs run. */
 		pthread_cond_broadcast(&q_cond);
 		wake_loop();
+		if (dpd_objects_trim_wanted()) {
+			/* The state lock is never taken holding q_mu. */
+			pthread_mutex_unlock(&q_mu);
+			dpd_lock_by("closing idle objects");
+			dpd_objects_trim(oldest);
+			dpd_unlock();
+			pthread_mutex_lock(&q_mu);
+		}
 	}
 	nworkers--;
 	pthread_cond_broadcast(&q_cond);

@@ -108,6 +108,7 @@ void dpd_event_free(struct dpd_event *ev)
 	free(ev->points);
 	free(ev->plan);
 	dp_spec_sdt_event_release(&ev->sdt);
+	dpd_object_put(ev->obj);
 	while (ev->shares) {
 		struct dpd_share *sh = ev->shares;
 

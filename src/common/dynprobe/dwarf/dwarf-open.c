@@ -445,6 +445,30 @@ static void make_key(struct dp_elf *elf, char *key, size_t size)
 	}
 }
 
+bool dp_dwarf_same(struct dp_elf *a, struct dp_elf *b)
+{
+	char ka[sizeof(cache->key)], kb[sizeof(cache->key)];
+
+	make_key(a, ka, sizeof(ka));
+	make_key(b, kb, sizeof(kb));
+	return !strcmp(ka, kb);
+}
+
+void dp_dwarf_forget(struct dp_elf *elf)
+{
+	char key[sizeof(cache->key)];
+
+	make_key(elf, key, sizeof(key));
+	for (struct dp_dwarf **dw = &cache; *dw; dw = &(*dw)->next)
+		if (!strcmp((*dw)->key, key)) {
+			struct dp_dwarf *gone = *dw;
+
+			*dw = gone->next;
+			entry_free(gone);
+			return;
+		}
+}
+
 static int find(struct dp_elf *elf, struct found *f, struct dp_err *err)
 {
 	const char *path = dp_elf_path(elf);

@@ -19,9 +19,10 @@
  * up by its build-id in the same directories.
  *
  * The DWARF of an object is read once per build-id (objects without one:
- * once per file identity) and kept for the life of the process: the daemon
- * serves every event of an object from one copy.  Every pointer returned
- * is owned by the cache and stays valid until dp_dwarf_cache_clear().
+ * once per file identity) and kept until dp_dwarf_forget() or
+ * dp_dwarf_cache_clear(): the daemon serves every event of an object from
+ * one copy.  Every pointer returned is owned by the cache and stays valid
+ * until then.
  * Not thread-safe (the daemon and the CLI are single threaded).
  *
  * Functions return 0 or -errno and fill err with one line for users.
@@ -73,6 +74,13 @@ enum dp_dwarf_origin dp_dwarf_origin(const struct dp_dwarf *dw);
 
 /* Closes every cached DWARF (tests, leak checkers). */
 void dp_dwarf_cache_clear(void);
+/* Whether the objects a and b were opened from share one DWARF (one
+ * build-id, or one file). */
+bool dp_dwarf_same(struct dp_elf *a, struct dp_elf *b);
+/* Closes the cached DWARF of elf's object, if any: every pointer into it
+ * is invalid after, so only for a caller that knows none is in use (the
+ * daemon closing the last object that uses it). */
+void dp_dwarf_forget(struct dp_elf *elf);
 
 /* ---- source lines (dwarf-lines.c) ---------------------------------------
  *
