@@ -6,7 +6,10 @@
 # Path-wide events on 20 copies of a program, one after the other, each
 # dropped with its session: the daemon keeps 8 of the copies open, not 20,
 # while an event on a running process, kept all along, records and is
-# removed exactly; a copy that was closed is opened again for a new event.
+# removed exactly; copies without a build-id, whose DWARF is each their
+# own, leave no descriptor open once closed (their DWARF is closed too); a
+# copy that was closed is opened again for a new event; four clients at
+# once churn through the copies.
 . "$top_srcdir/tests/utils/tap.sh"
 . "$top_srcdir/tests/utils/sessiond.sh"
 dp_isolate "$0" "$@"
@@ -75,6 +78,32 @@ dp_lttng start s >/dev/null
 dpctl disable s channel0 kept && out_has "^proc pid=$pid status=0" &&
 	same_as_file "$pid" "$PIE" dp_work "$LEN"
 tap_ok $? "disabled: dp_work holds the file's $LEN bytes again in process $pid"
+
+# Copies without a build-id: each has its own DWARF (cached by file), read
+# for --function's inlined copies from the file itself (a descriptor of its
+# own).  A closed copy leaves neither descriptor open: its DWARF is closed
+# with it.
+for i in $(seq 12); do
+	objcopy --remove-section=.note.gnu.build-id "$PIE" "$DP_TMP/copy-nb$i" ||
+		tap_bail "objcopy cannot strip the build-id"
+done
+bad=
+for i in $(seq 12); do
+	dpctl enable g channel0 "nb$i" function dp_work "$DP_TMP/copy-nb$i" &&
+		grep -q "status=0" "$DP_TMP/out" && dpctl destroyed g || bad="$bad $i"
+done
+fds_nb() {
+	ls -l /proc/"$DPD_PID"/fd 2>/dev/null | sed -n "s#.* -> $DP_TMP/copy-nb\([0-9]*\)\$#\1#p" |
+		sort -n | tr '\n' ' '
+}
+for i in $(seq 200); do
+	[ "$(fds_nb | xargs -n1 | sort -u | wc -l)" -le "$IDLE_MAX" ] && break
+	sleep 0.05
+done
+nb=$(fds_nb)
+[ -z "$bad" ] && [ "$(xargs -n1 <<<"$nb" | sort -un | xargs)" = "$(seq 5 12 | xargs)" ] &&
+	[ "$(count "$nb")" -eq $((2 * IDLE_MAX)) ]
+tap_ok $? "12 copies without a build-id, each event dropped: the 8 used last keep their file and their DWARF open (2 descriptors each), the 4 others neither (descriptors on: $nb${bad:+; failed:$bad})"
 
 # copy-1, closed, opened again: an event on a process running it.
 start_target c1 env LD_PRELOAD="$AGENT" "$DP_TMP/copy-1" "$DP_SHM/shm-c1" 2 5 1000 ||
