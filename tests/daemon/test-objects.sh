@@ -33,6 +33,17 @@ count() {
 	wc -w <<<"$1"
 }
 
+# records_then_removed EVENT PID PATH TEXT: EVENT (on dp_work of PATH in
+# process PID, session s) records, then, disabled, leaves the file's bytes.
+records_then_removed() {
+	wait_events s "$DP_TMP/trace" "dynprobe:$1_entry" "dynprobe:$1_return"
+	tap_ok $? "$4 ($(grep -c "^dynprobe:$1_entry:" "$DP_TMP/events") entries)"
+	dp_lttng start s >/dev/null
+	dpctl disable s channel0 "$1" && out_has "^proc pid=$2 status=0" &&
+		same_as_file "$2" "$3" dp_work "$LEN"
+	tap_ok $? "$1 disabled: dp_work holds the file's $LEN bytes again in process $2"
+}
+
 start_sessiond || tap_bail "no session daemon"
 start_dynprobed || tap_bail "no lttng-dynprobed: $(cat "$DP_TMP/dynprobed.start")"
 dp_lttng create s --output="$DP_TMP/trace" >/dev/null &&
@@ -72,12 +83,7 @@ tap_ok $? "its log says which it closed: $(grep -m1 "object .* closed" "$DP_TMP/
 ls -l /proc/"$DPD_PID"/fd | grep -q -- "-> $PIE\$"
 tap_ok $? "the program of the event kept stays open"
 
-wait_events s "$DP_TMP/trace" "dynprobe:kept_entry" "dynprobe:kept_return"
-tap_ok $? "the event kept records all along ($(grep -c '^dynprobe:kept_entry:' "$DP_TMP/events") entries)"
-dp_lttng start s >/dev/null
-dpctl disable s channel0 kept && out_has "^proc pid=$pid status=0" &&
-	same_as_file "$pid" "$PIE" dp_work "$LEN"
-tap_ok $? "disabled: dp_work holds the file's $LEN bytes again in process $pid"
+records_then_removed kept "$pid" "$PIE" "the event kept records all along"
 
 # Copies without a build-id: each has its own DWARF (cached by file), read
 # for --function's inlined copies from the file itself (a descriptor of its
@@ -112,12 +118,7 @@ c1=$TARGET_PID
 dpctl enable s channel0 again function dp_work "$DP_TMP/copy-1" -p "$c1" &&
 	out_has "^proc pid=$c1 status=0"
 tap_ok $? "copy-1, closed, is opened again for an event on process $c1 running it"
-wait_events s "$DP_TMP/trace" "dynprobe:again_entry" "dynprobe:again_return"
-tap_ok $? "that event records ($(grep -c '^dynprobe:again_entry:' "$DP_TMP/events") entries)"
-dp_lttng start s >/dev/null
-dpctl disable s channel0 again && out_has "^proc pid=$c1 status=0" &&
-	same_as_file "$c1" "$DP_TMP/copy-1" dp_work "$LEN"
-tap_ok $? "disabled: dp_work holds the file's bytes again in process $c1"
+records_then_removed again "$c1" "$DP_TMP/copy-1" "that event records"
 # Four clients at once, each enabling and dropping path-wide events on the
 # copies in its own order: objects fall idle and are closed while other
 # requests resolve against them (run under the sanitized daemon too).
