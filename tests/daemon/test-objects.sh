@@ -93,6 +93,12 @@ for i in $(seq 12); do
 	objcopy --remove-section=.note.gnu.build-id "$PIE" "$DP_TMP/copy-nb$i" ||
 		tap_bail "objcopy cannot strip the build-id"
 done
+# copy-nb1 is replaced (a new file under its name) after an event used it:
+# the first event keeps the old file, the next opens the new one; both go.
+dpctl enable g channel0 old function dp_work "$DP_TMP/copy-nb1" && grep -q "status=0" "$DP_TMP/out" &&
+	objcopy --remove-section=.note.gnu.build-id "$PIE" "$DP_TMP/new-nb1" &&
+	mv "$DP_TMP/new-nb1" "$DP_TMP/copy-nb1"
+tap_ok $? "an event on copy-nb1, then the file replaced under it"
 bad=
 for i in $(seq 12); do
 	dpctl enable g channel0 "nb$i" function dp_work "$DP_TMP/copy-nb$i" &&
@@ -110,6 +116,9 @@ nb=$(fds_nb)
 [ -z "$bad" ] && [ "$(xargs -n1 <<<"$nb" | sort -un | xargs)" = "$(seq 5 12 | xargs)" ] &&
 	[ "$(count "$nb")" -eq $((2 * IDLE_MAX)) ]
 tap_ok $? "12 copies without a build-id, each event dropped: the 8 used last keep their file and their DWARF open (2 descriptors each), the 4 others neither (descriptors on: $nb${bad:+; failed:$bad})"
+deleted=$(ls -l /proc/"$DPD_PID"/fd | grep -c -- "-> $DP_TMP/copy-nb1 (deleted)")
+[ "$deleted" -eq 0 ]
+tap_ok $? "the replaced copy-nb1 is closed too, its DWARF with it ($deleted descriptors left on it)"
 
 # copy-1, closed, opened again: an event on a process running it.
 start_target c1 env LD_PRELOAD="$AGENT" "$DP_TMP/copy-1" "$DP_SHM/shm-c1" 2 5 1000 ||

@@ -437,7 +437,7 @@ static void make_key(struct dp_elf *elf, char *key, size_t size)
 
 		hex(id, len, h, sizeof(h));
 		snprintf(key, size, "b:%s", h);
-	} else if (!stat(dp_elf_path(elf), &st)) {
+	} else if (!dp_elf_stat(elf, &st)) {
 		snprintf(key, size, "f:%ju:%ju:%jd.%09ld", (uintmax_t)st.st_dev,
 			 (uintmax_t)st.st_ino, (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 	} else {

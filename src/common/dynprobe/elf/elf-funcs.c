@@ -254,6 +254,13 @@ const char *dp_elf_path(const struct dp_elf *elf)
 	return elf->path;
 }
 
+int dp_elf_stat(const struct dp_elf *elf, struct stat *st)
+{
+	if (elf->fd < 0)
+		return -EBADF;
+	return fstat(elf->fd, st) ? -errno : 0;
+}
+
 enum dp_elf_type dp_elf_type(const struct dp_elf *elf)
 {
 	return elf->type;

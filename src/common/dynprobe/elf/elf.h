@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "err.h"
 
@@ -71,6 +72,9 @@ void dp_elf_close(struct dp_elf *elf);
 const char *dp_elf_strerror(int err);
 
 const char *dp_elf_path(const struct dp_elf *elf);
+/* The open file's status (fstat(2): the file opened, even once its path
+ * names another).  0 or -errno. */
+int dp_elf_stat(const struct dp_elf *elf, struct stat *st);
 enum dp_elf_type dp_elf_type(const struct dp_elf *elf);
 
 /*
