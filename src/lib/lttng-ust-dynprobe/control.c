@@ -1043,7 +1043,7 @@ static void *control_main(void *arg)
 			}
 			/* Whatever happened, a waiting constructor has nothing
 			 * more to wait for: the program must not hang on us. */
-			go_release(ret ? "no answer to HELLO from the daemon" :
+			go_release(ret ? "the daemon did not take our HELLO" :
 					 "the connection to the daemon ended");
 			if (ret == -ECONNREFUSED) {
 				/* It will not change its mind soon. */
