@@ -33,6 +33,20 @@ count() {
 	wc -w <<<"$1"
 }
 
+copies_open_at_most() {
+	[ "$(count "$(open_copies)")" -le "$1" ]
+}
+
+# eventually CMD...: CMD true within 30 s (tried every 50 ms).
+eventually() {
+	local i
+	for i in $(seq 600); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # records_then_removed EVENT PID PATH TEXT: EVENT (on dp_work of PATH in
 # process PID, session s) records, then, disabled, leaves the file's bytes.
 records_then_removed() {
@@ -70,15 +84,12 @@ done
 tap_ok $? "a path-wide event on each of $N copies of the program, its session dropped each time${bad:+ (failed:$bad)}"
 # The closing follows each request's end, maybe after its reply (or the
 # next request's, when another began before the object fell idle).
-for i in $(seq 200); do
-	[ "$(count "$(open_copies)")" -le "$IDLE_MAX" ] && break
-	sleep 0.05
-done
+eventually copies_open_at_most "$IDLE_MAX"
 open=$(open_copies)
 [ "$(count "$open")" -eq "$IDLE_MAX" ] &&
 	[ "$open" = "$(seq $((N - IDLE_MAX + 1)) "$N" | tr '\n' ' ')" ]
 tap_ok $? "the daemon keeps the $IDLE_MAX copies used last open, not $N (open: $open; at most $most at once)"
-logged "object $DP_TMP/copy-1 closed: no event uses it" 5
+logged "object $DP_TMP/copy-1 closed: no event uses it"
 tap_ok $? "its log says which it closed: $(grep -m1 "object .* closed" "$DP_TMP/dynprobed.log" | cut -d: -f4- | cut -c1-140)"
 ls -l /proc/"$DPD_PID"/fd | grep -q -- "-> $PIE\$"
 tap_ok $? "the program of the event kept stays open"
@@ -108,10 +119,10 @@ fds_nb() {
 	ls -l /proc/"$DPD_PID"/fd 2>/dev/null | sed -n "s#.* -> $DP_TMP/copy-nb\([0-9]*\)\$#\1#p" |
 		sort -n | tr '\n' ' '
 }
-for i in $(seq 200); do
-	[ "$(fds_nb | xargs -n1 | sort -u | wc -l)" -le "$IDLE_MAX" ] && break
-	sleep 0.05
-done
+nb_open_at_most() {
+	[ "$(fds_nb | xargs -n1 | sort -u | wc -l)" -le "$1" ]
+}
+eventually nb_open_at_most "$IDLE_MAX"
 nb=$(fds_nb)
 [ -z "$bad" ] && [ "$(xargs -n1 <<<"$nb" | sort -un | xargs)" = "$(seq 5 12 | xargs)" ] &&
 	[ "$(count "$nb")" -eq $((2 * IDLE_MAX)) ]
@@ -154,10 +165,7 @@ for p in $pids; do
 done
 [ "$st" -eq 0 ] && dpctl ping && out_has "pid=$DPD_PID "
 tap_ok $? "4 clients at once, 30 path-wide events each over the copies, enabled and dropped: all served, the daemon answers$(cat "$DP_TMP"/churn-*.log | head -n 3 | tr '\n' ' ')"
-for i in $(seq 200); do
-	[ "$(count "$(open_copies)")" -le $((IDLE_MAX + 1)) ] && break
-	sleep 0.05
-done
+eventually copies_open_at_most $((IDLE_MAX + 1))
 open=$(open_copies)
 # Event again, disabled, still exists: copy-1 stays open for it.
 [ "$(count "$open")" -le $((IDLE_MAX + 1)) ] && grep -qw 1 <<<"$open"
