@@ -178,6 +178,23 @@ resume() {
 	st=$?
 }
 
+# killed_then_resume: the target SIGKILLed, and dead (every thread gone or
+# a zombie: a held thread dies only once it runs, which a loaded machine
+# may delay past the daemon's next write), then the daemon resumed.
+killed_then_resume() {
+	local i t alive
+	kill -KILL "$pid"
+	for i in $(seq 600); do
+		alive=
+		for t in /proc/"$pid"/task/*/status; do
+			grep -q '^State:[[:space:]]*[RSDTt]' "$t" 2>/dev/null && alive=1
+		done
+		[ -z "$alive" ] && break
+		sleep 0.05
+	done
+	resume
+}
+
 # released: the killed target's zombie is no longer traced, so that its
 # parent (this script) may collect it; then collected.  30 s only bound a
 # daemon that never lets go (a loaded machine took more than 5 s once).
@@ -236,8 +253,7 @@ wait "$pid"
 tap_ok $? "stale: every result the target computed was right: $(tail -n1 "$DP_TMP/stale.out")"
 
 target_at exit-held held -- enable one onef function dp_work
-kill -KILL "$pid"
-resume
+killed_then_resume
 released
 tap_ok $? "exit-held: the daemon let go of the dead target: its parent collects it (killed)"
 [ "$st" -ne 0 ] && grep -q "exited" "$DP_TMP/act"
@@ -247,8 +263,7 @@ dpctl list one
 tap_ok $? "exit-held: no event is kept, and the daemon serves on and exits on SIGTERM"
 
 target_at exit-staged staged -- enable one onef function dp_work
-kill -KILL "$pid"
-resume
+killed_then_resume
 released
 tap_ok $? "exit-staged: its parent collects the dead target (killed)"
 [ "$st" -ne 0 ] && grep -q "exited" "$DP_TMP/act"
