@@ -69,6 +69,17 @@ until_dead() {
 	return 1
 }
 
+# eventually CMD...: CMD true within 30 s (tried every 50 ms): a hang bound
+# that ends as soon as it holds.
+eventually() {
+	local i
+	for i in $(seq 600); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # kill_dynprobed: SIGKILL, and wait until the daemon is dead, so that a new
 # one may start.
 kill_dynprobed() {

@@ -182,17 +182,14 @@ resume() {
 # a zombie: a held thread dies only once it runs, which a loaded machine
 # may delay past the daemon's next write), then the daemon resumed.
 killed_then_resume() {
-	local i t alive
 	kill -KILL "$pid"
-	for i in $(seq 600); do
-		alive=
-		for t in /proc/"$pid"/task/*/status; do
-			grep -q '^State:[[:space:]]*[RSDTt]' "$t" 2>/dev/null && alive=1
-		done
-		[ -z "$alive" ] && break
-		sleep 0.05
-	done
+	eventually target_dead
 	resume
+}
+
+# target_dead: no thread of the target runs or waits any more.
+target_dead() {
+	! grep -q '^State:[[:space:]]*[RSDTt]' /proc/"$pid"/task/*/status 2>/dev/null
 }
 
 # released: the killed target's zombie is no longer traced, so that its

@@ -37,16 +37,6 @@ copies_open_at_most() {
 	[ "$(count "$(open_copies)")" -le "$1" ]
 }
 
-# eventually CMD...: CMD true within 30 s (tried every 50 ms).
-eventually() {
-	local i
-	for i in $(seq 600); do
-		"$@" && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # records_then_removed EVENT PID PATH TEXT: EVENT (on dp_work of PATH in
 # process PID, session s) records, then, disabled, leaves the file's bytes.
 records_then_removed() {
